@@ -1,0 +1,89 @@
+"""Throughput of prediction with the Hugging Face backend: responses/s at several batch sizes.
+
+Usage (CPU, the tiny model of the quickstart)::
+
+    python scripts/bench_predict.py [--model DIR] [--data TEST.jsonl] [--batch-sizes 1,4,8] [--max-new-tokens 256]
+
+Without ``--model`` it uses ``./ragtruth-spans-quickstart/model`` when present, else trains the ``tiny-cpu``
+recipe into a temporary directory; without ``--data`` it prepares the embedded sample and uses its test split.
+Each batch size runs the whole split once after a one-batch warm-up, with the same loaded model; generated
+tokens (padding excluded) are counted so that runs with different output lengths can be compared (tokens/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", str(os.cpu_count() or 1))
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, default=None)
+    parser.add_argument("--data", type=Path, default=None)
+    parser.add_argument("--batch-sizes", default="1,4,8")
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--json", type=Path, default=None, help="Also write the results here.")
+    args = parser.parse_args()
+
+    import torch
+
+    from ragtruth_spans.detector import Detector
+    from ragtruth_spans.prepare import prepare
+    from ragtruth_spans.ragtruth import sample_data_dir
+    from ragtruth_spans.recipe import load_recipe
+    from ragtruth_spans.schema import read_records
+    from ragtruth_spans.train import train
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_predict_"))
+    data = args.data
+    if data is None:
+        prepare(sample_data_dir(), tmp / "data", dev_per_task=1)
+        data = tmp / "data" / "test.jsonl"
+    model = args.model
+    if model is None:
+        quickstart_model = Path("ragtruth-spans-quickstart/model")
+        if (quickstart_model / "adapter_model.safetensors").is_file():
+            model = quickstart_model
+        else:
+            model = tmp / "model"
+            train(load_recipe("tiny-cpu", [f"output_dir={model}", f"data.prepared_dir={data.parent}"]))
+    records = read_records(data)
+
+    detector = Detector.from_pretrained(model, device=args.device, max_new_tokens=args.max_new_tokens)
+    rows = []
+    for batch_size in (int(b) for b in args.batch_sizes.split(",")):
+        detector.detect_batch(records[:batch_size], batch_size=batch_size)  # warm-up
+        tokens_before = detector.generated_tokens
+        start = time.perf_counter()
+        results = detector.detect_batch(records, batch_size=batch_size)
+        seconds = time.perf_counter() - start
+        tokens = detector.generated_tokens - tokens_before
+        rows.append({"batch_size": batch_size, "responses": len(records), "seconds": round(seconds, 2),
+                     "responses_per_s": round(len(records) / seconds, 2),
+                     "generated_tokens": tokens, "tokens_per_s": round(tokens / seconds, 1),
+                     "parse_failures": sum(not r.parse_ok for r in results)})
+        print(json.dumps(rows[-1]))
+
+    info = {"model": str(model), "data": str(data), "device": args.device, "max_new_tokens": args.max_new_tokens,
+            "torch": torch.__version__, "threads": torch.get_num_threads(), "cpu": platform.processor() or
+            platform.machine(), "cpus": os.cpu_count(), "results": rows}
+    print("\n| batch size | responses | seconds | responses/s | generated tokens | tokens/s | parse failures |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['batch_size']} | {r['responses']} | {r['seconds']} | {r['responses_per_s']} | "
+              f"{r['generated_tokens']} | {r['tokens_per_s']} | {r['parse_failures']} |")
+    if args.json:
+        args.json.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
