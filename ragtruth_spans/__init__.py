@@ -26,7 +26,6 @@ _EXPORTS = {
     "load_ragtruth": "ragtruth_spans.ragtruth",
     "sample_data_dir": "ragtruth_spans.ragtruth",
     "to_dataset": "ragtruth_spans.ragtruth",
-    "prepare": "ragtruth_spans.prepare",
     "evaluate": "ragtruth_spans.evaluate",
     "Report": "ragtruth_spans.evaluate",
     "Detector": "ragtruth_spans.detector",

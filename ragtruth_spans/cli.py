@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from .schema import InputError
 
@@ -19,7 +20,7 @@ console = Console(stderr=True)
 
 def fail(exc: Exception) -> None:
     """Print a one-line error (no traceback) and exit with status 2."""
-    console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+    console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
     raise typer.Exit(code=2)
 
 
@@ -106,6 +107,30 @@ def evaluate_command(
 
 # --- train (issue: QLoRA training) -------------------------------------------------------------------------
 
+@app.command("train")
+def train_command(
+    recipe: str = typer.Argument(..., help="Recipe YAML path or shipped name (tiny-cpu, "
+                                 "llama-3.1-8b-instruct/qlora, ...)."),
+    overrides: list[str] = typer.Option([], "--set", help="Override a recipe key, e.g. --set training.max_steps=20 "
+                                        "(value parsed as YAML; repeatable)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print the resolved recipe; load no model."),
+) -> None:
+    """Fine-tune a generative span detector with QLoRA (TRL SFTTrainer + PEFT + bitsandbytes); resumes from the
+    last checkpoint in the output dir. Multi-GPU: `accelerate launch --config_file recipes/accelerate/ddp.yaml
+    -m ragtruth_spans train RECIPE`."""
+    from .recipe import load_recipe
+
+    try:
+        resolved = load_recipe(recipe, overrides)
+        if dry_run:
+            sys.stdout.write(resolved.to_yaml())
+            return
+        from .train import train
+
+        train(resolved, console=console)
+    except InputError as exc:
+        fail(exc)
+
 # --- predict (issue: inference) ----------------------------------------------------------------------------
 
 @app.command("predict")
@@ -133,9 +158,7 @@ def predict_command(
         summary = predict_file(model, data, out, batch_size=batch_size, limit=limit, backend=backend,
                                max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, device=device)
     except (InputError, BackendUnavailable) as exc:
-        from rich.markup import escape
-
-        fail(type(exc)(escape(str(exc))))  # the message holds "[vllm]", which rich would read as markup
+        fail(exc)
     console.print(summary.render(), highlight=False, markup=False)
 
 # --- quickstart (issue: inference) -------------------------------------------------------------------------

@@ -403,6 +403,10 @@ def _fmt(value: float | None, interval: list[float] | None = None) -> str:
     return text if interval is None else f"{text} [{interval[0]:.3f}, {interval[1]:.3f}]"
 
 
+def _fmt_interval(interval: list[float] | None) -> str:
+    return "–" if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
 def _tables(report: Report) -> list[Any]:
     """The rich tables of a report: overall, by task, by model, type recall, counts."""
     from rich import box
@@ -415,15 +419,17 @@ def _tables(report: Report) -> list[Any]:
         overall.add_column(metric, justify="right")
     for level, label in (("span", "span (characters)"), ("response", "response (has a span)"),
                          ("seqeval", "seqeval (word entities)")):
-        intervals = ci.get("overall", {}).get(level, {})
-        overall.add_row(label, *(_fmt(report.overall[level][m], intervals.get(m))
-                                 for m in ("precision", "recall", "f1")))
+        overall.add_row(label, *(_fmt(report.overall[level][m]) for m in ("precision", "recall", "f1")))
+        if ci:
+            intervals = ci["overall"][level]
+            overall.add_row("  95 % interval", *(_fmt_interval(intervals[m]) for m in ("precision", "recall", "f1")),
+                            style="dim")
     overall.add_row("AUROC (response)", _fmt(report.overall["auroc"]), "", "")
     tables = [overall]
 
     for name, title in (("by_task", "By task"), ("by_model", "By generating model")):
         table = Table(title=f"{title} (seqeval and intervals: see --json)", box=box.SIMPLE_HEAD, padding=(0, 1),
-                      pad_edge=False)
+                      pad_edge=False, collapse_padding=True)
         table.add_column(name.removeprefix("by_"), no_wrap=True)
         for column in ("n", "span\nP", "span\nR", "span\nF1", "resp.\nP", "resp.\nR", "resp.\nF1", "AUROC"):
             table.add_column(column, justify="right", no_wrap=True, min_width=5)

@@ -55,8 +55,8 @@ def char_counts(gold: Sequence[Span], pred: Sequence[Span]) -> tuple[int, int, i
 
 
 def type_char_counts(gold: Sequence[Span], pred: Sequence[Span]) -> dict[str, tuple[int, int]]:
-    """Per gold type ``t`` (:data:`UNTYPED` for spans with no type): ``(|G_t|, |G_t ∩ P|)`` where ``G_t`` is the union of the
-    response's gold spans of type ``t`` and ``P`` the union of all its predicted spans (of any type)."""
+    """Per gold type ``t`` (:data:`UNTYPED` for spans with no type): ``(|G_t|, |G_t ∩ P|)``, where ``G_t`` is the
+    union of the response's gold spans of type ``t`` and ``P`` the union of all its predicted spans (any type)."""
     p = merge_intervals(pred)
     by_type: dict[str, list[Span]] = {}
     for span in gold:

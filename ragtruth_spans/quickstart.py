@@ -52,16 +52,17 @@ class QuickstartPaths:
 
 
 def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | None = None,
-                   max_new_tokens: int = 256, batch_size: int = 8, fresh: bool = False,
+                   max_new_tokens: int = 128, batch_size: int = 8, fresh: bool = False,
                    console: Console | None = None):
     """Prepare → train → predict → evaluate under ``workdir``; print each step and the report; return the
     :class:`~ragtruth_spans.evaluate.Report`.
 
     ``max_steps`` overrides the recipe's ``training.max_steps`` (tests use a few steps); ``max_new_tokens`` is the
-    generation budget per response.
+    generation budget per response (the sample's gold targets take at most ~80 tokens of the tiny tokenizer, and
+    128 leaves the prompt 768 - 128 = 640 tokens, enough for every test prompt of the sample unshortened).
     """
-    from .evaluate import evaluate, load_gold, read_predictions
-    from .predict import predict_file
+    from .evaluate import evaluate, read_predictions
+    from .predict import predict_file, read_unique_records
     from .prepare import prepare
     from .ragtruth import sample_data_dir
     from .recipe import load_recipe
@@ -99,9 +100,11 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     console.print(summary.render(), highlight=False, markup=False)
 
     _step(console, 4, "evaluate against the gold spans", paths.report)
-    gold = load_gold(paths.data / "test.jsonl")
+    gold = read_unique_records(paths.data / "test.jsonl")
     predictions = read_predictions(paths.predictions, response_lengths={r.id: len(r.response) for r in gold})
     report = evaluate(gold, predictions)
+    report.settings["gold"] = str(paths.data / "test.jsonl")
+    report.settings["predictions"] = str(paths.predictions)
     report.render(console)
     paths.report.write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     console.print(f"\n[bold green]done[/] in {time.perf_counter() - started:.0f} s. Files: data {paths.data}, "

@@ -228,6 +228,9 @@ def sft_config(recipe: Recipe, output_dir: Path):
     from trl import SFTConfig
 
     t = recipe.training
+    # transformers 5 renamed gradient_checkpointing* to activation_checkpointing* (old names still work, with a warning)
+    ckpt = ("activation_checkpointing" if "activation_checkpointing" in SFTConfig.__dataclass_fields__
+            else "gradient_checkpointing")
     return SFTConfig(
         output_dir=str(output_dir),
         num_train_epochs=t.num_epochs,
@@ -240,8 +243,7 @@ def sft_config(recipe: Recipe, output_dir: Path):
         optim=t.optim,
         per_device_train_batch_size=t.per_device_batch_size,
         gradient_accumulation_steps=t.gradient_accumulation_steps,
-        gradient_checkpointing=t.gradient_checkpointing,
-        gradient_checkpointing_kwargs={"use_reentrant": False},
+        **{ckpt: t.gradient_checkpointing, f"{ckpt}_kwargs": {"use_reentrant": False}},
         packing=t.packing,
         seed=t.seed,
         data_seed=t.seed,
@@ -290,10 +292,14 @@ def train(recipe: Recipe, *, console: Console | None = None) -> TrainResult:
     if not records:
         raise InputError(f"no training records left from {source} (tasks={recipe.data.tasks}, "
                          f"clean_fraction={recipe.data.clean_fraction})")
-    base_path, revision = ensure_base_model(recipe, output_dir, records)
+    from accelerate import PartialState
+
+    with PartialState().main_process_first():  # under accelerate/torchrun, rank 0 builds the tiny base model
+        base_path, revision = ensure_base_model(recipe, output_dir, records)
     tokenizer = load_tokenizer(base_path, revision)
     examples = build_examples(records, tokenizer, recipe.data.max_length, stats)
-    print_stats(console, stats, source, recipe.data.max_length)
+    if PartialState().is_main_process:
+        print_stats(console, stats, source, recipe.data.max_length)
     if not examples:
         raise InputError(f"every example is longer than data.max_length={recipe.data.max_length}")
     data_hash = examples_sha256(examples)
@@ -313,6 +319,8 @@ def train(recipe: Recipe, *, console: Console | None = None) -> TrainResult:
     metrics = dict(result.metrics)
     metrics["wall_s"] = round(time.time() - start, 2)
 
+    if trainer.is_fsdp_enabled:  # gather the sharded adapter into one file
+        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
     trainer.save_model(str(output_dir))  # adapter_config.json, adapter_model.safetensors, tokenizer files
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(output_dir))

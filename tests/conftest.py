@@ -24,3 +24,80 @@ def shared_sample_dir() -> Path:
     if not (SHARED_SAMPLE / "response.jsonl").is_file():
         pytest.skip("../shared/data/ragtruth_sample is not present")
     return SHARED_SAMPLE
+
+
+# --- training fixtures (issue: QLoRA training) -------------------------------------------------------------
+
+
+def make_record(rid: str, task: str, context: str, response: str, spans: list[tuple[str, str]],
+                question: str | None = None, split: str = "train"):
+    """A prepared Record whose gold spans are given as (verbatim text, type); offsets are computed."""
+    from ragtruth_spans.schema import Record, Span
+
+    gold = []
+    for text, typ in spans:
+        start = response.index(text)
+        gold.append(Span(start, start + len(text), typ, text))
+    return Record(id=rid, source_id=f"src-{rid}", task_type=task, model="test-model", split=split,
+                  quality="good", response=response, context=context, question=question, spans=gold)
+
+
+def overfit_records():
+    """Four prepared examples: one span (QA), two spans (Summary), one span (Data2txt, null field), clean (QA)."""
+    import json
+
+    return [
+        make_record("qa-1", "QA", "Passage 1: The Grand Hotel opened in 1999 on the harbour front.",
+                    "The Grand Hotel opened in 1998 on the harbour.", [("opened in 1998", "Evident Conflict")],
+                    question="When did the Grand Hotel open?"),
+        make_record("sum-1", "Summary",
+                    "The council approved a new park. Work starts in May and costs 2 million euros.",
+                    "The council approved a new park. Work starts in June and it will have a free zoo.",
+                    [("starts in June", "Evident Conflict"), ("it will have a free zoo", "Evident Baseless Info")]),
+        make_record("d2t-1", "Data2txt",
+                    json.dumps({"name": "Blue Cafe", "city": "Leeds", "parking": None, "rating": 4.5}),
+                    "Blue Cafe in Leeds is rated 4.5 stars and has ample parking.",
+                    [("has ample parking", "Subtle Baseless Info")]),
+        make_record("qa-2", "QA", "Passage 1: Mount Kibo is the highest peak of Kilimanjaro.",
+                    "Kibo is the highest peak of Kilimanjaro.", [],
+                    question="Which is the highest peak of Kilimanjaro?"),
+    ]
+
+
+def overfit_recipe(prepared_dir: Path, output_dir: Path, **training):
+    """The tiny-model QLoRA recipe used to overfit :func:`overfit_records` (real 4-bit NF4, CPU)."""
+    from ragtruth_spans.recipe import validate_recipe
+
+    return validate_recipe({
+        "model": {"name_or_path": "tiny", "dtype": "float32"},
+        "quantization": {"enabled": True, "quant_type": "nf4", "double_quant": True, "compute_dtype": "float32"},
+        "lora": {"r": 16, "alpha": 16, "dropout": 0.0, "target_modules": "all-linear"},
+        "data": {"prepared_dir": str(prepared_dir), "max_length": 512},
+        "training": {"max_steps": 60, "learning_rate": 1e-2, "lr_scheduler": "constant", "warmup_ratio": 0.0,
+                     "per_device_batch_size": 4, "gradient_accumulation_steps": 1, "gradient_checkpointing": False,
+                     "bf16": False, "max_grad_norm": 1.0, "logging_steps": 10, "save_steps": 1000,
+                     "seed": 0, **training},
+        "output_dir": str(output_dir),
+    })
+
+
+class OverfitRun:
+    """A finished training run: ``output_dir`` (adapter, tokenizer, base_model/, recipe.yaml, run_info.json)
+    and the ``records`` it was trained on (its outputs should reproduce their gold spans exactly)."""
+
+    def __init__(self, output_dir: Path, records: list) -> None:
+        self.output_dir = output_dir
+        self.records = records
+
+
+@pytest.fixture(scope="session")
+def overfit_run(tmp_path_factory) -> OverfitRun:
+    """Tiny Llama, 4-bit NF4 + LoRA, trained for 60 steps on :func:`overfit_records` until it memorises them."""
+    from ragtruth_spans.schema import write_records
+    from ragtruth_spans.train import train
+
+    root = tmp_path_factory.mktemp("overfit")
+    records = overfit_records()
+    write_records(root / "prepared" / "train.jsonl", records)
+    result = train(overfit_recipe(root / "prepared", root / "run"))
+    return OverfitRun(output_dir=result.output_dir, records=records)

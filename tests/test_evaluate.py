@@ -340,3 +340,32 @@ def test_gold_from_a_raw_ragtruth_directory(shared_sample_dir, tmp_path):
     d = json.loads(out.read_text())
     assert d["overall"]["span"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
     assert d["counts"]["responses"] == len(records) and set(d["by_task"]) == set(TASK_TYPES)
+
+
+def test_gold_from_the_embedded_sample_with_adaptive_filters(tmp_path):
+    ragtruth = pytest.importorskip("ragtruth_spans.ragtruth")
+    sample = ragtruth.sample_data_dir()
+    if not (sample / "response.jsonl").is_file():
+        pytest.skip("the embedded sample is not written yet")
+    records, info = load_gold(sample)
+    assert info["test_responses"] == len(records) + info["dropped_by_quality"]
+    assert all(r.split == "test" and r.quality == "good" for r in records)
+    perfect = {r.id: [Span(s.start, s.end, score=1.0) for s in r.spans] for r in records}
+    n_implicit = sum(s.implicit_true for r in records for s in r.spans)
+    n_null = sum(s.due_to_null for r in records for s in r.spans)
+    d = evaluate(records, perfect, ignore_implicit_true=True, ignore_due_to_null=True).to_dict()
+    assert (d["counts"]["dropped_implicit_true"], d["counts"]["dropped_due_to_null"]) == (n_implicit, n_null)
+    assert d["counts"]["gold_spans"] + d["counts"]["dropped_gold_spans"] == sum(len(r.spans) for r in records)
+    assert evaluate(records, perfect).to_dict()["overall"]["span"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
+
+
+def test_prepared_gold_with_duplicate_ids_is_rejected(tmp_path):
+    path = tmp_path / "test.jsonl"
+    write_records(path, [GOLD[0], GOLD[1], GOLD[0]])
+    with pytest.raises(InputError, match=r"test.jsonl:3, field 'id': duplicate id 'r1' \(first on line 1\)"):
+        load_gold(path)
+
+
+def test_integer_prediction_ids_are_read_as_strings(tmp_path):
+    path = write_lines(tmp_path / "pred.jsonl", ['{"id": 7, "spans": [{"start": 0, "end": 1}]}'])
+    assert read_predictions(path, gold_ids={"7"}) == {"7": [Span(0, 1)]}
