@@ -26,8 +26,8 @@ _EXPORTS = {
     "load_ragtruth": "ragtruth_spans.ragtruth",
     "sample_data_dir": "ragtruth_spans.ragtruth",
     "to_dataset": "ragtruth_spans.ragtruth",
-    "evaluate": "ragtruth_spans.evaluate",
-    "Report": "ragtruth_spans.evaluate",
+    "evaluate": "ragtruth_spans.evaluation",
+    "Report": "ragtruth_spans.evaluation",
     "Detector": "ragtruth_spans.detector",
     "select_best": "ragtruth_spans.selection",
 }

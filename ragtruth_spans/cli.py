@@ -81,7 +81,7 @@ def evaluate_command(
 
     from rich.console import Console
 
-    from .evaluate import evaluate, load_gold, read_predictions
+    from .evaluation import evaluate, load_gold, read_predictions
 
     try:
         records, gold_info = load_gold(gold)
@@ -128,7 +128,7 @@ def train_command(
         from .train import train
 
         train(resolved, console=console)
-    except InputError as exc:
+    except (InputError, OSError) as exc:  # OSError: model or tokenizer not found / not accessible
         fail(exc)
 
 # --- predict (issue: inference) ----------------------------------------------------------------------------
@@ -237,7 +237,7 @@ def select_command(
                              f"{'corpus' if given_corpus else 'online'} mode")
 
         if given_corpus:
-            from .evaluate import read_predictions
+            from .evaluation import read_predictions
             from .ragtruth import load_ragtruth
             from .schema import read_records
 

@@ -35,6 +35,8 @@ class DetectionResult:
     spans but is *not* "no hallucination"). ``unaligned``: generated span texts not found in the response.
     ``truncated``: the generation was cut (``max_new_tokens``) and only complete items were kept.
     ``shortened``: the context was shortened to fit the model's length budget.
+    ``too_long``: the response (with the prompt, without any context) does not fit the budget, so nothing was
+    generated; ``parse_ok`` is False and ``parse_error`` says why.
     """
 
     spans: list[Span]
@@ -47,6 +49,7 @@ class DetectionResult:
     repairs: list[str] = field(default_factory=list)
     align_methods: list[str] = field(default_factory=list)
     unknown_types: int = 0
+    too_long: bool = False
 
     def diagnostics(self) -> dict[str, Any]:
         """JSON-ready diagnostics (the extra keys of a prediction line)."""
@@ -54,6 +57,7 @@ class DetectionResult:
             "raw": self.raw, "parse_ok": self.parse_ok, "parse_error": self.parse_error,
             "unaligned": self.unaligned, "truncated": self.truncated, "shortened": self.shortened,
             "repairs": self.repairs, "align_methods": self.align_methods, "unknown_types": self.unknown_types,
+            "too_long": self.too_long,
         }
 
 
@@ -134,12 +138,12 @@ def finish(response: str, raw: str, *, shortened: bool = False,
 def prompt_budget(max_length: int | None, max_new_tokens: int) -> int | None:
     """Tokens left for the prompt when ``max_new_tokens`` must fit in ``max_length`` (None: no limit).
 
-    The generation budget never takes more than half of ``max_length``, so a short training length still leaves
-    room for the response being checked.
+    The generation reserve never takes more than a quarter of ``max_length`` (the training length, within which
+    prompt + target fit), so a short training length still leaves room for the response being checked.
     """
     if not max_length:
         return None
-    return max_length - min(max_new_tokens, max_length // 2)
+    return max_length - min(max_new_tokens, max_length // 4)
 
 
 class Detector:
@@ -221,17 +225,27 @@ class Detector:
         """Detect spans for each item (dicts with ``context``, ``response``, ``task``, ``question``, or Records),
         in input order. Items are grouped by prompt length to limit padding; ``on_batch(n)`` is called after each
         generated batch of ``n`` items."""
-        built = [build_prompt(self.tokenizer, item, prompt_budget=self.prompt_budget) for item in items]
+        built: list[tuple[str, bool]] = []
+        too_long: dict[int, str] = {}
+        for i, item in enumerate(items):
+            item_fields(item)  # a malformed item is an error for the whole call
+            try:
+                built.append(build_prompt(self.tokenizer, item, prompt_budget=self.prompt_budget))
+            except InputError as exc:  # this response alone does not fit: fail this item, not the run
+                built.append(("", False))
+                too_long[i] = str(exc)
         lengths = [len(self.tokenizer(p, add_special_tokens=False)["input_ids"]) for p, _ in built]
-        order = sorted(range(len(items)), key=lambda i: lengths[i])
+        order = sorted((i for i in range(len(items)) if i not in too_long), key=lambda i: lengths[i])
         raws: list[str] = [""] * len(items)
         for chunk in _chunks(order, batch_size):
             for i, raw in zip(chunk, self.generate([built[i][0] for i in chunk])):
                 raws[i] = raw
             if on_batch is not None:
                 on_batch(len(chunk))
-        return [finish(item_fields(item)[2], raw, shortened=shortened, fuzzy_threshold=self.fuzzy_threshold)
-                for item, raw, (_, shortened) in zip(items, raws, built)]
+        return [DetectionResult(spans=[], raw="", parse_ok=False, parse_error=f"not generated: {too_long[i]}",
+                                too_long=True) if i in too_long else
+                finish(item_fields(item)[2], raw, shortened=shortened, fuzzy_threshold=self.fuzzy_threshold)
+                for i, (item, raw, (_, shortened)) in enumerate(zip(items, raws, built))]
 
     def generate(self, prompts_text: Sequence[str]) -> list[str]:
         """Greedy continuations of already-rendered prompts (left-padded batch), special tokens removed."""
@@ -255,10 +269,12 @@ def _chunks(seq: Sequence[int], size: int) -> Iterable[list[int]]:
 
 
 def _torch_dtype(name: str | None, device: str) -> Any:
-    """torch dtype for a recipe's dtype name; on CPU half precision falls back to float32 (bf16/fp16 matmuls are
-    slow or unsupported there)."""
+    """torch dtype for a recipe's dtype name (``"auto"`` kept for ``from_pretrained``); on CPU everything runs in
+    float32 (bf16/fp16 matmuls are slow or unsupported there)."""
     import torch
 
-    if device == "cpu" or not name or name == "auto":
+    if device == "cpu" or not name:
         return torch.float32
+    if name == "auto":
+        return "auto"
     return getattr(torch, str(name).removeprefix("torch."))

@@ -45,6 +45,7 @@ class ParseResult:
     """Outcome of parsing one generation.
 
     ``ok`` is False only when nothing could be recovered; ``items`` is then empty and ``error`` says why.
+    ``truncated``: the JSON was cut off by the end of the output (also set on a failure caused by the cut).
     ``repairs`` lists the tolerances that were needed (e.g. ``"code fence"``, ``"truncated"``).
     ``dropped_items`` counts list entries that were not a span (no usable ``text``).
     """
@@ -85,7 +86,8 @@ def parse_generation(raw: str) -> ParseResult:
             if error is None:
                 error = ("output truncated before the first complete item" if not values else
                          f"no span item ({candidate.dropped_items} entries without a 'text' string)")
-            first_error = first_error or error
+            if first_error is None:
+                first_error, result.truncated = error, truncated
             continue
         if text[:start].strip():
             candidate.repairs.append("leading text")

@@ -46,6 +46,7 @@ class PredictSummary:
     spans: int
     unaligned_spans: int
     shortened_contexts: int
+    too_long: int
     repaired_last_line: bool
     load_seconds: float
     predict_seconds: float
@@ -62,8 +63,8 @@ class PredictSummary:
         lines = [
             f"responses: {self.responses} ({self.predicted} predicted, {self.skipped_done} skipped as already in "
             f"{self.out_path})",
-            f"parse failures: {self.parse_failures}   truncated outputs: {self.truncated_outputs}   "
-            f"shortened contexts: {self.shortened_contexts}",
+            f"parse failures: {self.parse_failures} (of which too long to run: {self.too_long})   "
+            f"truncated outputs: {self.truncated_outputs}   shortened contexts: {self.shortened_contexts}",
             f"spans: {self.spans}   unaligned spans: {self.unaligned_spans}",
             f"throughput: {self.responses_per_second:.2f} responses/s ({self.predict_seconds:.1f} s generating, "
             f"{self.load_seconds:.1f} s loading)",
@@ -149,7 +150,7 @@ def predict_file(model: str | Path, data: str | Path, out: str | Path, *, batch_
     todo = [r for r in records if r.id not in finished]
     summary = PredictSummary(responses=len(records), skipped_done=len(records) - len(todo), predicted=0,
                              parse_failures=0, truncated_outputs=0, spans=0, unaligned_spans=0, shortened_contexts=0,
-                             repaired_last_line=repaired, load_seconds=0.0, predict_seconds=0.0, out_path=str(out))
+                             too_long=0, repaired_last_line=repaired, load_seconds=0.0, predict_seconds=0.0, out_path=str(out))
     if not todo:
         return summary
 
@@ -181,6 +182,7 @@ def _count(summary: PredictSummary, result: DetectionResult) -> None:
     summary.parse_failures += not result.parse_ok
     summary.truncated_outputs += result.truncated
     summary.shortened_contexts += result.shortened
+    summary.too_long += result.too_long
     summary.spans += len(result.spans)
     summary.unaligned_spans += len(result.unaligned)
 

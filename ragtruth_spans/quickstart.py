@@ -55,13 +55,13 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
                    max_new_tokens: int = 128, batch_size: int = 8, fresh: bool = False,
                    console: Console | None = None):
     """Prepare → train → predict → evaluate under ``workdir``; print each step and the report; return the
-    :class:`~ragtruth_spans.evaluate.Report`.
+    :class:`~ragtruth_spans.evaluation.Report`.
 
     ``max_steps`` overrides the recipe's ``training.max_steps`` (tests use a few steps); ``max_new_tokens`` is the
     generation budget per response (the sample's gold targets take at most ~80 tokens of the tiny tokenizer, and
     128 leaves the prompt 768 - 128 = 640 tokens, enough for every test prompt of the sample unshortened).
     """
-    from .evaluate import evaluate, read_predictions
+    from .evaluation import evaluate, read_predictions
     from .predict import predict_file, read_unique_records
     from .prepare import prepare
     from .ragtruth import sample_data_dir
@@ -115,7 +115,8 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
 
 
 def _step(console: Console, number: int, title: str, target: Path) -> None:
-    console.rule(f"[bold]step {number}/4[/]: {title} → {target}")
+    console.rule(f"[bold]step {number}/4[/]: {title}")
+    console.print(f"  → {target}", highlight=False)
 
 
 def _remove_outputs(paths: QuickstartPaths, console: Console) -> None:

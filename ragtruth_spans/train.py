@@ -276,6 +276,7 @@ def print_stats(console: Console, stats: DataStats, source: str, max_length: int
 
 def train(recipe: Recipe, *, console: Console | None = None) -> TrainResult:
     """Fine-tune per ``recipe``; resume from the last checkpoint in ``recipe.output_dir`` if there is one."""
+    from accelerate import PartialState
     from datasets import Dataset
     from transformers import set_seed
     from transformers.trainer_utils import get_last_checkpoint
@@ -292,8 +293,6 @@ def train(recipe: Recipe, *, console: Console | None = None) -> TrainResult:
     if not records:
         raise InputError(f"no training records left from {source} (tasks={recipe.data.tasks}, "
                          f"clean_fraction={recipe.data.clean_fraction})")
-    from accelerate import PartialState
-
     with PartialState().main_process_first():  # under accelerate/torchrun, rank 0 builds the tiny base model
         base_path, revision = ensure_base_model(recipe, output_dir, records)
     tokenizer = load_tokenizer(base_path, revision)
@@ -306,7 +305,7 @@ def train(recipe: Recipe, *, console: Console | None = None) -> TrainResult:
     dataset = Dataset.from_list([{k: ex[k] for k in ("prompt", "completion", "chat_template_kwargs")}
                                  for ex in examples])
 
-    last = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
+    last = get_last_checkpoint(str(output_dir))
     if last:
         console.print(f"[bold]resuming[/] from {last}")
     model = load_model(recipe, base_path, revision)

@@ -1,4 +1,4 @@
-"""Time ``ragtruth_spans.evaluate.evaluate`` on a synthetic RAGTruth-sized test set.
+"""Time ``ragtruth_spans.evaluation.evaluate`` on a synthetic RAGTruth-sized test set.
 
 The input mimics RAGTruth's test split: 2,700 responses of 300-1,500 characters (words of 2-9 letters), about
 1,900 gold spans of the four RAGTruth types (some flagged implicit_true / due_to_null) over three tasks and six
@@ -22,7 +22,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ragtruth_spans.evaluate import evaluate, read_predictions
+from ragtruth_spans.evaluation import evaluate, read_predictions
 from ragtruth_spans.schema import HALLUCINATION_TYPES, TASK_TYPES, Record, Span, write_jsonl
 
 MODELS = ("gpt-4-0613", "gpt-3.5-turbo-0613", "mistral-7B-instruct", "llama-2-7b-chat", "llama-2-13b-chat",

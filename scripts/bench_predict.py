@@ -6,7 +6,8 @@ Usage (CPU, the tiny model of the quickstart)::
 
 Without ``--model`` it uses ``./ragtruth-spans-quickstart/model`` when present, else trains the ``tiny-cpu``
 recipe into a temporary directory; without ``--data`` it prepares the embedded sample and uses its test split.
-Each batch size runs the whole split once after a one-batch warm-up, with the same loaded model; generated
+Each batch size runs the whole split ``--repeats`` times (median kept) after a one-batch warm-up, with the same
+loaded model (the CPU may be shared: the spread is printed); generated
 tokens (padding excluded) are counted so that runs with different output lengths can be compared (tokens/s).
 """
 
@@ -16,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -30,6 +32,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--batch-sizes", default="1,4,8")
     parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=3, help="Timed runs per batch size; the median is kept.")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", type=Path, default=None, help="Also write the results here.")
     args = parser.parse_args()
@@ -62,18 +65,24 @@ def main() -> None:
     rows = []
     for batch_size in (int(b) for b in args.batch_sizes.split(",")):
         detector.detect_batch(records[:batch_size], batch_size=batch_size)  # warm-up
-        tokens_before = detector.generated_tokens
-        start = time.perf_counter()
-        results = detector.detect_batch(records, batch_size=batch_size)
-        seconds = time.perf_counter() - start
-        tokens = detector.generated_tokens - tokens_before
+        timings, token_counts = [], []
+        for _ in range(args.repeats):
+            tokens_before = detector.generated_tokens
+            start = time.perf_counter()
+            results = detector.detect_batch(records, batch_size=batch_size)
+            timings.append(time.perf_counter() - start)
+            token_counts.append(detector.generated_tokens - tokens_before)
+        seconds = statistics.median(timings)
+        tokens = token_counts[0]
         rows.append({"batch_size": batch_size, "responses": len(records), "seconds": round(seconds, 2),
                      "responses_per_s": round(len(records) / seconds, 2),
                      "generated_tokens": tokens, "tokens_per_s": round(tokens / seconds, 1),
-                     "parse_failures": sum(not r.parse_ok for r in results)})
+                     "parse_failures": sum(not r.parse_ok for r in results),
+                     "all_seconds": [round(t, 2) for t in timings]})
         print(json.dumps(rows[-1]))
 
     info = {"model": str(model), "data": str(data), "device": args.device, "max_new_tokens": args.max_new_tokens,
+            "repeats": args.repeats,
             "torch": torch.__version__, "threads": torch.get_num_threads(), "cpu": platform.processor() or
             platform.machine(), "cpus": os.cpu_count(), "results": rows}
     print("\n| batch size | responses | seconds | responses/s | generated tokens | tokens/s | parse failures |")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from typer.testing import CliRunner
 
 from ragtruth_spans.cli import app
 from ragtruth_spans.detector import DetectionResult, ModelDir, finish, prompt_budget
-from ragtruth_spans.evaluate import evaluate, read_predictions
+from ragtruth_spans.evaluation import evaluate, read_predictions
 from ragtruth_spans.predict import done_ids, predict_file
 from ragtruth_spans.prompts import format_target
 from ragtruth_spans.ragtruth import load_ragtruth, sample_data_dir
@@ -106,18 +107,13 @@ def test_bad_inputs_raise_clear_errors(sample_test_file, tmp_path: Path) -> None
 
 def test_prompt_budget_leaves_room_for_the_response() -> None:
     assert prompt_budget(4096, 512) == 3584
-    assert prompt_budget(512, 512) == 256  # the generation budget never takes more than half
+    assert prompt_budget(512, 512) == 384  # the generation reserve never takes more than a quarter
+    assert prompt_budget(768, 128) == 640
     assert prompt_budget(None, 512) is None
 
 
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed here")
 def test_vllm_backend_missing_gives_install_hint(sample_test_file, tmp_path: Path) -> None:
-    pytest.importorskip("torch")
-    try:
-        import vllm  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("vllm is installed here")
     with pytest.raises(BackendUnavailable, match=r"pip install 'ragtruth-spans\[vllm\]'"):
         import_vllm()
     data, _ = sample_test_file
@@ -163,3 +159,17 @@ def test_detect_and_detect_batch_agree_with_gold(overfit_run) -> None:
     assert all(r.parse_ok for r in batch)
     assert [[Span(s.start, s.end) for s in r.spans] for r in batch] == \
            [[Span(s.start, s.end) for s in rec.spans] for rec in overfit_run.records]
+
+
+def test_a_response_too_long_for_the_window_fails_only_its_item(overfit_run) -> None:
+    from ragtruth_spans.detector import Detector
+
+    detector = Detector.from_pretrained(overfit_run.output_dir, device="cpu", max_new_tokens=128)
+    record = next(r for r in overfit_run.records if r.spans)
+    long_item = {"context": record.context, "response": record.response + " padding" * 400,
+                 "task": record.task_type, "question": record.question}
+    results = detector.detect_batch([long_item, record], batch_size=2)
+    assert results[0].too_long and not results[0].parse_ok and results[0].spans == []
+    assert "not generated" in results[0].parse_error and results[0].diagnostics()["too_long"] is True
+    assert results[1].parse_ok and [(s.start, s.end) for s in results[1].spans] == \
+           [(s.start, s.end) for s in record.spans]

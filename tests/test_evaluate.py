@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragtruth_spans.cli import app
-from ragtruth_spans.evaluate import evaluate, load_gold, read_predictions
+from ragtruth_spans.evaluation import evaluate, load_gold, read_predictions
 from ragtruth_spans.schema import HALLUCINATION_TYPES, TASK_TYPES, InputError, Record, Span, write_jsonl, \
     write_records
 
@@ -369,3 +369,12 @@ def test_prepared_gold_with_duplicate_ids_is_rejected(tmp_path):
 def test_integer_prediction_ids_are_read_as_strings(tmp_path):
     path = write_lines(tmp_path / "pred.jsonl", ['{"id": 7, "spans": [{"start": 0, "end": 1}]}'])
     assert read_predictions(path, gold_ids={"7"}) == {"7": [Span(0, 1)]}
+
+
+def test_package_level_evaluate_is_the_function() -> None:
+    # A submodule named like the function would shadow it once imported (`ragtruth_spans.evaluate`).
+    import ragtruth_spans
+    import ragtruth_spans.evaluation  # noqa: F401  (import the submodule first on purpose)
+
+    assert callable(ragtruth_spans.evaluate) and ragtruth_spans.evaluate.__name__ == "evaluate"
+    assert ragtruth_spans.Report.__name__ == "Report"

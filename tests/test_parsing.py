@@ -73,7 +73,7 @@ def test_truncated_inside_code_fence() -> None:
 
 def test_truncated_before_first_item_is_a_failure() -> None:
     result = parse_generation('[{"text": "opened in 19')
-    assert not result.ok and result.items == []
+    assert not result.ok and result.items == [] and result.truncated
     assert "truncated" in result.error
 
 
