@@ -63,6 +63,9 @@ class LoraSection(_Strict):
     alpha: int = Field(32, ge=1)
     dropout: float = Field(0.05, ge=0.0, lt=1.0)
     target_modules: list[str] | Literal["all-linear"] = "all-linear"
+    modules_to_save: list[str] | None = Field(
+        None, description="Modules trained in full and saved with the adapter (PEFT `modules_to_save`), e.g. "
+                          "[embed_tokens, lm_head] for a randomly initialised base; none for pretrained bases.")
 
 
 class DataSection(_Strict):

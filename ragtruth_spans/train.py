@@ -220,7 +220,7 @@ def lora_config(recipe: Recipe):
 
     lc = recipe.lora
     return LoraConfig(r=lc.r, lora_alpha=lc.alpha, lora_dropout=lc.dropout, target_modules=lc.target_modules,
-                      bias="none", task_type="CAUSAL_LM")
+                      modules_to_save=lc.modules_to_save, bias="none", task_type="CAUSAL_LM")
 
 
 def sft_config(recipe: Recipe, output_dir: Path):
