@@ -81,11 +81,12 @@ def evaluate_command(
 
     from rich.console import Console
 
-    from .evaluation import evaluate, load_gold, read_predictions
+    from .evaluation import evaluate, load_gold, prediction_diagnostics, read_predictions
 
     try:
         records, gold_info = load_gold(gold)
         predictions = read_predictions(pred, response_lengths={r.id: len(r.response) for r in records})
+        diagnostics = prediction_diagnostics(pred)
     except InputError as exc:
         fail(exc)
     try:
@@ -96,6 +97,14 @@ def evaluate_command(
         fail(InputError(str(exc), path=pred))
     report.settings["gold"] = gold_info
     report.settings["predictions"] = str(pred)
+    report.settings["prediction_diagnostics"] = diagnostics
+    if diagnostics["parse_failures"]:
+        report.notes.append(f"{diagnostics['parse_failures']} of {diagnostics['lines']} prediction lines are parse "
+                            f"failures ({diagnostics['too_long']} of them too long to run): they count as predicting "
+                            "no span")
+    if diagnostics["unaligned_spans"]:
+        report.notes.append(f"{diagnostics['unaligned_spans']} generated span(s) could not be aligned to their "
+                            "response and are not in the predictions")
     if gold_info.get("labels_unrepairable_dropped"):
         report.notes.append(f"{gold_info['labels_unrepairable_dropped']} gold label(s) of the RAGTruth test split "
                             "could not be aligned to the response and were dropped by the conversion")

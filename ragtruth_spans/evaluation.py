@@ -95,6 +95,21 @@ def read_predictions(path: str | Path, gold_ids: Collection[str] | None = None, 
     return predictions
 
 
+def prediction_diagnostics(path: str | Path) -> dict[str, int]:
+    """Counts of the optional diagnostics that ``ragtruth-spans predict`` writes on each line: ``parse_failures``
+    (``parse_ok`` false: the model output could not be read, so the line has no spans although the detector did
+    not say "clean"), ``too_long`` (not generated, the response did not fit the model's window) and
+    ``unaligned_spans`` (generated span texts not found in the response). Lines without diagnostics count as 0."""
+    counts = {"lines": 0, "parse_failures": 0, "too_long": 0, "unaligned_spans": 0}
+    for _, obj in iter_jsonl(path):
+        counts["lines"] += 1
+        counts["parse_failures"] += obj.get("parse_ok") is False
+        counts["too_long"] += obj.get("too_long") is True
+        unaligned = obj.get("unaligned")
+        counts["unaligned_spans"] += len(unaligned) if isinstance(unaligned, list) else 0
+    return counts
+
+
 def load_gold(path: str | Path) -> tuple[list[Record], dict[str, Any]]:
     """Gold records and a description of where they came from.
 

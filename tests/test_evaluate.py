@@ -378,3 +378,27 @@ def test_package_level_evaluate_is_the_function() -> None:
 
     assert callable(ragtruth_spans.evaluate) and ragtruth_spans.evaluate.__name__ == "evaluate"
     assert ragtruth_spans.Report.__name__ == "Report"
+
+
+def test_cli_reports_parse_failures_and_unaligned_spans_from_predict_diagnostics(files, tmp_path):
+    gold, _ = files
+    pred = tmp_path / "pred_diag.jsonl"
+    rows = []
+    for i, (rid, spans) in enumerate(PRED.items()):
+        row = {"id": rid, "spans": [s.to_dict() for s in spans], "parse_ok": i != 0, "unaligned": []}
+        if i == 0:  # an unreadable output: no spans, but not a "clean" verdict
+            row.update(spans=[], raw="[{\"text\": \"type\": ", too_long=False)
+        if i == 1:
+            row["unaligned"] = ["a phrase the response does not contain"]
+        rows.append(row)
+    write_jsonl(pred, rows)
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(app, ["evaluate", "--gold", str(gold), "--pred", str(pred), "--json", str(out)],
+                                terminal_width=200)
+    assert result.exit_code == 0, result.output
+    d = json.loads(out.read_text(encoding="utf-8"))
+    assert d["settings"]["prediction_diagnostics"] == {"lines": len(PRED), "parse_failures": 1, "too_long": 0,
+                                                       "unaligned_spans": 1}
+    assert any(n.startswith(f"1 of {len(PRED)} prediction lines are parse failures") for n in d["notes"])
+    assert any(n.startswith("1 generated span(s) could not be aligned") for n in d["notes"])
+    assert "parsefailures" in squash(result.output)  # the note is printed under the tables too
