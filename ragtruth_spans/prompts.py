@@ -10,8 +10,9 @@ a JSON array, in order of appearance in the response, of ``{"text": <verbatim su
 
 Prompts go through the tokenizer's own chat template. A tokenizer without one gets :data:`FALLBACK_CHAT_TEMPLATE`
 (plain ``### System/User/Assistant`` sections ending the answer with the EOS token); training stores it in the
-saved tokenizer, so training and inference render identically. Templates that reject a ``system`` role get the
-system text prepended to the user message (:func:`adapt_messages`).
+saved tokenizer, so training and inference render identically. Templates that reject a ``system`` role, or drop it
+from a conversation that ends with an answer (Mistral v0.3), get the system text prepended to the user message
+(:func:`adapt_messages`).
 
 Token counts in :func:`fit_context` include every special token the template adds; the text returned by
 :func:`render_prompt` already contains them, so encode it with ``add_special_tokens=False``
@@ -114,18 +115,28 @@ def chat_template_of(tokenizer: Any) -> str:
 
 
 def supports_system_role(tokenizer: Any) -> bool:
-    """Whether the chat template accepts a ``system`` message (some, e.g. Gemma's or old Mistral's, raise)."""
-    probe = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    """Whether the chat template keeps a ``system`` message both in the generation prompt and in the training
+    conversation (prompt + answer).
+
+    Some templates raise on it (Gemma's, Mistral's first ones); Mistral v0.3's writes the system text into the
+    *last* user turn only, so it disappears once an answer follows: training would drop what inference shows.
+    """
+    marker = "SYSTEM-ROLE-PROBE"
+    probe = [{"role": "system", "content": marker}, {"role": "user", "content": "u"}]
+    template = chat_template_of(tokenizer)
     try:
-        tokenizer.apply_chat_template(probe, chat_template=chat_template_of(tokenizer), tokenize=False,
-                                      add_generation_prompt=True, **CHAT_TEMPLATE_KWARGS)
+        prompt = tokenizer.apply_chat_template(probe, chat_template=template, tokenize=False,
+                                               add_generation_prompt=True, **CHAT_TEMPLATE_KWARGS)
+        full = tokenizer.apply_chat_template(probe + [{"role": "assistant", "content": "a"}], chat_template=template,
+                                             tokenize=False, **CHAT_TEMPLATE_KWARGS)
     except Exception:  # jinja2 raises TemplateError via raise_exception(); any failure means "not supported"
         return False
-    return True
+    return marker in prompt and marker in full
 
 
 def adapt_messages(tokenizer: Any, messages: list[dict[str, str]]) -> list[dict[str, str]]:
-    """``messages`` as the template accepts them: a rejected system message is prepended to the first user one."""
+    """``messages`` as the template renders them the same way with and without the answer: a system message that
+    :func:`supports_system_role` rejects is prepended (+ a blank line) to the first user one."""
     if not messages or messages[0]["role"] != "system" or supports_system_role(tokenizer):
         return messages
     system, rest = messages[0]["content"], [dict(m) for m in messages[1:]]
