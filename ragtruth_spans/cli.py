@@ -81,18 +81,19 @@ def evaluate_command(
 
     from rich.console import Console
 
-    from .evaluation import evaluate, load_gold, prediction_diagnostics, read_predictions
+    from .evaluation import evaluate, load_gold, prediction_diagnostics, read_predictions, read_response_scores
 
     try:
         records, gold_info = load_gold(gold)
         predictions = read_predictions(pred, response_lengths={r.id: len(r.response) for r in records})
+        response_scores = read_response_scores(pred)
         diagnostics = prediction_diagnostics(pred)
     except InputError as exc:
         fail(exc)
     try:
         report = evaluate(records, predictions, ignore_implicit_true=ignore_implicit_true,
                           ignore_due_to_null=ignore_due_to_null, allow_missing=allow_missing,
-                          bootstrap=bootstrap, seed=seed)
+                          bootstrap=bootstrap, seed=seed, response_scores=response_scores)
     except InputError as exc:  # what evaluate() rejects here is about the predictions (e.g. a missing id)
         fail(InputError(str(exc), path=pred))
     report.settings["gold"] = gold_info
@@ -102,6 +103,9 @@ def evaluate_command(
         report.notes.append(f"{diagnostics['parse_failures']} of {diagnostics['lines']} prediction lines are parse "
                             f"failures ({diagnostics['too_long']} of them too long to run): they count as predicting "
                             "no span")
+    if 0 < diagnostics["scored_lines"] < diagnostics["lines"]:
+        report.notes.append(f"auroc: only {diagnostics['scored_lines']} of {diagnostics['lines']} prediction lines "
+                            "carry a response score (e.g. too-long responses have none), so AUROC uses span scores")
     if diagnostics["unaligned_spans"]:
         report.notes.append(f"{diagnostics['unaligned_spans']} generated span(s) could not be aligned to their "
                             "response and are not in the predictions")
@@ -246,15 +250,13 @@ def select_command(
                              f"{'corpus' if given_corpus else 'online'} mode")
 
         if given_corpus:
-            from .evaluation import read_predictions
-            from .ragtruth import load_ragtruth
-            from .schema import read_records
+            from .evaluation import load_gold, read_predictions, read_response_scores
 
-            records = load_ragtruth(data, split="test") if data.is_dir() else read_records(data)
+            records, _ = load_gold(data)  # a prepared split file, or a RAGTruth directory's test split
             predictions = read_predictions(pred, response_lengths={r.id: len(r.response) for r in records})
             names = [m.strip() for m in models.split(",") if m.strip()]
             report = sel.evaluate_selection(records, predictions, names, strategy, seed, bootstrap,
-                                            tie_break=tie_break)
+                                            tie_break=tie_break, response_scores=read_response_scores(pred))
             out.print(sel.render_selection_report(report))
             sources = report["sources"]
             if sources["skipped"]:

@@ -5,21 +5,32 @@
 ``render_prompt``), generate greedily (batched, left padding), parse the generated JSON (:mod:`.parsing`) and
 align each span text to character offsets of the response (:mod:`.align`). Offsets are characters of the
 response, half-open ``[start, end)``.
+
+Confidences, both probabilities of the model itself (see :meth:`Detector.detect_batch`):
+
+- response score ``DetectionResult.score = 1 - P(clean)``, where ``P(clean)`` is the probability that the model
+  generates exactly the clean answer: the token ids that training put after the prompt for the target ``[]``
+  (:func:`clean_completion_ids`), up to and including the first end-of-sequence token. Computed by teacher
+  forcing, one extra forward pass per batch (:meth:`Detector.completion_logprobs`);
+- span score ``Span.score``: the mean probability of the generated tokens that spell the item's ``text`` value
+  (:func:`item_scores`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from . import prompts
-from .align import FUZZY_THRESHOLD, align_spans
-from .parsing import parse_generation
+from .align import FUZZY_THRESHOLD, Alignment, align_spans
+from .parsing import ParsedItem, parse_generation
 from .recipe import TINY, Recipe, validate_recipe
 from .schema import TASK_TYPES, InputError, Record, Span
 
@@ -37,6 +48,8 @@ class DetectionResult:
     ``shortened``: the context was shortened to fit the model's length budget.
     ``too_long``: the response (with the prompt, without any context) does not fit the budget, so nothing was
     generated; ``parse_ok`` is False and ``parse_error`` says why.
+    ``score``: the response's hallucination score ``1 - P(clean)`` in [0, 1] (see the module docstring); None
+    when it was not computed (``score_clean=False``, or ``too_long``).
     """
 
     spans: list[Span]
@@ -50,11 +63,12 @@ class DetectionResult:
     align_methods: list[str] = field(default_factory=list)
     unknown_types: int = 0
     too_long: bool = False
+    score: float | None = None
 
     def diagnostics(self) -> dict[str, Any]:
-        """JSON-ready diagnostics (the extra keys of a prediction line)."""
+        """JSON-ready diagnostics (the extra keys of a prediction line), the response ``score`` first."""
         return {
-            "raw": self.raw, "parse_ok": self.parse_ok, "parse_error": self.parse_error,
+            "score": self.score, "raw": self.raw, "parse_ok": self.parse_ok, "parse_error": self.parse_error,
             "unaligned": self.unaligned, "truncated": self.truncated, "shortened": self.shortened,
             "repairs": self.repairs, "align_methods": self.align_methods, "unknown_types": self.unknown_types,
             "too_long": self.too_long,
@@ -114,25 +128,55 @@ def item_fields(item: dict[str, Any] | Record) -> tuple[str, str, str, str | Non
     return task, item["context"], item["response"], item.get("question")
 
 
-def build_prompt(tokenizer: Any, item: dict[str, Any] | Record, *, prompt_budget: int | None) -> tuple[str, bool]:
-    """The generation prompt for ``item`` and whether its context was shortened to fit ``prompt_budget`` tokens."""
+def item_messages(tokenizer: Any, item: dict[str, Any] | Record, *,
+                   prompt_budget: int | None) -> tuple[list[dict[str, str]], bool]:
+    """The chat messages for ``item`` and whether its context was shortened to fit ``prompt_budget`` tokens."""
     task, context, response, question = item_fields(item)
     shortened = False
     if prompt_budget is not None:
         context, shortened = prompts.fit_context(tokenizer, task, context, response, question, "", prompt_budget)
-    messages = prompts.build_messages(task, context, response, question)
+    return prompts.build_messages(task, context, response, question), shortened
+
+
+def build_prompt(tokenizer: Any, item: dict[str, Any] | Record, *, prompt_budget: int | None) -> tuple[str, bool]:
+    """The generation prompt for ``item`` and whether its context was shortened to fit ``prompt_budget`` tokens."""
+    messages, shortened = item_messages(tokenizer, item, prompt_budget=prompt_budget)
     return prompts.render_prompt(tokenizer, messages), shortened
 
 
-def finish(response: str, raw: str, *, shortened: bool = False,
-           fuzzy_threshold: float = FUZZY_THRESHOLD) -> DetectionResult:
-    """Parse a generation and align its spans to ``response``."""
+def finish(response: str, raw: str, *, shortened: bool = False, fuzzy_threshold: float = FUZZY_THRESHOLD,
+           score_items: Callable[[Sequence[ParsedItem]], list[float]] | None = None,
+           score: float | None = None) -> DetectionResult:
+    """Parse a generation and align its spans to ``response``.
+
+    ``score_items`` (e.g. a partial :func:`item_scores`) gives one confidence per parsed item, set as the
+    ``score`` of the item's aligned span; ``score`` is the response's hallucination score.
+    """
     parsed = parse_generation(raw)
     alignment = align_spans(response, parsed.items, fuzzy_threshold=fuzzy_threshold)
-    return DetectionResult(spans=alignment.spans, raw=raw, parse_ok=parsed.ok, parse_error=parsed.error,
+    spans = alignment.spans
+    if score_items is not None and parsed.items:
+        spans = _scored_spans(parsed.items, alignment, score_items(parsed.items))
+    return DetectionResult(spans=spans, raw=raw, parse_ok=parsed.ok, parse_error=parsed.error,
                            unaligned=alignment.unaligned, truncated=parsed.truncated, shortened=shortened,
                            repairs=parsed.repairs, align_methods=alignment.methods,
-                           unknown_types=parsed.unknown_types)
+                           unknown_types=parsed.unknown_types, score=score)
+
+
+def _scored_spans(items: Sequence[ParsedItem], alignment: Alignment, scores: Sequence[float]) -> list[Span]:
+    """The aligned spans with the score of the item each came from.
+
+    :func:`align_spans` keeps the items' order and lists the texts it could not place in ``unaligned`` (in
+    order); whether an item aligns depends only on its text, so walking both lists pairs spans with items.
+    """
+    spans, unaligned = iter(alignment.spans), list(alignment.unaligned)
+    out: list[Span] = []
+    for item, item_score in zip(items, scores):
+        if unaligned and item.text == unaligned[0]:
+            unaligned.pop(0)
+            continue
+        out.append(replace(next(spans), score=item_score))
+    return out
 
 
 def prompt_budget(max_length: int | None, max_new_tokens: int) -> int | None:
@@ -146,16 +190,32 @@ def prompt_budget(max_length: int | None, max_new_tokens: int) -> int | None:
     return max_length - min(max_new_tokens, max_length // 4)
 
 
+@dataclass
+class Generation:
+    """One greedy generation: ``text`` (special tokens removed), the generated ``token_ids`` up to and including
+    the first end-of-sequence token (padding excluded), and the model's probability of each of them."""
+
+    text: str
+    token_ids: list[int]
+    token_probs: list[float]
+
+
 class Detector:
-    """A trained detector (Hugging Face backend): greedy, batched generation with left padding."""
+    """A trained detector (Hugging Face backend): greedy, batched generation with left padding.
+
+    ``score_clean``: compute the response score ``1 - P(clean)`` (one extra forward pass per batch); False leaves
+    ``DetectionResult.score`` None. Span scores are always computed (they come with the generation).
+    """
 
     def __init__(self, model: Any, tokenizer: Any, *, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
-                 max_length: int | None = None, fuzzy_threshold: float = FUZZY_THRESHOLD) -> None:
+                 max_length: int | None = None, fuzzy_threshold: float = FUZZY_THRESHOLD,
+                 score_clean: bool = True) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
         self.max_length = max_length
         self.fuzzy_threshold = fuzzy_threshold
+        self.score_clean = score_clean
         self.generated_tokens = 0  # running count of generated tokens (padding excluded), for throughput reports
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
@@ -164,13 +224,13 @@ class Detector:
     @classmethod
     def from_pretrained(cls, path: str | Path, *, load_in_4bit: bool | None = None, device: str | None = None,
                         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, max_length: int | None = None,
-                        merge: bool = True) -> Detector:
+                        merge: bool = True, score_clean: bool = True) -> Detector:
         """Load a training output directory: base model (+ 4-bit if the recipe or ``load_in_4bit`` says so) and
         the LoRA adapter, tokenizer from ``path``.
 
         ``device``: "cpu", "cuda", ... (default: CUDA when available). ``max_length``: prompt + generation token
         budget (default: the recipe's ``data.max_length``). ``merge``: merge the adapter into unquantized weights
-        for faster generation.
+        for faster generation. ``score_clean``: see :class:`Detector`.
         """
         import torch
         from peft import PeftModel
@@ -199,7 +259,8 @@ class Detector:
             model = model.merge_and_unload()
         model.eval()
         tokenizer = AutoTokenizer.from_pretrained(str(info.path))
-        return cls(model, tokenizer, max_new_tokens=max_new_tokens, max_length=max_length or info.max_length)
+        return cls(model, tokenizer, max_new_tokens=max_new_tokens, max_length=max_length or info.max_length,
+                   score_clean=score_clean)
 
     @property
     def prompt_budget(self) -> int | None:
@@ -224,41 +285,221 @@ class Detector:
                      on_batch: Callable[[int], None] | None = None) -> list[DetectionResult]:
         """Detect spans for each item (dicts with ``context``, ``response``, ``task``, ``question``, or Records),
         in input order. Items are grouped by prompt length to limit padding; ``on_batch(n)`` is called after each
-        generated batch of ``n`` items."""
-        built: list[tuple[str, bool]] = []
+        generated batch of ``n`` items.
+
+        Scores (probabilities of the model, in [0, 1]):
+
+        - ``result.score = 1 - P(clean)`` (when ``score_clean``): ``P(clean)`` is the probability of generating
+          exactly the clean completion (:func:`clean_completion_ids`: ``[]`` and the end-of-turn tokens, as in
+          training), computed by teacher forcing in one forward pass over the batch's prompts + that completion;
+        - ``span.score``: the mean probability of the generated tokens that spell the item's ``text`` value, located
+          in the generated text left to right (JSON-escaped form first). An item whose text cannot be located in
+          the raw output (e.g. a repaired, single-quoted output with other escapes) gets the mean probability of
+          all its generation's tokens instead.
+        """
+        built: list[tuple[list[dict[str, str]], bool]] = []
         too_long: dict[int, str] = {}
         for i, item in enumerate(items):
             item_fields(item)  # a malformed item is an error for the whole call
             try:
-                built.append(build_prompt(self.tokenizer, item, prompt_budget=self.prompt_budget))
+                built.append(item_messages(self.tokenizer, item, prompt_budget=self.prompt_budget))
             except InputError as exc:  # this response alone does not fit: fail this item, not the run
-                built.append(("", False))
+                built.append(([], False))
                 too_long[i] = str(exc)
-        lengths = [len(self.tokenizer(p, add_special_tokens=False)["input_ids"]) for p, _ in built]
-        order = sorted((i for i in range(len(items)) if i not in too_long), key=lambda i: lengths[i])
-        raws: list[str] = [""] * len(items)
+        prompt_ids = [[] if i in too_long else prompts.prompt_token_ids(self.tokenizer, messages)
+                      for i, (messages, _) in enumerate(built)]
+        order = sorted((i for i in range(len(items)) if i not in too_long), key=lambda i: len(prompt_ids[i]))
+        generations: dict[int, Generation] = {}
+        scores: dict[int, float] = {}
         for chunk in _chunks(order, batch_size):
-            for i, raw in zip(chunk, self.generate([built[i][0] for i in chunk])):
-                raws[i] = raw
+            for i, generation in zip(chunk, self.generate_ids([prompt_ids[i] for i in chunk])):
+                generations[i] = generation
+            if self.score_clean:
+                completions = [clean_completion_ids(self.tokenizer, built[i][0], prompt_ids[i], self.stop_ids)
+                               for i in chunk]
+                logprobs = self.completion_logprobs([prompt_ids[i] for i in chunk], completions)
+                for i, logprob in zip(chunk, logprobs):
+                    scores[i] = hallucination_score(logprob)
             if on_batch is not None:
                 on_batch(len(chunk))
-        return [DetectionResult(spans=[], raw="", parse_ok=False, parse_error=f"not generated: {too_long[i]}",
-                                too_long=True) if i in too_long else
-                finish(item_fields(item)[2], raw, shortened=shortened, fuzzy_threshold=self.fuzzy_threshold)
-                for i, (item, raw, (_, shortened)) in enumerate(zip(items, raws, built))]
+        results = []
+        for i, (item, (_, shortened)) in enumerate(zip(items, built)):
+            if i in too_long:
+                results.append(DetectionResult(spans=[], raw="", parse_ok=False, too_long=True,
+                                               parse_error=f"not generated: {too_long[i]}"))
+                continue
+            generation = generations[i]
+            results.append(finish(item_fields(item)[2], generation.text, shortened=shortened,
+                                  fuzzy_threshold=self.fuzzy_threshold, score=scores.get(i),
+                                  score_items=lambda parsed, g=generation: item_scores(self.tokenizer, g, parsed)))
+        return results
+
+    @property
+    def stop_ids(self) -> set[int]:
+        """Token ids that end a generation: the generation config's ``eos_token_id`` (int or list) and the
+        tokenizer's EOS."""
+        config = getattr(self.model, "generation_config", None)
+        eos = getattr(config, "eos_token_id", None)
+        ids = set(eos if isinstance(eos, (list, tuple)) else [eos] if eos is not None else [])
+        if self.tokenizer.eos_token_id is not None:
+            ids.add(self.tokenizer.eos_token_id)
+        return ids
 
     def generate(self, prompts_text: Sequence[str]) -> list[str]:
         """Greedy continuations of already-rendered prompts (left-padded batch), special tokens removed."""
+        ids = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts_text]
+        return [g.text for g in self.generate_ids(ids)]
+
+    def generate_ids(self, prompt_ids: Sequence[list[int]]) -> list[Generation]:
+        """Greedy generations for prompt token ids (one left-padded batch), with each generated token's probability
+        under the model (softmax of the raw logits, ``output_logits=True``)."""
         import torch
 
-        enc = self.tokenizer(list(prompts_text), return_tensors="pt", padding=True, add_special_tokens=False)
-        enc = {k: v.to(self.model.device) for k, v in enc.items()}
+        input_ids, attention_mask = self._left_pad(prompt_ids)
         with torch.inference_mode():
-            out = self.model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False,
-                                      pad_token_id=self.tokenizer.pad_token_id)
-        new_tokens = out[:, enc["input_ids"].shape[1]:]
+            out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask,
+                                      max_new_tokens=self.max_new_tokens, do_sample=False,
+                                      pad_token_id=self.tokenizer.pad_token_id, return_dict_in_generate=True,
+                                      output_logits=True)
+            new_tokens = out.sequences[:, input_ids.shape[1]:]
+            steps = len(out.logits)
+            token_logprobs = torch.stack([
+                torch.log_softmax(out.logits[t].float(), dim=-1).gather(-1, new_tokens[:, t:t + 1]).squeeze(-1)
+                for t in range(steps)], dim=1) if steps else new_tokens.new_zeros((len(prompt_ids), 0)).float()
+        del out
         self.generated_tokens += int((new_tokens != self.tokenizer.pad_token_id).sum())
-        return self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        stop = torch.tensor(sorted(self.stop_ids), dtype=torch.long, device=new_tokens.device)
+        generations = []
+        for row, text, logprobs in zip(new_tokens, texts, token_logprobs):
+            is_stop = torch.isin(row, stop).nonzero()
+            length = int(is_stop[0]) + 1 if len(is_stop) else len(row)
+            generations.append(Generation(text=text, token_ids=row[:length].tolist(),
+                                          token_probs=logprobs[:length].exp().tolist()))
+        return generations
+
+    def completion_logprobs(self, prompt_ids: Sequence[list[int]],
+                            completion_ids: Sequence[list[int]]) -> list[float]:
+        """``log P(completion | prompt)`` for each pair, by teacher forcing: one forward pass over the left-padded
+        batch of prompt + completion ids, summing the log-probabilities of the completion tokens (position ids
+        follow the attention mask, as in ``generate``)."""
+        import torch
+
+        if not prompt_ids:
+            return []
+        input_ids, attention_mask = self._left_pad([p + c for p, c in zip(prompt_ids, completion_ids)])
+        keep = max(len(c) for c in completion_ids) + 1  # logits at position t predict the token at t + 1
+        position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+        with torch.inference_mode():
+            logits = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                                logits_to_keep=keep).logits[:, -keep:]
+            logprobs = torch.log_softmax(logits.float(), dim=-1)
+        totals = []
+        for row, completion in enumerate(completion_ids):
+            n = len(completion)
+            targets = torch.tensor(completion, device=logprobs.device)
+            # completion tokens are the last n of the row; their predictions sit at kept positions keep-1-n .. keep-2
+            picked = logprobs[row, keep - 1 - n:keep - 1].gather(-1, targets[:, None])
+            totals.append(float(picked.sum()))
+        return totals
+
+    def _left_pad(self, sequences: Sequence[list[int]]) -> tuple[Any, Any]:
+        """``(input_ids, attention_mask)`` tensors on the model's device, left-padded with the pad token."""
+        import torch
+
+        width = max(len(s) for s in sequences)
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.tensor([[pad] * (width - len(s)) + list(s) for s in sequences], dtype=torch.long)
+        attention_mask = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences], dtype=torch.long)
+        return input_ids.to(self.model.device), attention_mask.to(self.model.device)
+
+
+# --- confidence scores ------------------------------------------------------------------------------------
+
+def clean_completion_ids(tokenizer: Any, messages: list[dict[str, str]], prompt_ids: Sequence[int],
+                         stop_ids: Iterable[int] = ()) -> list[int]:
+    """The token ids the model must generate for the clean answer ``[]``, derived as training does (TRL
+    prompt-completion): the ids of the whole chat with the assistant message ``prompts.format_target([])``,
+    after the ``prompt_ids`` (the generation prompt). They are cut after the first of ``stop_ids`` (generation
+    ends there; a template may add tokens after its end-of-turn, e.g. a newline). When the tokenized prompt is
+    not a prefix of the tokenized chat (a template rendering the prompt differently), the completion starts where
+    the two diverge, as in TRL."""
+    chat = prompts.adapt_messages(tokenizer, messages + [{"role": "assistant", "content": prompts.format_target([])}])
+    text = tokenizer.apply_chat_template(chat, chat_template=prompts.chat_template_of(tokenizer), tokenize=False,
+                                         **prompts.CHAT_TEMPLATE_KWARGS)
+    full = tokenizer(text, add_special_tokens=False)["input_ids"]
+    common = 0
+    while common < min(len(full), len(prompt_ids)) and full[common] == prompt_ids[common]:
+        common += 1
+    completion = list(full[common:])
+    stops = set(stop_ids)
+    for k, token in enumerate(completion):
+        if token in stops:
+            return completion[:k + 1]
+    return completion
+
+
+def hallucination_score(clean_logprob: float) -> float:
+    """``1 - P(clean)`` from ``log P(clean)``, clipped to [0, 1]."""
+    return min(1.0, max(0.0, 1.0 - math.exp(clean_logprob)))
+
+
+def token_char_ends(tokenizer: Any, token_ids: Sequence[int]) -> list[int]:
+    """For each generated token, the length of the text decoded up to and including it (incremental decoding,
+    special tokens skipped, made non-decreasing): token ``k`` spells characters ``[ends[k-1], ends[k])`` of the
+    decoded text. A token that completes a multi-byte character split across tokens may span 0 characters."""
+    ends: list[int] = []
+    longest = 0
+    for k in range(1, len(token_ids) + 1):
+        longest = max(longest, len(tokenizer.decode(list(token_ids[:k]), skip_special_tokens=True)))
+        ends.append(longest)
+    return ends
+
+
+def locate_items(raw: str, items: Sequence[ParsedItem]) -> list[tuple[int, int] | None]:
+    """Character range ``[start, end)`` in ``raw`` of each item's ``text`` value, searched left to right from the
+    end of the previous one: the JSON-escaped form between quotes first, then the escaped form, then the text as
+    is (e.g. a single-quoted, repaired output); None when not found."""
+    cursor = 0
+    found: list[tuple[int, int] | None] = []
+    for item in items:
+        escaped = json.dumps(item.text, ensure_ascii=False)[1:-1]
+        where = None
+        for needle, inner in ((f'"{escaped}"', 1), (escaped, 0), (item.text, 0)):
+            pos = raw.find(needle, cursor)
+            if pos >= 0:
+                where = (pos + inner, pos + len(needle) - inner)
+                break
+        found.append(where)
+        if where is not None:
+            cursor = where[1]
+    return found
+
+
+def item_scores(tokenizer: Any, generation: Generation, items: Sequence[ParsedItem]) -> list[float]:
+    """Confidence of each parsed item: the mean probability of the generated tokens overlapping its ``text`` value
+    in the generated text (:func:`locate_items`, :func:`token_char_ends`; a zero-width token counts when it sits
+    inside the range). An item that cannot be located gets the mean probability of all generated tokens (end of
+    sequence included)."""
+    probs = generation.token_probs
+    overall = sum(probs) / len(probs) if probs else 0.0
+    ranges = locate_items(generation.text, items)
+    if all(r is None for r in ranges):
+        return [overall] * len(items)
+    ends = token_char_ends(tokenizer, generation.token_ids)
+    scores = []
+    for where in ranges:
+        picked = [] if where is None else [
+            p for k, p in enumerate(probs)
+            if _overlaps(ends[k - 1] if k else 0, ends[k], *where)]
+        scores.append(sum(picked) / len(picked) if picked else overall)
+    return scores
+
+
+def _overlaps(token_start: int, token_end: int, start: int, end: int) -> bool:
+    if token_start == token_end:
+        return start < token_start <= end
+    return token_start < end and token_end > start
 
 
 def _chunks(seq: Sequence[int], size: int) -> Iterable[list[int]]:

@@ -2,12 +2,15 @@
 
 Predictions file (JSONL, one line per response; extra keys such as ``raw`` or ``parse_ok`` are ignored)::
 
-    {"id": "...", "spans": [{"start": 0, "end": 5, "type": "Evident Conflict", "score": 0.9}]}
+    {"id": "...", "score": 0.97, "spans": [{"start": 0, "end": 5, "type": "Evident Conflict", "score": 0.9}]}
 
-``start``/``end`` are character offsets of the response, half-open ``[start, end)``; ``type`` and ``score`` are
-optional. The metric definitions live in :mod:`ragtruth_spans.metrics`; this module validates input, builds a
-per-response count matrix, pools it overall / by task / by model, and bootstraps confidence intervals by
-resampling responses.
+``start``/``end`` are character offsets of the response, half-open ``[start, end)``; ``type`` and the span
+``score`` are optional. The optional line-level ``score`` is a response-level hallucination score (higher = more
+likely hallucinated; ``ragtruth-spans predict`` writes ``1 - P(clean)``): when every line carries one, AUROC ranks
+responses by it (:func:`read_response_scores`), else by their maximum span score.
+
+The metric definitions live in :mod:`ragtruth_spans.metrics`; this module validates input, builds a per-response
+count matrix, pools it overall / by task / by model, and bootstraps confidence intervals by resampling responses.
 """
 
 from __future__ import annotations
@@ -95,14 +98,36 @@ def read_predictions(path: str | Path, gold_ids: Collection[str] | None = None, 
     return predictions
 
 
+def read_response_scores(path: str | Path) -> dict[str, float] | None:
+    """The line-level response ``score`` of each prediction line (``{id: score}``), or None unless every line
+    carries one (a missing or null ``score`` on any line means "use the span scores"). A ``score`` that is not a
+    finite number raises :class:`InputError` naming the file, line and id. Ids and spans are validated by
+    :func:`read_predictions`, not here."""
+    path = Path(path)
+    scores: dict[str, float] = {}
+    complete = True
+    for line, obj in iter_jsonl(path):
+        score = obj.get("score")
+        if score is None:
+            complete = False
+            continue
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+            raise InputError(f"id {obj.get('id')!r}: the response score must be a finite number, got {score!r}",
+                             path=path, line=line, field="score")
+        scores[str(obj.get("id"))] = float(score)
+    return scores if complete and scores else None
+
+
 def prediction_diagnostics(path: str | Path) -> dict[str, int]:
     """Counts of the optional diagnostics that ``ragtruth-spans predict`` writes on each line: ``parse_failures``
     (``parse_ok`` false: the model output could not be read, so the line has no spans although the detector did
     not say "clean"), ``too_long`` (not generated, the response did not fit the model's window) and
-    ``unaligned_spans`` (generated span texts not found in the response). Lines without diagnostics count as 0."""
-    counts = {"lines": 0, "parse_failures": 0, "too_long": 0, "unaligned_spans": 0}
+    ``unaligned_spans`` (generated span texts not found in the response), and ``scored_lines`` (lines with a
+    non-null response ``score``). Lines without diagnostics count as 0."""
+    counts = {"lines": 0, "parse_failures": 0, "too_long": 0, "unaligned_spans": 0, "scored_lines": 0}
     for _, obj in iter_jsonl(path):
         counts["lines"] += 1
+        counts["scored_lines"] += obj.get("score") is not None
         counts["parse_failures"] += obj.get("parse_ok") is False
         counts["too_long"] += obj.get("too_long") is True
         unaligned = obj.get("unaligned")
@@ -289,7 +314,7 @@ def _bootstrap(table: _Table, groups: dict[str, dict[str, np.ndarray]], n: int, 
 
 def evaluate(gold: Sequence[Record], predictions: Mapping[str, Sequence[Span]], *,
              ignore_implicit_true: bool = False, ignore_due_to_null: bool = False, allow_missing: bool = False,
-             bootstrap: int = 0, seed: int = 0) -> Report:
+             bootstrap: int = 0, seed: int = 0, response_scores: Mapping[str, float] | None = None) -> Report:
     """Score ``predictions`` (``{response id: spans}``, character offsets, half-open) against ``gold`` records.
 
     - A gold response with no entry in ``predictions`` raises :class:`InputError`, unless ``allow_missing``:
@@ -298,6 +323,10 @@ def evaluate(gold: Sequence[Record], predictions: Mapping[str, Sequence[Span]], 
     - ``ignore_implicit_true`` / ``ignore_due_to_null`` drop those gold spans (RAGTruth §3.4 adaptive evaluation);
       the dropped spans are counted. A response whose gold spans were all dropped counts as clean.
     - ``bootstrap > 0``: 95 % percentile intervals from that many resamples of the responses (seeded).
+    - AUROC ranks responses by ``response_scores[id]`` when given (one per prediction, e.g. from
+      :func:`read_response_scores`; a missing prediction counts as 0.0, like its missing spans), else by
+      :func:`metrics.response_score` (max span score, 0.0 without spans; needs a score on every span).
+      ``settings.auroc_scores`` says which: ``"response"``, ``"max-span"`` or None (not computed).
     """
     if not gold:
         raise InputError("no gold records to evaluate")
@@ -312,6 +341,15 @@ def evaluate(gold: Sequence[Record], predictions: Mapping[str, Sequence[Span]], 
     if unknown:
         raise InputError(f"{len(unknown)} prediction id(s) not in the gold data, e.g. {unknown[0]!r}")
     missing = [r.id for r in gold if r.id not in predictions]
+    if response_scores is not None:
+        unscored = [pid for pid in predictions if pid not in response_scores]
+        extra = [pid for pid in response_scores if pid not in predictions]
+        if unscored or extra:
+            raise InputError(f"response_scores must have one score per prediction: "
+                             f"{len(unscored)} prediction(s) without one, {len(extra)} score(s) without a prediction"
+                             f" (e.g. {(unscored or extra)[0]!r})")
+        if not all(math.isfinite(v) for v in response_scores.values()):
+            raise InputError("response_scores must be finite numbers")
     if missing and not allow_missing:
         raise InputError(f"{len(missing)} gold response(s) have no prediction, e.g. id {missing[0]!r} "
                          "(use allow_missing / --allow-missing to count them as predicting no span)")
@@ -356,10 +394,15 @@ def evaluate(gold: Sequence[Record], predictions: Mapping[str, Sequence[Span]], 
             counts[i, columns.index(f"type_covered:{t}")] = c
 
     notes: list[str] = []
-    use_scores = n_scored > 0 and n_unscored == 0
-    if n_scored == 0:
+    if response_scores is not None:
+        scores = [response_scores.get(r.id, 0.0) for r in gold]
+        use_scores, auroc_scores = True, "response"
+    else:
+        use_scores = n_scored > 0 and n_unscored == 0
+        auroc_scores = "max-span" if use_scores else None
+    if auroc_scores is None and n_scored == 0:
         notes.append("auroc: not computed, the predictions carry no scores")
-    elif n_unscored:
+    elif auroc_scores is None:
         notes.append(f"auroc: not computed, {n_unscored} of {n_scored + n_unscored} predicted spans have no score")
     table = _Table(columns=columns, counts=counts,
                    tasks=np.array([r.task_type for r in gold]), models=np.array([r.model for r in gold]),
@@ -403,6 +446,7 @@ def evaluate(gold: Sequence[Record], predictions: Mapping[str, Sequence[Span]], 
     }
     settings = {"ignore_implicit_true": ignore_implicit_true, "ignore_due_to_null": ignore_due_to_null,
                 "allow_missing": allow_missing, "bootstrap": bootstrap, "seed": seed,
+                "auroc_scores": auroc_scores,
                 "word_pattern": metrics.WORD_PATTERN.pattern, "seqeval_label": metrics.ENTITY_LABEL}
     ci = _bootstrap(table, groups, bootstrap, seed) if bootstrap > 0 else None
     return Report(overall=overall, by_task=by_task, by_model=by_model, counts=report_counts, settings=settings,

@@ -2,12 +2,18 @@
 
 Output: JSONL, one line per response, in the format the evaluator reads::
 
-    {"id": "...", "spans": [{"start": 10, "end": 24, "type": "Evident Conflict", "text": "opened in 1998"}],
-     "raw": "<generated text>", "parse_ok": true, "parse_error": null, "unaligned": [], "truncated": false,
-     "shortened": false, "repairs": [], "align_methods": ["exact"], "unknown_types": 0}
+    {"id": "...", "spans": [{"start": 10, "end": 24, "type": "Evident Conflict", "text": "opened in 1998",
+                             "score": 0.93}],
+     "score": 0.97, "raw": "<generated text>", "parse_ok": true, "parse_error": null, "unaligned": [],
+     "truncated": false, "shortened": false, "repairs": [], "align_methods": ["exact"], "unknown_types": 0,
+     "too_long": false}
 
 Offsets are characters of the response, half-open. A line with ``parse_ok: false`` has no spans because the
 output could not be read, not because the response is clean; it is counted in the summary.
+
+Scores are probabilities of the model (see :mod:`ragtruth_spans.detector`): the line-level ``score`` is the
+response's hallucination score ``1 - P(clean)`` (null when not computed: a too-long response, or a detector with
+``score_clean=False``); a span's ``score`` is the mean probability of the generated tokens of its text.
 
 Resuming: ids already present in the output file are skipped (and counted); new lines are appended and flushed
 after every batch, so an interruption loses at most the batch in flight. A last line cut mid-write by a crash

@@ -11,8 +11,10 @@ Every strategy gives each candidate a score, **lower is better**:
 - ``no-spans`` — as ``fewest-spans``, but it is meant to accept only a clean candidate (0 spans): when none
   exists it falls back to the fewest-spans choice and sets :attr:`Selection.fallback`;
 - ``least-hallucinated-chars`` — merged hallucinated characters / response length (0.0 for an empty response);
-- ``max-confidence`` — the score of the candidate's most confident span (0.0 when it has no span), so the
-  winner is the candidate whose worst span is least confident. Every span must carry a ``score``.
+- ``max-confidence`` — the candidate's response score (:attr:`Candidate.score`, e.g. the detector's
+  ``1 - P(clean)``) when **every** candidate has one; otherwise the score of the candidate's most confident span
+  (0.0 when it has no span), so the winner is the candidate whose worst span is least confident, and every span
+  must then carry a ``score``.
 
 Candidates with the best score tie; ``tie_break`` picks among them: ``"random"`` (a seeded uniform choice, as
 the paper), ``"first"`` (lowest index) or ``"shortest"`` (fewest response characters, then lowest index).
@@ -48,14 +50,17 @@ class SpanDetector(Protocol):
 @dataclass(frozen=True)
 class Candidate:
     """One candidate response. ``spans`` are its detected spans (character offsets of ``response``,
-    half-open); ``None`` means "not detected yet" (a detector must then be given to :func:`select_best`)."""
+    half-open); ``None`` means "not detected yet" (a detector must then be given to :func:`select_best`).
+    ``score``: optional response-level hallucination score (higher = more likely hallucinated), used by
+    ``max-confidence``; a detector's ``DetectionResult.score`` is stored here."""
 
     response: str
     spans: tuple[Span, ...] | None = None
     id: str | None = None
+    score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "response": self.response,
+        return {"id": self.id, "response": self.response, "score": self.score,
                 "spans": None if self.spans is None else [s.to_dict() for s in self.spans]}
 
 
@@ -102,8 +107,12 @@ def as_candidate(item: Candidate | str | Mapping[str, Any], index: int = 0) -> C
                 spans = tuple(s if isinstance(s, Span) else Span.from_dict(s) for s in raw)
             except (KeyError, TypeError, ValueError) as exc:
                 raise InputError(f"candidate {index}: bad span: {exc}", field="spans") from None
-        cid = item.get("id")
-        candidate = Candidate(response=item["response"], spans=spans, id=str(index) if cid is None else str(cid))
+        cid, score = item.get("id"), item.get("score")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
+                                  or not math.isfinite(score)):
+            raise InputError(f"candidate {index}: 'score' must be a finite number, got {score!r}", field="score")
+        candidate = Candidate(response=item["response"], spans=spans, id=str(index) if cid is None else str(cid),
+                              score=None if score is None else float(score))
     else:
         raise InputError(f"candidate {index}: expected a Candidate, a string or a mapping, "
                          f"got {type(item).__name__}")
@@ -148,13 +157,15 @@ def _break_tie(tied: list[int], candidates: Sequence[Candidate], tie_break: str,
 
 
 def _detect(detector: SpanDetector, responses: list[str], context: str, task: str,
-            question: str | None) -> list[tuple[list[Span], bool]]:
-    """``(spans, parsed)`` of each response: one ``detect_batch`` call when the detector has it (``parsed`` is
-    the result's ``parse_ok``, True when absent), else ``detect`` per response (always parsed)."""
+            question: str | None) -> list[tuple[list[Span], bool, float | None]]:
+    """``(spans, parsed, score)`` of each response: one ``detect_batch`` call when the detector has it
+    (``parsed`` is the result's ``parse_ok``, True when absent; ``score`` its response score, None when absent),
+    else ``detect`` per response (always parsed, no response score)."""
     if hasattr(detector, "detect_batch"):
         items = [{"context": context, "response": r, "task": task, "question": question} for r in responses]
-        return [(list(res.spans), bool(getattr(res, "parse_ok", True))) for res in detector.detect_batch(items)]
-    return [(list(detector.detect(context=context, response=r, task=task, question=question)), True)
+        return [(list(res.spans), bool(getattr(res, "parse_ok", True)), getattr(res, "score", None))
+                for res in detector.detect_batch(items)]
+    return [(list(detector.detect(context=context, response=r, task=task, question=question)), True, None)
             for r in responses]
 
 
@@ -195,11 +206,19 @@ def select_best(
         if context is None or task is None:
             raise InputError("detecting spans needs the context and the task type (pass context= and task=)")
         detected = _detect(detector, [items[i].response for i in todo], context, task, question)
-        for i, (spans, parsed) in zip(todo, detected):
-            items[i] = as_candidate(replace(items[i], spans=tuple(spans)), i)
+        for i, (spans, parsed, score) in zip(todo, detected):
+            items[i] = as_candidate(replace(items[i], spans=tuple(spans),
+                                            score=items[i].score if score is None else score), i)
             if not parsed:
                 failed.append(i)
-    scores = [math.inf if i in failed else candidate_score(c, strategy) for i, c in enumerate(items)]
+    by_response_score = strategy == "max-confidence" and all(c.score is not None for c in items)
+
+    def score_of(candidate: Candidate) -> float:
+        if by_response_score and candidate.score is not None:
+            return float(candidate.score)
+        return candidate_score(candidate, strategy)
+
+    scores = [math.inf if i in failed else score_of(c) for i, c in enumerate(items)]
     best = min(scores)
     tied = [i for i, s in enumerate(scores) if s <= best + _TIE_TOLERANCE]
     index = tied[0] if len(tied) == 1 else _break_tie(tied, items, tie_break, rng or random.Random(seed))
@@ -256,6 +275,7 @@ def evaluate_selection(
     bootstrap: int = 1000,
     *,
     tie_break: str = "random",
+    response_scores: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Select one response per source among ``models`` by predicted spans and report gold hallucination rates.
 
@@ -267,7 +287,9 @@ def evaluate_selection(
     ``by_model`` (each model alone), ``oracle`` (a source counts only if all its candidates are hallucinated).
     ``relative_reduction`` = (random - selected) / random. ``ci`` holds percentile 95% intervals from
     ``bootstrap`` resamples of the sources (``None`` when ``bootstrap`` is 0). Sources without a response from
-    a named model, or without a prediction, are skipped and counted in ``sources``.
+    a named model, or without a prediction, are skipped and counted in ``sources``. ``response_scores``
+    (``{id: score}``, e.g. :func:`ragtruth_spans.evaluation.read_response_scores`) become the candidates'
+    :attr:`Candidate.score`, used by ``max-confidence``.
     """
     _check_choice(strategy, STRATEGIES, "strategy")
     _check_choice(tie_break, TIE_BREAKS, "tie-break")
@@ -297,7 +319,8 @@ def evaluate_selection(
             skipped.update(reasons)
             continue
         candidates = [Candidate(response=by_model[m].response, spans=tuple(predictions[by_model[m].id]),
-                                id=by_model[m].id) for m in models]
+                                id=by_model[m].id, score=(response_scores or {}).get(by_model[m].id))
+                      for m in models]
         try:
             selection = select_best(candidates, strategy=strategy, tie_break=tie_break,
                                     rng=source_rng(seed, source_id))

@@ -3,19 +3,28 @@
 Serves the base model with the trained LoRA adapter (``LoRARequest``) and automatic prefix caching, and
 generates greedily. Prompts, parsing and alignment are the same as the Hugging Face backend
 (:mod:`ragtruth_spans.detector`), so both write identical prediction files up to numerical differences.
+
+Scores, as in the HF backend: span scores from the generated tokens' log-probabilities (``logprobs=1``, vLLM's
+default ``raw_logprobs`` mode, i.e. before any logits processing); the response score ``1 - P(clean)`` from a
+second ``generate`` call over prompt + clean-completion token ids with ``prompt_logprobs=0`` and ``max_tokens=1``
+(the log-probability of each prompt token is returned; those of the completion tokens are summed). This backend
+is not exercised by the repository's tests (they run on CPU without vllm).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .align import FUZZY_THRESHOLD
-from .detector import DEFAULT_MAX_NEW_TOKENS, DetectionResult, ModelDir, build_prompt, finish, item_fields
+from . import prompts
+from .detector import (DEFAULT_MAX_NEW_TOKENS, DetectionResult, Generation, ModelDir, clean_completion_ids, finish,
+                       hallucination_score, item_fields, item_messages, item_scores)
 from .detector import prompt_budget as _prompt_budget
-from .schema import Record
+from .schema import InputError, Record
 
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
 """LoRA ranks vLLM accepts for ``max_lora_rank``; the adapter's rank is rounded up to the next one."""
@@ -41,11 +50,16 @@ class VLLMDetector:
     """Same interface as :class:`~ragtruth_spans.detector.Detector` (``detect_batch``), generation by vLLM."""
 
     def __init__(self, llm: Any, tokenizer: Any, lora_request: Any, sampling_params: Any, *,
-                 max_new_tokens: int, max_length: int | None, fuzzy_threshold: float = FUZZY_THRESHOLD) -> None:
+                 max_new_tokens: int, max_length: int | None, fuzzy_threshold: float = FUZZY_THRESHOLD,
+                 score_params: Any = None, stop_ids: set[int] | None = None) -> None:
+        """``sampling_params`` must request ``logprobs`` (span scores); ``score_params`` (``max_tokens=1``,
+        ``prompt_logprobs=0``) enables the response score, None leaves it None; ``stop_ids`` end a generation."""
         self.llm = llm
         self.tokenizer = tokenizer
         self.lora_request = lora_request
         self.sampling_params = sampling_params
+        self.score_params = score_params
+        self.stop_ids = stop_ids if stop_ids is not None else {tokenizer.eos_token_id} - {None}
         self.max_new_tokens = max_new_tokens
         self.max_length = max_length
         self.fuzzy_threshold = fuzzy_threshold
@@ -53,11 +67,12 @@ class VLLMDetector:
     @classmethod
     def from_pretrained(cls, path: str | Path, *, load_in_4bit: bool | None = None,
                         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, max_length: int | None = None,
-                        **llm_kwargs: Any) -> VLLMDetector:
+                        score_clean: bool = True, **llm_kwargs: Any) -> VLLMDetector:
         """Start vLLM on the base model of a training output dir with its adapter; ``llm_kwargs`` go to
-        ``vllm.LLM`` (e.g. ``gpu_memory_utilization``, ``tensor_parallel_size``)."""
+        ``vllm.LLM`` (e.g. ``gpu_memory_utilization``, ``tensor_parallel_size``). ``score_clean``: compute the
+        response score (a second, prompt-scoring ``generate`` call per batch)."""
         LLM, SamplingParams, LoRARequest = import_vllm()
-        from transformers import AutoTokenizer
+        from transformers import AutoTokenizer, GenerationConfig
 
         info = ModelDir.read(path)
         rank = int(json.loads((info.path / "adapter_config.json").read_text(encoding="utf-8"))["r"])
@@ -74,24 +89,73 @@ class VLLMDetector:
             kwargs["max_model_len"] = info.max_length if max_length is None else max_length
         kwargs.update(llm_kwargs)
         llm = LLM(**kwargs)
-        sampling = SamplingParams(temperature=0.0, max_tokens=max_new_tokens, skip_special_tokens=True)
+        sampling = SamplingParams(temperature=0.0, max_tokens=max_new_tokens, skip_special_tokens=True, logprobs=1)
+        score_params = SamplingParams(temperature=0.0, max_tokens=1, prompt_logprobs=0) if score_clean else None
         lora = LoRARequest("ragtruth-spans-detector", 1, str(info.path))
         tokenizer = AutoTokenizer.from_pretrained(str(info.path))
+        stop_ids = {tokenizer.eos_token_id} - {None}
+        try:
+            eos = GenerationConfig.from_pretrained(info.base_model, revision=info.revision).eos_token_id
+            stop_ids |= set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
+        except OSError:  # no generation_config.json: the tokenizer's EOS only
+            pass
         return cls(llm, tokenizer, lora, sampling, max_new_tokens=max_new_tokens,
-                   max_length=max_length or info.max_length)
+                   max_length=max_length or info.max_length, score_params=score_params, stop_ids=stop_ids)
 
     def detect_batch(self, items: Sequence[dict[str, Any] | Record], batch_size: int = 64,
                      on_batch: Callable[[int], None] | None = None) -> list[DetectionResult]:
-        """Detect spans for each item, in input order (vLLM schedules the whole list itself)."""
+        """Detect spans for each item, in input order (vLLM schedules the whole list itself); scores as in
+        :meth:`ragtruth_spans.detector.Detector.detect_batch`. A response too long for the window fails alone
+        (``too_long``), as with the HF backend."""
         budget = _prompt_budget(self.max_length, self.max_new_tokens)
-        built = [build_prompt(self.tokenizer, item, prompt_budget=budget) for item in items]
+        built: dict[int, tuple[list[dict[str, str]], bool]] = {}
+        too_long: dict[int, str] = {}
+        for i, item in enumerate(items):
+            item_fields(item)  # a malformed item is an error for the whole call
+            try:
+                built[i] = item_messages(self.tokenizer, item, prompt_budget=budget)
+            except InputError as exc:
+                too_long[i] = str(exc)
+        todo = sorted(built)
         # Token ids, tokenized exactly as the HF backend does (the rendered template already holds any BOS).
-        token_prompts = [{"prompt_token_ids": self.tokenizer(p, add_special_tokens=False)["input_ids"]}
-                         for p, _ in built]
-        outputs = self.llm.generate(token_prompts, self.sampling_params, lora_request=self.lora_request,
-                                    use_tqdm=False)
+        prompt_ids = {i: prompts.prompt_token_ids(self.tokenizer, built[i][0]) for i in todo}
+        outputs = self.llm.generate([{"prompt_token_ids": prompt_ids[i]} for i in todo], self.sampling_params,
+                                    lora_request=self.lora_request, use_tqdm=False)
+        generations = {i: _generation(out.outputs[0]) for i, out in zip(todo, outputs)}
+        scores: dict[int, float] = {}
+        if self.score_params is not None and todo:
+            completions = {i: clean_completion_ids(self.tokenizer, built[i][0], prompt_ids[i], self.stop_ids)
+                           for i in todo}
+            scored = self.llm.generate([{"prompt_token_ids": prompt_ids[i] + completions[i]} for i in todo],
+                                       self.score_params, lora_request=self.lora_request, use_tqdm=False)
+            for i, out in zip(todo, scored):
+                scores[i] = hallucination_score(_tail_logprob(out, len(completions[i])))
         if on_batch is not None:
             on_batch(len(items))
-        return [finish(item_fields(item)[2], out.outputs[0].text, shortened=shortened,
-                       fuzzy_threshold=self.fuzzy_threshold)
-                for item, out, (_, shortened) in zip(items, outputs, built)]
+        results = []
+        for i, item in enumerate(items):
+            if i in too_long:
+                results.append(DetectionResult(spans=[], raw="", parse_ok=False, too_long=True,
+                                               parse_error=f"not generated: {too_long[i]}"))
+                continue
+            generation = generations[i]
+            results.append(finish(item_fields(item)[2], generation.text, shortened=built[i][1],
+                                  fuzzy_threshold=self.fuzzy_threshold, score=scores.get(i),
+                                  score_items=lambda parsed, g=generation: item_scores(self.tokenizer, g, parsed)))
+        return results
+
+
+def _generation(completion: Any) -> Generation:
+    """A vLLM ``CompletionOutput`` (generated with ``logprobs=1``) as a :class:`Generation`: each generated
+    token's probability is read from its entry in ``completion.logprobs`` (which always holds the sampled
+    token)."""
+    token_ids = list(completion.token_ids)
+    probs = [math.exp(entry[token].logprob) for token, entry in zip(token_ids, completion.logprobs)]
+    return Generation(text=completion.text, token_ids=token_ids, token_probs=probs)
+
+
+def _tail_logprob(output: Any, n: int) -> float:
+    """Sum of the log-probabilities of the last ``n`` prompt tokens of a vLLM ``RequestOutput`` generated with
+    ``prompt_logprobs=0`` (``prompt_logprobs[k]`` maps prompt token ``k`` to its ``Logprob``; entry 0 is None)."""
+    ids = list(output.prompt_token_ids)
+    return sum(output.prompt_logprobs[k][ids[k]].logprob for k in range(len(ids) - n, len(ids)))

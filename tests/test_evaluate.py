@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragtruth_spans.cli import app
-from ragtruth_spans.evaluation import evaluate, load_gold, read_predictions
+from ragtruth_spans.evaluation import evaluate, load_gold, read_predictions, read_response_scores
 from ragtruth_spans.schema import HALLUCINATION_TYPES, TASK_TYPES, InputError, Record, Span, write_jsonl, \
     write_records
 
@@ -398,7 +398,67 @@ def test_cli_reports_parse_failures_and_unaligned_spans_from_predict_diagnostics
     assert result.exit_code == 0, result.output
     d = json.loads(out.read_text(encoding="utf-8"))
     assert d["settings"]["prediction_diagnostics"] == {"lines": len(PRED), "parse_failures": 1, "too_long": 0,
-                                                       "unaligned_spans": 1}
+                                                       "unaligned_spans": 1, "scored_lines": 0}
     assert any(n.startswith(f"1 of {len(PRED)} prediction lines are parse failures") for n in d["notes"])
     assert any(n.startswith("1 generated span(s) could not be aligned") for n in d["notes"])
     assert "parsefailures" in squash(result.output)  # the note is printed under the tables too
+
+
+# --- AUROC from line-level response scores ----------------------------------------------------------------
+
+RESPONSE_SCORES = {"r1": 0.7, "r2": 0.4, "r3": 0.4}
+
+
+def test_auroc_from_response_scores_hand_computed():
+    d = evaluate(GOLD, PRED, response_scores=RESPONSE_SCORES).to_dict()
+    # positives {r1, r3} vs negative r2: r1 0.7 > 0.4 wins (1), r3 0.4 = 0.4 ties (1/2) → (1 + 0.5) / 2
+    assert d["auroc"] == pytest.approx(0.75) and d["settings"]["auroc_scores"] == "response"
+    assert d["overall"]["span"] == evaluate(GOLD, PRED).to_dict()["overall"]["span"]  # only AUROC changes
+    # the span rule on the same predictions: r1 0.9, r2 0.6, r3 0.0 (no span) → 0.5
+    assert evaluate(GOLD, PRED).to_dict()["settings"]["auroc_scores"] == "max-span"
+    # response scores make AUROC available even where spans carry no score
+    unscored = {rid: [Span(s.start, s.end, s.type) for s in spans] for rid, spans in PRED.items()}
+    assert evaluate(GOLD, unscored, response_scores=RESPONSE_SCORES).overall["auroc"] == pytest.approx(0.75)
+    assert evaluate(GOLD, unscored).to_dict()["settings"]["auroc_scores"] is None
+    # a missing prediction (allow_missing) scores 0.0, like its missing spans: r3 0.0 < 0.4 loses → 0.5
+    partial = evaluate(GOLD, {k: PRED[k] for k in ("r1", "r2")}, allow_missing=True,
+                       response_scores={"r1": 0.7, "r2": 0.4})
+    assert partial.overall["auroc"] == pytest.approx(0.5)
+
+
+def test_response_scores_must_match_the_predictions():
+    with pytest.raises(InputError, match=r"1 prediction\(s\) without one.*'r3'"):
+        evaluate(GOLD, PRED, response_scores={"r1": 0.7, "r2": 0.4})
+    with pytest.raises(InputError, match="finite"):
+        evaluate(GOLD, PRED, response_scores={**RESPONSE_SCORES, "r1": float("nan")})
+
+
+def test_read_response_scores_all_lines_or_none(tmp_path):
+    rows = [{"id": rid, "score": RESPONSE_SCORES[rid], "spans": [s.to_dict() for s in spans]}
+            for rid, spans in PRED.items()]
+    full = tmp_path / "full.jsonl"
+    write_jsonl(full, rows)
+    assert read_response_scores(full) == RESPONSE_SCORES
+    partial = tmp_path / "partial.jsonl"
+    write_jsonl(partial, rows[:2] + [{**rows[2], "score": None}])  # e.g. a too-long response has score null
+    assert read_response_scores(partial) is None
+    bad = write_lines(tmp_path / "bad.jsonl", ['{"id": "r1", "score": 0.5, "spans": []}',
+                                               '{"id": "r2", "score": "high", "spans": []}'])
+    with pytest.raises(InputError, match=r"bad.jsonl:2, field 'score': id 'r2': .*finite number"):
+        read_response_scores(bad)
+
+
+def test_cli_evaluate_uses_line_scores_or_falls_back_with_a_note(files, tmp_path):
+    gold, _ = files
+    rows = [{"id": rid, "score": RESPONSE_SCORES[rid], "spans": [s.to_dict() for s in spans]}
+            for rid, spans in PRED.items()]
+    for name, lines, auroc, source in (("scored", rows, 0.75, "response"),
+                                       ("fallback", rows[:2] + [{**rows[2], "score": None}], 0.5, "max-span")):
+        pred, out = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.json"
+        write_jsonl(pred, lines)
+        result = CliRunner().invoke(app, ["evaluate", "--gold", str(gold), "--pred", str(pred), "--json", str(out)])
+        assert result.exit_code == 0, result.output
+        d = json.loads(out.read_text(encoding="utf-8"))
+        assert d["auroc"] == pytest.approx(auroc) and d["settings"]["auroc_scores"] == source
+        assert any("only 2 of 3 prediction lines carry a response score" in n for n in d["notes"]) == \
+            (name == "fallback")

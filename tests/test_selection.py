@@ -514,3 +514,72 @@ def test_cli_corpus_mode_on_the_embedded_ragtruth_directory(tmp_path: Path):
     assert sources["used"] >= 1 and sources["used"] + sources["skipped"] == sources["total"]
     assert sum(sources["skipped_reasons"].values()) >= sources["skipped"]
     assert report["selected"]["hallucination_rate"] == report["oracle"]["hallucination_rate"]
+
+
+# --- max-confidence with response-level scores -------------------------------------------------------------
+
+
+def test_max_confidence_uses_response_scores_when_every_candidate_has_one():
+    cands = [Candidate("aaaa", (sp(0, 1, 0.9),), id="a", score=0.2), Candidate("bbbb", (), id="b", score=0.6),
+             Candidate("cccc", (sp(0, 1, 0.3),), id="c", score=0.4)]
+    chosen = select_best(cands, strategy="max-confidence")
+    assert chosen.scores == [0.2, 0.6, 0.4] and chosen.index == 0
+    assert chosen.to_dict()["candidates"][0]["score"] == 0.2
+    # one candidate without a response score: the span rule for all (span max, 0 without spans)
+    mixed = select_best(cands[:2] + [Candidate("cccc", (sp(0, 1, 0.3),), id="c")], strategy="max-confidence")
+    assert mixed.scores == [0.9, 0.0, 0.3] and mixed.index == 1
+    # other strategies ignore response scores
+    assert select_best(cands, strategy="fewest-spans").index == 1
+    with pytest.raises(InputError, match="candidate 0: 'score' must be a finite number"):
+        select_best([{"response": "x", "score": "high"}], strategy="max-confidence")
+
+
+class ScoringDetector(BatchKeywordDetector):
+    """Results also carry a response score: the share of words that are the keyword."""
+
+    def detect_batch(self, items, batch_size: int = 8):
+        results = super().detect_batch(items, batch_size)
+        for item, result in zip(items, results):
+            words = item["response"].split()
+            result.score = words.count(self.keyword) / len(words)
+        return results
+
+
+def test_max_confidence_takes_the_detector_response_score():
+    chosen = select_best(["moon moon sun", "moon sun sun sun", "moon moon"], detector=ScoringDetector("moon"),
+                         context="c", task="Summary", strategy="max-confidence")
+    assert chosen.scores == pytest.approx([2 / 3, 1 / 4, 1.0]) and chosen.index == 1
+    assert chosen.candidate.score == pytest.approx(1 / 4)
+
+
+def test_evaluate_selection_max_confidence_with_response_scores():
+    records = make_records(random_gold(40, seed=8))
+    # gold spans carry no score (the span rule would fail); a perfect response score reaches the oracle
+    scores = {r.id: 0.9 if r.spans else 0.1 for r in records}
+    report = evaluate_selection(records, gold_predictions(records), MODELS, "max-confidence", bootstrap=0,
+                                response_scores=scores)
+    assert report["selected"]["hallucination_rate"] == report["oracle"]["hallucination_rate"]
+
+
+def test_cli_max_confidence_uses_line_level_response_scores(tmp_path: Path):
+    """With a response score on every prediction line, `max-confidence` picks the lowest score per source."""
+    records, rows = [], []
+    for src in range(4):
+        for m, model in enumerate(("model-a", "model-b")):
+            rid = f"{src}-{m}"
+            records.append(Record(id=rid, source_id=str(src), task_type="QA", model=model, split="test",
+                                  quality="good", response="some answer text", context="c", question="q",
+                                  spans=[Span(0, 4, "Evident Conflict", "some")] if m == 0 else []))
+            # model-b's answers get the lower hallucination score in every source but the last
+            score = 0.2 if (m == 1) != (src == 3) else 0.9
+            rows.append({"id": rid, "spans": [], "score": score})
+    data, pred, out = tmp_path / "test.jsonl", tmp_path / "pred.jsonl", tmp_path / "r.json"
+    write_records(data, records)
+    write_jsonl(pred, rows)
+    result = CliRunner().invoke(app, ["select", "--data", str(data), "--pred", str(pred), "--models",
+                                      "model-a,model-b", "--strategy", "max-confidence", "--bootstrap", "0",
+                                      "--json", str(out)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["selected"]["chosen_by_model"] == {"model-a": 1, "model-b": 3}
+    assert report["selected"]["hallucination_rate"] == pytest.approx(1 / 4)
