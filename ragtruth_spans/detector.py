@@ -31,7 +31,7 @@ import yaml
 from . import prompts
 from .align import FUZZY_THRESHOLD, Alignment, align_spans
 from .parsing import ParsedItem, parse_generation
-from .recipe import TINY, Recipe, validate_recipe
+from .recipe import TINY, Recipe, torch_dtype, validate_recipe
 from .schema import TASK_TYPES, InputError, Record, Span
 
 DEFAULT_MAX_NEW_TOKENS = 512
@@ -138,10 +138,39 @@ def item_messages(tokenizer: Any, item: dict[str, Any] | Record, *,
     return prompts.build_messages(task, context, response, question), shortened
 
 
-def build_prompt(tokenizer: Any, item: dict[str, Any] | Record, *, prompt_budget: int | None) -> tuple[str, bool]:
-    """The generation prompt for ``item`` and whether its context was shortened to fit ``prompt_budget`` tokens."""
-    messages, shortened = item_messages(tokenizer, item, prompt_budget=prompt_budget)
-    return prompts.render_prompt(tokenizer, messages), shortened
+def prepare_items(tokenizer: Any, items: Sequence[dict[str, Any] | Record], *, prompt_budget: int | None
+                  ) -> tuple[dict[int, tuple[list[dict[str, str]], bool]], dict[int, str]]:
+    """``(built, too_long)`` for a batch: ``built[i]`` = the messages of item ``i`` and whether its context was
+    shortened; ``too_long[i]`` = why item ``i`` cannot fit ``prompt_budget`` even without context (that item
+    fails alone). A malformed item raises :class:`InputError` for the whole batch."""
+    built: dict[int, tuple[list[dict[str, str]], bool]] = {}
+    too_long: dict[int, str] = {}
+    for i, item in enumerate(items):
+        item_fields(item)
+        try:
+            built[i] = item_messages(tokenizer, item, prompt_budget=prompt_budget)
+        except InputError as exc:
+            too_long[i] = str(exc)
+    return built, too_long
+
+
+def assemble_results(tokenizer: Any, items: Sequence[dict[str, Any] | Record],
+                     built: dict[int, tuple[list[dict[str, str]], bool]], too_long: dict[int, str],
+                     generations: dict[int, Generation], scores: dict[int, float], *,
+                     fuzzy_threshold: float = FUZZY_THRESHOLD) -> list[DetectionResult]:
+    """One :class:`DetectionResult` per item, in input order: a too-long item's failure, or its generation parsed,
+    aligned and scored (:func:`finish`, :func:`item_scores`; ``scores[i]`` = the response score when computed)."""
+    results = []
+    for i, item in enumerate(items):
+        if i in too_long:
+            results.append(DetectionResult(spans=[], raw="", parse_ok=False, too_long=True,
+                                           parse_error=f"not generated: {too_long[i]}"))
+            continue
+        generation = generations[i]
+        results.append(finish(item_fields(item)[2], generation.text, shortened=built[i][1],
+                              fuzzy_threshold=fuzzy_threshold, score=scores.get(i),
+                              score_items=lambda parsed, g=generation: item_scores(tokenizer, g, parsed)))
+    return results
 
 
 def finish(response: str, raw: str, *, shortened: bool = False, fuzzy_threshold: float = FUZZY_THRESHOLD,
@@ -297,18 +326,9 @@ class Detector:
           the raw output (e.g. a repaired, single-quoted output with other escapes) gets the mean probability of
           all its generation's tokens instead.
         """
-        built: list[tuple[list[dict[str, str]], bool]] = []
-        too_long: dict[int, str] = {}
-        for i, item in enumerate(items):
-            item_fields(item)  # a malformed item is an error for the whole call
-            try:
-                built.append(item_messages(self.tokenizer, item, prompt_budget=self.prompt_budget))
-            except InputError as exc:  # this response alone does not fit: fail this item, not the run
-                built.append(([], False))
-                too_long[i] = str(exc)
-        prompt_ids = [[] if i in too_long else prompts.prompt_token_ids(self.tokenizer, messages)
-                      for i, (messages, _) in enumerate(built)]
-        order = sorted((i for i in range(len(items)) if i not in too_long), key=lambda i: len(prompt_ids[i]))
+        built, too_long = prepare_items(self.tokenizer, items, prompt_budget=self.prompt_budget)
+        prompt_ids = {i: prompts.prompt_token_ids(self.tokenizer, messages) for i, (messages, _) in built.items()}
+        order = sorted(built, key=lambda i: len(prompt_ids[i]))
         generations: dict[int, Generation] = {}
         scores: dict[int, float] = {}
         for chunk in _chunks(order, batch_size):
@@ -322,17 +342,8 @@ class Detector:
                     scores[i] = hallucination_score(logprob)
             if on_batch is not None:
                 on_batch(len(chunk))
-        results = []
-        for i, (item, (_, shortened)) in enumerate(zip(items, built)):
-            if i in too_long:
-                results.append(DetectionResult(spans=[], raw="", parse_ok=False, too_long=True,
-                                               parse_error=f"not generated: {too_long[i]}"))
-                continue
-            generation = generations[i]
-            results.append(finish(item_fields(item)[2], generation.text, shortened=shortened,
-                                  fuzzy_threshold=self.fuzzy_threshold, score=scores.get(i),
-                                  score_items=lambda parsed, g=generation: item_scores(self.tokenizer, g, parsed)))
-        return results
+        return assemble_results(self.tokenizer, items, built, too_long, generations, scores,
+                                fuzzy_threshold=self.fuzzy_threshold)
 
     @property
     def stop_ids(self) -> set[int]:
@@ -344,11 +355,6 @@ class Detector:
         if self.tokenizer.eos_token_id is not None:
             ids.add(self.tokenizer.eos_token_id)
         return ids
-
-    def generate(self, prompts_text: Sequence[str]) -> list[str]:
-        """Greedy continuations of already-rendered prompts (left-padded batch), special tokens removed."""
-        ids = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts_text]
-        return [g.text for g in self.generate_ids(ids)]
 
     def generate_ids(self, prompt_ids: Sequence[list[int]]) -> list[Generation]:
         """Greedy generations for prompt token ids (one left-padded batch), with each generated token's probability
@@ -509,13 +515,9 @@ def _chunks(seq: Sequence[int], size: int) -> Iterable[list[int]]:
         yield list(seq[i:i + size])
 
 
-def _torch_dtype(name: str | None, device: str) -> Any:
-    """torch dtype for a recipe's dtype name (``"auto"`` kept for ``from_pretrained``); on CPU everything runs in
-    float32 (bf16/fp16 matmuls are slow or unsupported there)."""
+def _torch_dtype(name: str, device: str) -> Any:
+    """:func:`~ragtruth_spans.recipe.torch_dtype`, except that on CPU everything runs in float32 (bf16/fp16 matmuls
+    are slow or unsupported there)."""
     import torch
 
-    if device == "cpu" or not name:
-        return torch.float32
-    if name == "auto":
-        return "auto"
-    return getattr(torch, str(name).removeprefix("torch."))
+    return torch.float32 if device == "cpu" else torch_dtype(name)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import metrics
-from .schema import HALLUCINATION_TYPES, TASK_TYPES, InputError, Record, Span, iter_jsonl
+from .schema import HALLUCINATION_TYPES, TASK_TYPES, InputError, Record, Span, iter_jsonl, read_records
 
 CI_LEVEL = 0.95
 _BASE_COLUMNS = ("gold_chars", "pred_chars", "overlap_chars", "gold_pos", "pred_pos", "both_pos",
@@ -145,13 +145,7 @@ def load_gold(path: str | Path) -> tuple[list[Record], dict[str, Any]]:
     """
     path = Path(path)
     if not path.is_dir():
-        records, first_line = [], {}
-        for line, obj in iter_jsonl(path):
-            records.append(Record.from_dict(obj, path=path, line=line))
-            if records[-1].id in first_line:
-                raise InputError(f"duplicate id {records[-1].id!r} (first on line {first_line[records[-1].id]})",
-                                 path=path, line=line, field="id")
-            first_line[records[-1].id] = line
+        records = read_records(path)
         info: dict[str, Any] = {"path": str(path), "format": "prepared split file"}
     else:
         from .ragtruth import convert_ragtruth
@@ -228,19 +222,10 @@ def _to_python(tree: Any) -> Any:
     return None if math.isnan(value) else value
 
 
-def _interval(samples: np.ndarray) -> list[float] | None:
-    finite = samples[~np.isnan(samples)]
-    if finite.size == 0:
-        return None
-    alpha = (1 - CI_LEVEL) / 2 * 100
-    lo, hi = np.percentile(finite, [alpha, 100 - alpha])
-    return [float(lo), float(hi)]
-
-
 def _ci_tree(tree: Any) -> Any:
     if isinstance(tree, dict):
         return {k: _ci_tree(v) for k, v in tree.items()}
-    return _interval(tree)
+    return metrics.percentile_interval(tree, CI_LEVEL)
 
 
 # --- report ---------------------------------------------------------------------------------------------

@@ -130,6 +130,18 @@ def prf(tp: np.ndarray | float, n_pred: np.ndarray | float, n_gold: np.ndarray |
     return precision, recall, f1
 
 
+def percentile_interval(samples: np.ndarray, level: float = 0.95) -> list[float] | None:
+    """``[low, high]`` percentile bootstrap interval of ``samples`` at ``level`` (NaN samples, i.e. resamples where
+    the metric is undefined, are skipped); ``None`` when no sample is defined."""
+    samples = np.asarray(samples, dtype=float)
+    finite = samples[~np.isnan(samples)]
+    if finite.size == 0:
+        return None
+    alpha = (1 - level) / 2 * 100
+    lo, hi = np.percentile(finite, [alpha, 100 - alpha])
+    return [float(lo), float(hi)]
+
+
 def response_score(pred: Sequence[Span]) -> float | None:
     """Detection score of a response: the max score of its predicted spans, 0.0 with no span, ``None`` when a
     span has no score."""

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from .detector import DEFAULT_MAX_NEW_TOKENS, DetectionResult
-from .schema import InputError, Record, iter_jsonl
+from .schema import InputError, Record, read_records
 
 Backend = Literal["hf", "vllm"]
 
@@ -148,7 +148,7 @@ def predict_file(model: str | Path, data: str | Path, out: str | Path, *, batch_
         raise InputError(f"must be >= 1, got {batch_size}", field="batch_size")
     if limit is not None and limit < 0:
         raise InputError(f"must be >= 0, got {limit}", field="limit")
-    records = read_unique_records(data)
+    records = read_records(data)
     if limit is not None:
         records = records[:limit]
     out = Path(out)
@@ -191,20 +191,6 @@ def _count(summary: PredictSummary, result: DetectionResult) -> None:
     summary.too_long += result.too_long
     summary.spans += len(result.spans)
     summary.unaligned_spans += len(result.unaligned)
-
-
-def read_unique_records(path: str | Path) -> list[Record]:
-    """The records of a prepared split file; a repeated id raises :class:`InputError` naming its line."""
-    records: list[Record] = []
-    first_line: dict[str, int] = {}
-    for lineno, obj in iter_jsonl(path):
-        record = Record.from_dict(obj, path=path, line=lineno)
-        if record.id in first_line:
-            raise InputError(f"duplicate id {record.id!r} (first on line {first_line[record.id]}); predictions are "
-                             "keyed by id", path=path, line=lineno, field="id")
-        first_line[record.id] = lineno
-        records.append(record)
-    return records
 
 
 def _progress(total: int, *, enabled: bool):

@@ -62,7 +62,8 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     128 leaves the prompt 768 - 128 = 640 tokens, enough for every test prompt of the sample unshortened).
     """
     from .evaluation import evaluate, read_predictions, read_response_scores
-    from .predict import predict_file, read_unique_records
+    from .predict import predict_file
+    from .schema import read_records
     from .prepare import prepare
     from .ragtruth import sample_data_dir
     from .recipe import load_recipe
@@ -100,7 +101,7 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     console.print(summary.render(), highlight=False, markup=False)
 
     _step(console, 4, "evaluate against the gold spans", paths.report)
-    gold = read_unique_records(paths.data / "test.jsonl")
+    gold = read_records(paths.data / "test.jsonl")
     predictions = read_predictions(paths.predictions, response_lengths={r.id: len(r.response) for r in gold})
     report = evaluate(gold, predictions, response_scores=read_response_scores(paths.predictions))
     report.settings["gold"] = str(paths.data / "test.jsonl")

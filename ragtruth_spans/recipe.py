@@ -23,6 +23,13 @@ SAMPLE = "sample"
 """``data.prepared_dir`` value that prepares the embedded RAGTruth sample on the fly."""
 
 Dtype = Literal["auto", "bfloat16", "float16", "float32"]
+
+
+def torch_dtype(name: str) -> Any:
+    """The torch dtype for a recipe dtype name; ``"auto"`` is passed through for ``from_pretrained``."""
+    import torch
+
+    return "auto" if name == "auto" else getattr(torch, name)
 TaskType = Literal["QA", "Summary", "Data2txt"]
 
 

@@ -184,8 +184,18 @@ def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
 
 
 def read_records(path: str | Path) -> list[Record]:
-    """Read a prepared split file (JSONL of :class:`Record` dicts)."""
-    return [Record.from_dict(obj, path=path, line=lineno) for lineno, obj in iter_jsonl(path)]
+    """Read a prepared split file (JSONL of :class:`Record` dicts). Ids are the file's key (predictions refer to
+    them): a repeated id raises :class:`InputError` naming both lines."""
+    records: list[Record] = []
+    first_line: dict[str, int] = {}
+    for lineno, obj in iter_jsonl(path):
+        record = Record.from_dict(obj, path=path, line=lineno)
+        if record.id in first_line:
+            raise InputError(f"duplicate id {record.id!r} (first on line {first_line[record.id]})",
+                             path=path, line=lineno, field="id")
+        first_line[record.id] = lineno
+        records.append(record)
+    return records
 
 
 def write_records(path: str | Path, records: Iterable[Record]) -> int:

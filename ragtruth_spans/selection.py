@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .metrics import percentile_interval
 from .schema import InputError, Record, Span, iter_jsonl
 from .spans import covered_length, merge_intervals
 
@@ -384,16 +385,9 @@ def _bootstrap_ci(selected: np.ndarray, random_share: np.ndarray, oracle: np.nda
     orc = oracle[idx].mean(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         red = np.where(rnd > 0, (rnd - sel) / rnd, np.nan)
-    red = red[~np.isnan(red)]
-
-    def interval(values: np.ndarray) -> list[float] | None:
-        if not len(values):
-            return None
-        lo, hi = np.percentile(values, [2.5, 97.5])
-        return [float(lo), float(hi)]
-
-    return {"level": 0.95, "resamples": resamples, "selected": interval(sel), "random": interval(rnd),
-            "oracle": interval(orc), "relative_reduction": interval(red)}
+    return {"level": 0.95, "resamples": resamples, "selected": percentile_interval(sel),
+            "random": percentile_interval(rnd), "oracle": percentile_interval(orc),
+            "relative_reduction": percentile_interval(red)}
 
 
 def render_selection_report(report: Mapping[str, Any]):  # -> rich.table.Table

@@ -29,7 +29,7 @@ from .prompts import (
     fit_context,
     format_target,
 )
-from .recipe import SAMPLE, TINY, DataSection, Recipe
+from .recipe import SAMPLE, TINY, DataSection, Recipe, torch_dtype
 from .schema import InputError, Record, read_records
 
 BASE_MODEL_DIR = "base_model"
@@ -146,12 +146,6 @@ def library_versions() -> dict[str, str]:
     return out
 
 
-def _torch_dtype(name: str):
-    import torch
-
-    return "auto" if name == "auto" else getattr(torch, name)
-
-
 def ensure_base_model(recipe: Recipe, output_dir: Path, records: Sequence[Record]) -> tuple[str, str | None]:
     """``(path_or_id, revision)`` of the base model; builds the tiny random Llama under ``output_dir/base_model``."""
     if recipe.model.name_or_path != TINY:
@@ -191,7 +185,7 @@ def load_model(recipe: Recipe, path: str, revision: str | None):
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig
 
     q = recipe.quantization
-    kwargs: dict[str, Any] = {"revision": revision, "dtype": _torch_dtype(recipe.model.dtype)}
+    kwargs: dict[str, Any] = {"revision": revision, "dtype": torch_dtype(recipe.model.dtype)}
     if recipe.model.attn_implementation:
         kwargs["attn_implementation"] = recipe.model.attn_implementation
     if q.enabled:

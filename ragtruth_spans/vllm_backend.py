@@ -21,10 +21,9 @@ from typing import Any
 
 from .align import FUZZY_THRESHOLD
 from . import prompts
-from .detector import (DEFAULT_MAX_NEW_TOKENS, DetectionResult, Generation, ModelDir, clean_completion_ids, finish,
-                       hallucination_score, item_fields, item_messages, item_scores)
-from .detector import prompt_budget as _prompt_budget
-from .schema import InputError, Record
+from .detector import (DEFAULT_MAX_NEW_TOKENS, DetectionResult, Generation, ModelDir, assemble_results,
+                       clean_completion_ids, hallucination_score, prepare_items, prompt_budget)
+from .schema import Record
 
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
 """LoRA ranks vLLM accepts for ``max_lora_rank``; the adapter's rank is rounded up to the next one."""
@@ -107,15 +106,8 @@ class VLLMDetector:
         """Detect spans for each item, in input order (vLLM schedules the whole list itself); scores as in
         :meth:`ragtruth_spans.detector.Detector.detect_batch`. A response too long for the window fails alone
         (``too_long``), as with the HF backend."""
-        budget = _prompt_budget(self.max_length, self.max_new_tokens)
-        built: dict[int, tuple[list[dict[str, str]], bool]] = {}
-        too_long: dict[int, str] = {}
-        for i, item in enumerate(items):
-            item_fields(item)  # a malformed item is an error for the whole call
-            try:
-                built[i] = item_messages(self.tokenizer, item, prompt_budget=budget)
-            except InputError as exc:
-                too_long[i] = str(exc)
+        built, too_long = prepare_items(self.tokenizer, items,
+                                        prompt_budget=prompt_budget(self.max_length, self.max_new_tokens))
         todo = sorted(built)
         # Token ids, tokenized exactly as the HF backend does (the rendered template already holds any BOS).
         prompt_ids = {i: prompts.prompt_token_ids(self.tokenizer, built[i][0]) for i in todo}
@@ -132,17 +124,8 @@ class VLLMDetector:
                 scores[i] = hallucination_score(_tail_logprob(out, len(completions[i])))
         if on_batch is not None:
             on_batch(len(items))
-        results = []
-        for i, item in enumerate(items):
-            if i in too_long:
-                results.append(DetectionResult(spans=[], raw="", parse_ok=False, too_long=True,
-                                               parse_error=f"not generated: {too_long[i]}"))
-                continue
-            generation = generations[i]
-            results.append(finish(item_fields(item)[2], generation.text, shortened=built[i][1],
-                                  fuzzy_threshold=self.fuzzy_threshold, score=scores.get(i),
-                                  score_items=lambda parsed, g=generation: item_scores(self.tokenizer, g, parsed)))
-        return results
+        return assemble_results(self.tokenizer, items, built, too_long, generations, scores,
+                                fuzzy_threshold=self.fuzzy_threshold)
 
 
 def _generation(completion: Any) -> Generation:
