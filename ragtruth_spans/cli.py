@@ -81,13 +81,12 @@ def evaluate_command(
 
     from rich.console import Console
 
-    from .evaluation import evaluate, load_gold, prediction_diagnostics, read_predictions, read_response_scores
+    from .evaluation import evaluate, load_gold, read_prediction_file
 
     try:
         records, gold_info = load_gold(gold)
-        predictions = read_predictions(pred, response_lengths={r.id: len(r.response) for r in records})
-        response_scores = read_response_scores(pred)
-        diagnostics = prediction_diagnostics(pred)
+        pred_file = read_prediction_file(pred, response_lengths={r.id: len(r.response) for r in records})
+        predictions, response_scores, diagnostics = pred_file.spans, pred_file.response_scores, pred_file.diagnostics
     except InputError as exc:
         fail(exc)
     try:
@@ -250,13 +249,13 @@ def select_command(
                              f"{'corpus' if given_corpus else 'online'} mode")
 
         if given_corpus:
-            from .evaluation import load_gold, read_predictions, read_response_scores
+            from .evaluation import load_gold, read_prediction_file
 
             records, _ = load_gold(data)  # a prepared split file, or a RAGTruth directory's test split
-            predictions = read_predictions(pred, response_lengths={r.id: len(r.response) for r in records})
+            pred_file = read_prediction_file(pred, response_lengths={r.id: len(r.response) for r in records})
             names = [m.strip() for m in models.split(",") if m.strip()]
-            report = sel.evaluate_selection(records, predictions, names, strategy, seed, bootstrap,
-                                            tie_break=tie_break, response_scores=read_response_scores(pred))
+            report = sel.evaluate_selection(records, pred_file.spans, names, strategy, seed, bootstrap,
+                                            tie_break=tie_break, response_scores=pred_file.response_scores)
             out.print(sel.render_selection_report(report))
             sources = report["sources"]
             if sources["skipped"]:

@@ -61,9 +61,24 @@ def _parse_span(obj: Any, *, path: Path, line: int, pid: str, index: int, length
     return span
 
 
-def read_predictions(path: str | Path, gold_ids: Collection[str] | None = None, *,
-                     response_lengths: Mapping[str, int] | None = None) -> dict[str, list[Span]]:
-    """Read and validate a predictions JSONL file into ``{id: [Span, ...]}``.
+@dataclass
+class PredictionFile:
+    """A predictions file read in one pass: ``spans`` per id; ``response_scores`` (``{id: score}`` of the
+    line-level ``score``, or None unless every line carries one — a missing or null ``score`` anywhere means "use
+    the span scores"); ``diagnostics``: counts of the optional keys that ``ragtruth-spans predict`` writes —
+    ``parse_failures`` (``parse_ok`` false: the output could not be read, so the line has no spans although the
+    detector did not say "clean"), ``too_long`` (not generated, the response did not fit the model's window),
+    ``unaligned_spans`` (generated span texts not found in the response), ``scored_lines`` (lines with a non-null
+    ``score``); lines without them count as 0."""
+
+    spans: dict[str, list[Span]]
+    response_scores: dict[str, float] | None
+    diagnostics: dict[str, int]
+
+
+def read_prediction_file(path: str | Path, gold_ids: Collection[str] | None = None, *,
+                         response_lengths: Mapping[str, int] | None = None) -> PredictionFile:
+    """Read and validate a predictions JSONL file (see :class:`PredictionFile`).
 
     With ``gold_ids`` (or ``response_lengths``, whose keys are the gold ids) an id that is not in the gold data is
     an error; with ``response_lengths`` a span ending past its response (``end > len(response)``) is an error.
@@ -74,7 +89,9 @@ def read_predictions(path: str | Path, gold_ids: Collection[str] | None = None, 
     known = set(response_lengths) if response_lengths is not None else (
         set(gold_ids) if gold_ids is not None else None)
     predictions: dict[str, list[Span]] = {}
+    scores: dict[str, float] = {}
     first_line: dict[str, int] = {}
+    counts = {"lines": 0, "parse_failures": 0, "too_long": 0, "unaligned_spans": 0, "scored_lines": 0}
     for line, obj in iter_jsonl(path):
         if "id" not in obj:
             raise InputError("missing required field", path=path, line=line, field="id")
@@ -95,44 +112,32 @@ def read_predictions(path: str | Path, gold_ids: Collection[str] | None = None, 
         predictions[pid] = [_parse_span(s, path=path, line=line, pid=pid, index=i, length=length)
                             for i, s in enumerate(obj["spans"])]
         first_line[pid] = line
-    return predictions
-
-
-def read_response_scores(path: str | Path) -> dict[str, float] | None:
-    """The line-level response ``score`` of each prediction line (``{id: score}``), or None unless every line
-    carries one (a missing or null ``score`` on any line means "use the span scores"). A ``score`` that is not a
-    finite number raises :class:`InputError` naming the file, line and id. Ids and spans are validated by
-    :func:`read_predictions`, not here."""
-    path = Path(path)
-    scores: dict[str, float] = {}
-    complete = True
-    for line, obj in iter_jsonl(path):
         score = obj.get("score")
-        if score is None:
-            complete = False
-            continue
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-            raise InputError(f"id {obj.get('id')!r}: the response score must be a finite number, got {score!r}",
-                             path=path, line=line, field="score")
-        scores[str(obj.get("id"))] = float(score)
-    return scores if complete and scores else None
-
-
-def prediction_diagnostics(path: str | Path) -> dict[str, int]:
-    """Counts of the optional diagnostics that ``ragtruth-spans predict`` writes on each line: ``parse_failures``
-    (``parse_ok`` false: the model output could not be read, so the line has no spans although the detector did
-    not say "clean"), ``too_long`` (not generated, the response did not fit the model's window) and
-    ``unaligned_spans`` (generated span texts not found in the response), and ``scored_lines`` (lines with a
-    non-null response ``score``). Lines without diagnostics count as 0."""
-    counts = {"lines": 0, "parse_failures": 0, "too_long": 0, "unaligned_spans": 0, "scored_lines": 0}
-    for _, obj in iter_jsonl(path):
+        if score is not None:
+            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+                raise InputError(f"id {pid!r}: the response score must be a finite number, got {score!r}",
+                                 path=path, line=line, field="score")
+            scores[pid] = float(score)
         counts["lines"] += 1
-        counts["scored_lines"] += obj.get("score") is not None
+        counts["scored_lines"] += score is not None
         counts["parse_failures"] += obj.get("parse_ok") is False
         counts["too_long"] += obj.get("too_long") is True
         unaligned = obj.get("unaligned")
         counts["unaligned_spans"] += len(unaligned) if isinstance(unaligned, list) else 0
-    return counts
+    complete = bool(scores) and len(scores) == len(predictions)
+    return PredictionFile(spans=predictions, response_scores=scores if complete else None, diagnostics=counts)
+
+
+def read_predictions(path: str | Path, gold_ids: Collection[str] | None = None, *,
+                     response_lengths: Mapping[str, int] | None = None) -> dict[str, list[Span]]:
+    """``{id: [Span, ...]}`` of a predictions file (:func:`read_prediction_file`, validated the same way)."""
+    return read_prediction_file(path, gold_ids, response_lengths=response_lengths).spans
+
+
+def read_response_scores(path: str | Path) -> dict[str, float] | None:
+    """The line-level response scores of a predictions file, or None unless every line has one
+    (:attr:`PredictionFile.response_scores`)."""
+    return read_prediction_file(path).response_scores
 
 
 def load_gold(path: str | Path) -> tuple[list[Record], dict[str, Any]]:

@@ -61,7 +61,7 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     generation budget per response (the sample's gold targets take at most ~80 tokens of the tiny tokenizer, and
     128 leaves the prompt 768 - 128 = 640 tokens, enough for every test prompt of the sample unshortened).
     """
-    from .evaluation import evaluate, read_predictions, read_response_scores
+    from .evaluation import evaluate, read_prediction_file
     from .predict import predict_file
     from .schema import read_records
     from .prepare import prepare
@@ -102,8 +102,8 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
 
     _step(console, 4, "evaluate against the gold spans", paths.report)
     gold = read_records(paths.data / "test.jsonl")
-    predictions = read_predictions(paths.predictions, response_lengths={r.id: len(r.response) for r in gold})
-    report = evaluate(gold, predictions, response_scores=read_response_scores(paths.predictions))
+    pred_file = read_prediction_file(paths.predictions, response_lengths={r.id: len(r.response) for r in gold})
+    report = evaluate(gold, pred_file.spans, response_scores=pred_file.response_scores)
     report.settings["gold"] = str(paths.data / "test.jsonl")
     report.settings["predictions"] = str(paths.predictions)
     report.render(console)
