@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from .schema import InputError
+from .schema import InputError, write_json
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Find the exact hallucinated spans in RAG answers (RAGTruth).")
@@ -77,8 +77,6 @@ def evaluate_command(
 ) -> None:
     """Score predicted spans against gold: character-overlap P/R/F1, response-level P/R/F1, type recall,
     seqeval, AUROC, by task and by model."""
-    import json
-
     from rich.console import Console
 
     from .evaluation import evaluate, load_gold, read_prediction_file
@@ -113,8 +111,7 @@ def evaluate_command(
                             "could not be aligned to the response and were dropped by the conversion")
     report.render(Console())
     if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json(json_out, report.to_dict())
         console.print(f"report written to {json_out}")
 
 # --- train (issue: QLoRA training) -------------------------------------------------------------------------
@@ -221,8 +218,6 @@ def select_command(
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the report / selection as JSON."),
 ) -> None:
     """Best-of-N answer selection: evaluate it on a labelled corpus, or pick among your own candidates."""
-    import json
-
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -300,8 +295,7 @@ def select_command(
             out.print(chosen.candidate.response, markup=False, highlight=False)
             payload = chosen.to_dict()
         if json_out is not None:
-            json_out.parent.mkdir(parents=True, exist_ok=True)
-            json_out.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            write_json(json_out, payload)
             console.print(f"wrote {json_out}")
     except InputError as exc:
         fail(exc)

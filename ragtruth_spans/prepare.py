@@ -14,7 +14,6 @@ Counts add up (checked before writing): ``responses.input == sum(split responses
 
 from __future__ import annotations
 
-import json
 import random
 import warnings as pywarnings
 from collections import Counter
@@ -28,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .ragtruth import convert_ragtruth, normalize_quality, resolve_files
-from .schema import HALLUCINATION_TYPES, SPLITS, TASK_TYPES, InputError, Record, write_records
+from .schema import HALLUCINATION_TYPES, SPLITS, TASK_TYPES, InputError, Record, write_json, write_records
 
 
 @dataclass
@@ -199,8 +198,7 @@ def prepare(ragtruth_dir: str | Path, out_dir: str | Path, *, dev_per_task: int 
         dev_source_ids=dev_ids, labels=labels, warnings=warnings,
     )
     _check_accounting(stats)
-    (out / "stats.json").write_text(json.dumps(stats.to_dict(), ensure_ascii=False, indent=2) + "\n",
-                                    encoding="utf-8")
+    write_json(out / "stats.json", stats.to_dict())
     for message in warnings:
         pywarnings.warn(message, UserWarning, stacklevel=2)
     return stats

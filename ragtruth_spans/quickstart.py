@@ -18,7 +18,6 @@ to end, not how well a real detector performs (use a recipe for a 7-13B model on
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from dataclasses import dataclass
@@ -63,7 +62,7 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     """
     from .evaluation import evaluate, read_prediction_file
     from .predict import predict_file
-    from .schema import read_records
+    from .schema import read_records, write_json
     from .prepare import prepare
     from .ragtruth import sample_data_dir
     from .recipe import load_recipe
@@ -107,7 +106,7 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     report.settings["gold"] = str(paths.data / "test.jsonl")
     report.settings["predictions"] = str(paths.predictions)
     report.render(console)
-    paths.report.write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json(paths.report, report.to_dict())
     console.print(f"\n[bold green]done[/] in {time.perf_counter() - started:.0f} s. Files: data {paths.data}, "
                   f"model {paths.model}, predictions {paths.predictions}, report {paths.report}", highlight=False)
     console.print("The tiny random model only shows that the pipeline runs end to end; its scores say nothing "

@@ -183,6 +183,13 @@ def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
     return n
 
 
+def write_json(path: str | Path, obj: Any) -> None:
+    """Write ``obj`` as indented UTF-8 JSON (non-ASCII kept as is), creating parent folders."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def read_records(path: str | Path) -> list[Record]:
     """Read a prepared split file (JSONL of :class:`Record` dicts). Ids are the file's key (predictions refer to
     them): a repeated id raises :class:`InputError` naming both lines."""

@@ -30,7 +30,7 @@ from .prompts import (
     format_target,
 )
 from .recipe import SAMPLE, TINY, DataSection, Recipe, torch_dtype
-from .schema import InputError, Record, read_records
+from .schema import InputError, Record, read_records, write_json
 
 BASE_MODEL_DIR = "base_model"
 LIBRARIES = ("torch", "transformers", "peft", "trl", "bitsandbytes", "accelerate", "datasets", "tokenizers",
@@ -331,8 +331,7 @@ def train(recipe: Recipe, *, console: Console | None = None) -> TrainResult:
             "resumed_from": last,
             "world_size": trainer.args.world_size,
         }
-        (output_dir / "run_info.json").write_text(json.dumps(run_info, indent=2, ensure_ascii=False) + "\n",
-                                                  encoding="utf-8")
+        write_json(output_dir / "run_info.json", run_info)
         console.print(f"[bold green]done[/]: adapter and run info in {output_dir} "
                       f"(train_loss={metrics.get('train_loss', float('nan')):.4f}, {metrics['wall_s']} s)")
     return TrainResult(output_dir=output_dir, stats=stats, metrics=metrics, resumed_from=last)
