@@ -430,9 +430,7 @@ def clean_completion_ids(tokenizer: Any, messages: list[dict[str, str]], prompt_
     ends there; a template may add tokens after its end-of-turn, e.g. a newline). When the tokenized prompt is
     not a prefix of the tokenized chat (a template rendering the prompt differently), the completion starts where
     the two diverge, as in TRL."""
-    chat = prompts.adapt_messages(tokenizer, messages + [{"role": "assistant", "content": prompts.format_target([])}])
-    text = tokenizer.apply_chat_template(chat, chat_template=prompts.chat_template_of(tokenizer), tokenize=False,
-                                         **prompts.CHAT_TEMPLATE_KWARGS)
+    text = prompts.render_conversation(tokenizer, messages, prompts.format_target([]))
     full = tokenizer(text, add_special_tokens=False)["input_ids"]
     common = 0
     while common < min(len(full), len(prompt_ids)) and full[common] == prompt_ids[common]:

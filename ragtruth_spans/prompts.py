@@ -158,15 +158,17 @@ def prompt_token_ids(tokenizer: Any, messages: list[dict[str, str]]) -> list[int
     return tokenizer(render_prompt(tokenizer, messages), add_special_tokens=False)["input_ids"]
 
 
+def render_conversation(tokenizer: Any, messages: list[dict[str, str]], target: str) -> str:
+    """The whole training sequence as text: ``messages`` + the assistant ``target``, through the chat template
+    (no generation prompt; special tokens included, so encode with ``add_special_tokens=False``)."""
+    chat = adapt_messages(tokenizer, messages + [{"role": "assistant", "content": target}])
+    return tokenizer.apply_chat_template(chat, chat_template=chat_template_of(tokenizer), tokenize=False,
+                                         **CHAT_TEMPLATE_KWARGS)
+
+
 def _token_count(tokenizer: Any, messages: list[dict[str, str]], target: str) -> int:
     """Tokens of the whole training sequence (prompt + ``target``), or of the generation prompt if target is ''."""
-    if target:
-        messages = messages + [{"role": "assistant", "content": target}]
-        text = tokenizer.apply_chat_template(adapt_messages(tokenizer, messages),
-                                             chat_template=chat_template_of(tokenizer), tokenize=False,
-                                             **CHAT_TEMPLATE_KWARGS)
-    else:
-        text = render_prompt(tokenizer, messages)
+    text = render_conversation(tokenizer, messages, target) if target else render_prompt(tokenizer, messages)
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
