@@ -44,10 +44,12 @@ _ASCII_PUNCT = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u20
 
 @dataclass
 class Alignment:
-    """Aligned spans (in the order of the items), how each was found, and the texts that were not found."""
+    """Aligned spans (in the order of the items), how each was found, which item each came from, and the texts
+    that were not found."""
 
     spans: list[Span] = field(default_factory=list)
     methods: list[str] = field(default_factory=list)  # "exact" | "normalized" | "fuzzy", one per span
+    item_indices: list[int] = field(default_factory=list)  # index in ``items`` of each span's item
     unaligned: list[str] = field(default_factory=list)
 
 
@@ -92,7 +94,7 @@ def align_spans(response: str, items: Sequence[ParsedItem], *,
     result = Alignment()
     norm_response: _Normalized | None = None  # built lazily: most items match exactly
     cursor = 0
-    for item in items:
+    for index, item in enumerate(items):
         found = _find_exact(response, item.text, cursor)
         method = "exact"
         if found is None:
@@ -108,6 +110,7 @@ def align_spans(response: str, items: Sequence[ParsedItem], *,
         start, end = found
         result.spans.append(Span(start, end, type=item.type, text=response[start:end]))
         result.methods.append(method)
+        result.item_indices.append(index)
         cursor = end
     return result
 

@@ -185,27 +185,16 @@ def finish(response: str, raw: str, *, shortened: bool = False, fuzzy_threshold:
     alignment = align_spans(response, parsed.items, fuzzy_threshold=fuzzy_threshold)
     spans = alignment.spans
     if score_items is not None and parsed.items:
-        spans = _scored_spans(parsed.items, alignment, score_items(parsed.items))
+        spans = _scored_spans(alignment, score_items(parsed.items))
     return DetectionResult(spans=spans, raw=raw, parse_ok=parsed.ok, parse_error=parsed.error,
                            unaligned=alignment.unaligned, truncated=parsed.truncated, shortened=shortened,
                            repairs=parsed.repairs, align_methods=alignment.methods,
                            unknown_types=parsed.unknown_types, score=score)
 
 
-def _scored_spans(items: Sequence[ParsedItem], alignment: Alignment, scores: Sequence[float]) -> list[Span]:
-    """The aligned spans with the score of the item each came from.
-
-    :func:`align_spans` keeps the items' order and lists the texts it could not place in ``unaligned`` (in
-    order); whether an item aligns depends only on its text, so walking both lists pairs spans with items.
-    """
-    spans, unaligned = iter(alignment.spans), list(alignment.unaligned)
-    out: list[Span] = []
-    for item, item_score in zip(items, scores):
-        if unaligned and item.text == unaligned[0]:
-            unaligned.pop(0)
-            continue
-        out.append(replace(next(spans), score=item_score))
-    return out
+def _scored_spans(alignment: Alignment, scores: Sequence[float]) -> list[Span]:
+    """The aligned spans with the score of the item each came from (``scores``: one per parsed item)."""
+    return [replace(span, score=scores[k]) for span, k in zip(alignment.spans, alignment.item_indices)]
 
 
 def prompt_budget(max_length: int | None, max_new_tokens: int) -> int | None:

@@ -101,3 +101,10 @@ def test_fuzzy_threshold_is_respected() -> None:
 def test_item_longer_than_response_is_unaligned() -> None:
     result = align_spans("short", items("a much longer generated text"))
     assert result.spans == [] and result.unaligned == ["a much longer generated text"]
+
+
+def test_each_span_records_the_item_it_came_from() -> None:
+    response = "The hotel opened in 1998 and has free parking."
+    result = align_spans(response, items("opened in 1998", "a rooftop pool", "free parking"))
+    assert [s.text for s in result.spans] == ["opened in 1998", "free parking"]
+    assert result.item_indices == [0, 2] and result.unaligned == ["a rooftop pool"]
