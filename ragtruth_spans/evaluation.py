@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from . import metrics
-from .schema import HALLUCINATION_TYPES, TASK_TYPES, InputError, Record, Span, iter_jsonl, read_records
+from .schema import (HALLUCINATION_TYPES, TASK_TYPES, InputError, Record, Span, is_finite_number, iter_jsonl,
+                     read_records)
 
 CI_LEVEL = 0.95
 _BASE_COLUMNS = ("gold_chars", "pred_chars", "overlap_chars", "gold_pos", "pred_pos", "both_pos",
@@ -47,8 +48,7 @@ def _parse_span(obj: Any, *, path: Path, line: int, pid: str, index: int, length
     span_type, score = obj.get("type"), obj.get("score")
     if span_type is not None and not isinstance(span_type, str):
         raise InputError(f"id {pid!r}: 'type' must be a string, got {span_type!r}", **where)
-    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
-                              or not math.isfinite(score)):
+    if score is not None and not is_finite_number(score):
         raise InputError(f"id {pid!r}: 'score' must be a finite number, got {score!r}", **where)
     try:
         span = Span(start=obj["start"], end=obj["end"], type=span_type,
@@ -114,7 +114,7 @@ def read_prediction_file(path: str | Path, gold_ids: Collection[str] | None = No
         first_line[pid] = line
         score = obj.get("score")
         if score is not None:
-            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+            if not is_finite_number(score):
                 raise InputError(f"id {pid!r}: the response score must be a finite number, got {score!r}",
                                  path=path, line=line, field="score")
             scores[pid] = float(score)

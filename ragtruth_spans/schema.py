@@ -19,6 +19,7 @@ plus optional diagnostics that the evaluator ignores.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -151,6 +152,11 @@ class Record:
             split=str(d["split"]), quality=str(d["quality"]), response=d["response"], context=str(d["context"]),
             question=d.get("question"), spans=sorted(spans),
         )
+
+
+def is_finite_number(value: Any) -> bool:
+    """Whether a JSON value is a finite number (an int or float, not a bool, not NaN or infinite)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .metrics import percentile_interval
-from .schema import InputError, Record, Span, iter_jsonl
+from .schema import InputError, Record, Span, is_finite_number, iter_jsonl
 from .spans import covered_length, merge_intervals
 
 STRATEGIES: tuple[str, ...] = ("fewest-spans", "no-spans", "least-hallucinated-chars", "max-confidence")
@@ -109,8 +109,7 @@ def as_candidate(item: Candidate | str | Mapping[str, Any], index: int = 0) -> C
             except (KeyError, TypeError, ValueError) as exc:
                 raise InputError(f"candidate {index}: bad span: {exc}", field="spans") from None
         cid, score = item.get("id"), item.get("score")
-        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
-                                  or not math.isfinite(score)):
+        if score is not None and not is_finite_number(score):
             raise InputError(f"candidate {index}: 'score' must be a finite number, got {score!r}", field="score")
         candidate = Candidate(response=item["response"], spans=spans, id=str(index) if cid is None else str(cid),
                               score=None if score is None else float(score))
