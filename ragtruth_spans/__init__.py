@@ -4,8 +4,9 @@ The public API is small and imported lazily, so ``import ragtruth_spans`` does n
 
 - :class:`Span`, :class:`Record` — the data types (character offsets, half-open ``[start, end)``).
 - :func:`load_ragtruth` — read an official RAGTruth directory into records.
+- :func:`load_detector` — any saved detector run (or a named rule-based one) behind one interface:
+  ``load_detector(path).detect(context=..., response=..., task=...)`` → :class:`Detection`.
 - :func:`evaluate` — score predicted spans against gold records.
-- :class:`Detector` — a fine-tuned generative detector: ``Detector.from_pretrained(path).detect(...)``.
 - :func:`select_best` — best-of-N answer selection by detected hallucinations.
 """
 
@@ -17,19 +18,22 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Span": "ragtruth_spans.schema",
-    "Record": "ragtruth_spans.schema",
-    "InputError": "ragtruth_spans.schema",
-    "HALLUCINATION_TYPES": "ragtruth_spans.schema",
-    "TASK_TYPES": "ragtruth_spans.schema",
-    "read_records": "ragtruth_spans.schema",
-    "load_ragtruth": "ragtruth_spans.ragtruth",
-    "sample_data_dir": "ragtruth_spans.ragtruth",
-    "to_dataset": "ragtruth_spans.ragtruth",
-    "evaluate": "ragtruth_spans.evaluation",
-    "Report": "ragtruth_spans.evaluation",
-    "Detector": "ragtruth_spans.detector",
-    "select_best": "ragtruth_spans.selection",
+    "Span": "ragtruth_spans.core.types",
+    "Record": "ragtruth_spans.core.types",
+    "HALLUCINATION_TYPES": "ragtruth_spans.core.types",
+    "TASK_TYPES": "ragtruth_spans.core.types",
+    "InputError": "ragtruth_spans.core.errors",
+    "read_records": "ragtruth_spans.core.jsonl",
+    "load_ragtruth": "ragtruth_spans.data.ragtruth",
+    "sample_data_dir": "ragtruth_spans.data.ragtruth",
+    "to_dataset": "ragtruth_spans.data.hf_dataset",
+    "Detector": "ragtruth_spans.detectors.base",
+    "Detection": "ragtruth_spans.detectors.base",
+    "DetectItem": "ragtruth_spans.detectors.base",
+    "load_detector": "ragtruth_spans.detectors.loader",
+    "evaluate": "ragtruth_spans.evaluation.evaluator",
+    "Report": "ragtruth_spans.evaluation.report",
+    "select_best": "ragtruth_spans.selection.select",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -1,3 +1,3 @@
-from .cli import main
+from ragtruth_spans.cli import main
 
 main()

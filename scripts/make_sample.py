@@ -1,4 +1,4 @@
-"""Write the embedded RAGTruth-format sample: ``ragtruth_spans/sample_data/{response,source_info}.jsonl, README.md``.
+"""Write the embedded RAGTruth-format sample: ``ragtruth_spans/data/sample_data/{response,source_info}.jsonl, README.md``.
 
 Every text below is invented for this project (no RAGTruth text is copied). Label offsets are computed with
 ``str.find`` so they are right by construction, with one deliberate exception (``shift=``) that
@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "ragtruth_spans" / "sample_data"
+OUT = Path(__file__).resolve().parents[1] / "ragtruth_spans" / "data" / "sample_data"
 
 EC, SC = "Evident Conflict", "Subtle Conflict"
 EB, SB = "Evident Baseless Info", "Subtle Baseless Info"

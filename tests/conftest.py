@@ -26,13 +26,25 @@ def shared_sample_dir() -> Path:
     return SHARED_SAMPLE
 
 
+@pytest.fixture()
+def sample_test_file(tmp_path: Path):
+    """The first six test records of the embedded sample, written as a prepared split file."""
+    from ragtruth_spans.core.jsonl import write_records
+    from ragtruth_spans.data.ragtruth import load_ragtruth, sample_data_dir
+
+    records = load_ragtruth(sample_data_dir(), split="test")[:6]
+    path = tmp_path / "test.jsonl"
+    write_records(path, records)
+    return path, records
+
+
 # --- training fixtures (issue: QLoRA training) -------------------------------------------------------------
 
 
 def make_record(rid: str, task: str, context: str, response: str, spans: list[tuple[str, str]],
                 question: str | None = None, split: str = "train"):
     """A prepared Record whose gold spans are given as (verbatim text, type); offsets are computed."""
-    from ragtruth_spans.schema import Record, Span
+    from ragtruth_spans.core.types import Record, Span
 
     gold = []
     for text, typ in spans:
@@ -66,7 +78,7 @@ def overfit_records():
 
 def overfit_recipe(prepared_dir: Path, output_dir: Path, **training):
     """The tiny-model QLoRA recipe used to overfit :func:`overfit_records` (real 4-bit NF4, CPU)."""
-    from ragtruth_spans.recipe import validate_recipe
+    from ragtruth_spans.training.recipe import validate_recipe
 
     return validate_recipe({
         "model": {"name_or_path": "tiny", "dtype": "float32"},
@@ -93,8 +105,8 @@ class OverfitRun:
 @pytest.fixture(scope="session")
 def overfit_run(tmp_path_factory) -> OverfitRun:
     """Tiny Llama, 4-bit NF4 + LoRA, trained for 60 steps on :func:`overfit_records` until it memorises them."""
-    from ragtruth_spans.schema import write_records
-    from ragtruth_spans.train import train
+    from ragtruth_spans.core.jsonl import write_records
+    from ragtruth_spans.detectors.generative.train import train
 
     root = tmp_path_factory.mktemp("overfit")
     records = overfit_records()

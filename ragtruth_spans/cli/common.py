@@ -1,0 +1,44 @@
+"""The Typer application, the consoles and the one way a command fails: a one-line ``error: ...`` and exit 2.
+
+Messages to people go to stderr through :data:`err` and never wrap (``soft_wrap``), so an error naming a long
+path stays on one line when stderr is a pipe or a file and ``grep`` finds it. Results (tables, YAML, JSON) go
+to stdout through :data:`out`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ragtruth_spans.core.errors import InputError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Find the exact hallucinated spans in RAG answers (RAGTruth).")
+err = Console(stderr=True, soft_wrap=True, highlight=False)
+out = Console(soft_wrap=False, highlight=False)
+
+
+def fail(exc: Exception) -> NoReturn:
+    """Print a one-line error (no traceback) and exit with status 2."""
+    message = " ".join(str(exc).split("\n"))
+    err.print(f"[bold red]error:[/] {escape(message)}")
+    raise typer.Exit(code=2)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn :class:`InputError` (bad input, named by file, line and field) into :func:`fail`."""
+    try:
+        yield
+    except InputError as exc:
+        fail(exc)
+
+
+def note(message: str) -> None:
+    """A one-line note to stderr."""
+    err.print(message, markup=False)

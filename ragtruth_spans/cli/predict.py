@@ -1,0 +1,42 @@
+"""``ragtruth-spans predict``: run any detector over a prepared split into a predictions file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragtruth_spans.cli.common import app, err, note, user_errors
+
+
+@app.command("predict")
+def predict_command(
+    model: str = typer.Option(..., "--model", help="Run directory written by `train`, or a detector name "
+                              "(numbers, flag-all, flag-none)."),
+    data: Path = typer.Option(..., "--data", help="Prepared split file, e.g. OUT/test.jsonl."),
+    out_path: Path = typer.Option(..., "--out", help="Predictions JSONL to write; ids already in it are skipped."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Responses the detector runs "
+                                             "together (default: the detector's)."),
+    chunk_size: int = typer.Option(64, "--chunk-size", min=1, help="Responses per detect_batch call, written "
+                                   "and flushed together (vLLM: larger is faster)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=0, help="Only the first N records of --data."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="Generative runs: hf (transformers, CPU/GPU; "
+                                          "default) or vllm (optional, GPU)."),
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
+                                                 help="Generative runs: generation budget per response."),
+    load_in_4bit: Optional[bool] = typer.Option(None, "--load-in-4bit/--no-load-in-4bit",
+                                                help="Override the recipe's 4-bit quantization of the base model."),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... (default: cuda if "
+                                         "available)."),
+) -> None:
+    """Detect hallucinated spans in each response and write the predictions file (resumable)."""
+    from ragtruth_spans.pipeline.predict import predict_file
+    from ragtruth_spans.reporting.console import predict_summary
+
+    err.print(f"predicting with [bold]{model}[/] on {data} → {out_path}")
+    with user_errors():
+        summary = predict_file(model, data, out_path, chunk_size=chunk_size, limit=limit, batch_size=batch_size,
+                               backend=backend, max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit,
+                               device=device)
+    note(predict_summary(summary.to_dict()))

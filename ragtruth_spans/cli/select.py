@@ -1,0 +1,96 @@
+"""Best-of-N selection: ``select`` measures it on a labelled corpus, ``select-best`` picks among your own
+candidate responses with a detector."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragtruth_spans.cli.common import app, note, out, user_errors
+
+STRATEGY_HELP = "fewest-spans | no-spans | least-hallucinated-chars | max-confidence."
+TIE_BREAK_HELP = "random (seeded) | first | shortest."
+
+
+@app.command("select")
+def select_command(
+    data: Path = typer.Option(..., "--data", help="Prepared records (e.g. OUT/test.jsonl) or a RAGTruth dataset "
+                              "folder (its test split)."),
+    pred: Path = typer.Option(..., "--pred", help="Predictions JSONL for those records."),
+    models: str = typer.Option(..., "--models", help="Comma-separated models to select among, e.g. "
+                               "llama-2-7b-chat,mistral-7B-instruct."),
+    strategy: str = typer.Option("fewest-spans", "--strategy", help=STRATEGY_HELP),
+    tie_break: str = typer.Option("random", "--tie-break", help=TIE_BREAK_HELP),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples of the sources for 95% "
+                                  "intervals (0 = none)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random tie-breaks and of the bootstrap."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the report as JSON."),
+) -> None:
+    """Measure best-of-N answer selection on a labelled corpus (RAGTruth Table 7): one response per source among
+    --models, picked by the predicted spans, against each model alone, random and the oracle."""
+    from ragtruth_spans.core.jsonl import write_json
+    from ragtruth_spans.core.predictions import read_prediction_file
+    from ragtruth_spans.evaluation import load_gold
+    from ragtruth_spans.reporting.console import selection_table
+    from ragtruth_spans.selection.corpus import evaluate_selection
+
+    with user_errors():
+        records, _ = load_gold(data)
+        pred_file = read_prediction_file(pred, response_lengths={r.id: len(r.response) for r in records})
+        names = [m.strip() for m in models.split(",") if m.strip()]
+        report = evaluate_selection(records, pred_file.spans, names, strategy, seed, bootstrap,
+                                    tie_break=tie_break, response_scores=pred_file.response_scores).to_dict()
+    out.print(selection_table(report))
+    sources = report["sources"]
+    if sources["skipped"]:
+        reasons = ", ".join(f"{reason} ({count})" for reason, count in sources["skipped_reasons"].items())
+        note(f"skipped {sources['skipped']} of {sources['total']} sources: {reasons}")
+    if json_out is not None:
+        write_json(json_out, report)
+        note(f"wrote {json_out}")
+
+
+@app.command("select-best")
+def select_best_command(
+    model: str = typer.Option(..., "--model", help="A run directory written by `train`, or a detector name."),
+    context: Path = typer.Option(..., "--context", help="Text file with the context (passages, article, data)."),
+    candidates: Path = typer.Option(..., "--candidates", help='JSONL, one {"response": "...", "id"?: "..."} '
+                                    "per line."),
+    task: Optional[str] = typer.Option(None, "--task", help="QA, Summary or Data2txt (default QA when --question "
+                                       "is given)."),
+    question: Optional[str] = typer.Option(None, "--question", help="The question (QA)."),
+    device: Optional[str] = typer.Option(None, "--device", help="torch device (default: auto)."),
+    strategy: str = typer.Option("fewest-spans", "--strategy", help=STRATEGY_HELP),
+    tie_break: str = typer.Option("random", "--tie-break", help=TIE_BREAK_HELP),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random tie-breaks."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the selection as JSON."),
+) -> None:
+    """Pick the least hallucinated of your candidate responses to one input, with a detector."""
+    from ragtruth_spans.core.errors import InputError, check_choice
+    from ragtruth_spans.core.jsonl import read_text, write_json
+    from ragtruth_spans.core.types import TASK_TYPES
+    from ragtruth_spans.detectors.loader import load_detector
+    from ragtruth_spans.reporting.console import candidates_table
+    from ragtruth_spans.selection.select import read_candidates, select_best
+
+    with user_errors():
+        if task is None and question is None:
+            raise InputError("--task is required (QA, Summary or Data2txt) when no --question is given")
+        task = task or "QA"
+        check_choice(task, TASK_TYPES, "task", field="--task")
+        context_text = read_text(context)
+        items = read_candidates(candidates)
+        detector = load_detector(model, device=device)
+        chosen = select_best(items, strategy=strategy, seed=seed, tie_break=tie_break, detector=detector,
+                             context=context_text, task=task, question=question)
+    payload = chosen.to_dict()
+    out.print(candidates_table(payload))
+    how = f"; tie among {chosen.tied} broken by {chosen.tie_break}" if chosen.tie_broken else ""
+    flag = "; no clean candidate, fell back to fewest spans" if chosen.fallback else ""
+    out.print(f"Chosen: candidate {chosen.index} (id {chosen.candidate.id}){how}{flag}", markup=False)
+    out.print(chosen.candidate.response, markup=False)
+    if json_out is not None:
+        write_json(json_out, payload)
+        note(f"wrote {json_out}")

@@ -1,0 +1,86 @@
+"""JSON and JSON-lines files: strict UTF-8 reading with file:line errors, and writing that keeps non-ASCII text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.types import Record
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each non-blank line; a missing file, bytes that are not UTF-8, bad JSON
+    or a line that is not an object raise :class:`InputError` naming the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("file not found" if not path.exists() else "not a file", path=path)
+    with path.open("rb") as fh:
+        for lineno, raw_bytes in enumerate(fh, start=1):
+            try:
+                raw = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not valid UTF-8 (byte {exc.start + 1} of the line)", path=path,
+                                 line=lineno) from None
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno) from None
+            if not isinstance(obj, dict):
+                raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno)
+            yield lineno, obj
+
+
+def read_text(path: str | Path) -> str:
+    """A whole UTF-8 text file; a missing file or bytes that are not UTF-8 raise :class:`InputError` naming the
+    file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("file not found" if not path.exists() else "not a file", path=path)
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputError("not valid UTF-8", path=path, line=line) from None
+
+
+def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
+    """Write dicts as UTF-8 JSON lines (non-ASCII kept as is); return the number written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    """Write ``obj`` as indented UTF-8 JSON (non-ASCII kept as is), creating parent folders."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def read_records(path: str | Path) -> list[Record]:
+    """Read a prepared split file (JSONL of :class:`Record` dicts). Ids are the file's key (predictions refer to
+    them): a repeated id raises :class:`InputError` naming both lines."""
+    records: list[Record] = []
+    first_line: dict[str, int] = {}
+    for lineno, obj in iter_jsonl(path):
+        record = Record.from_dict(obj, path=path, line=lineno)
+        if record.id in first_line:
+            raise InputError(f"duplicate id {record.id!r} (first on line {first_line[record.id]})",
+                             path=path, line=lineno, field="id")
+        first_line[record.id] = lineno
+        records.append(record)
+    return records
+
+
+def write_records(path: str | Path, records: Iterable[Record]) -> int:
+    return write_jsonl(path, (r.to_dict() for r in records))

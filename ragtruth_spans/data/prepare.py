@@ -1,0 +1,185 @@
+"""``ragtruth-spans prepare``: RAGTruth directory → ``OUT/{train,dev,test}.jsonl`` + ``OUT/stats.json``.
+
+Splits: RAGTruth's ``test`` stays ``test``. ``dev`` takes ``dev_per_task`` source ids per task type, sampled
+with ``random.Random(seed)`` from the sorted source ids that have kept ``train`` responses (tasks in the order
+QA, Summary, Data2txt); all responses of a sampled source go to ``dev``, so no source sits in two splits. The
+remaining ``train`` responses stay ``train``. A split with no records is a warning, not an error.
+
+Quality filter: responses whose ``quality`` is not in ``keep_quality`` are dropped and counted (``None`` keeps
+all). Label checking, repair, duplicates and overlaps: see :mod:`ragtruth_spans.ragtruth`.
+
+Counts add up (checked before writing): ``responses.input == sum(split responses) + responses.filtered`` and
+``labels.spans == sum(split spans) + labels.spans_in_filtered_responses``.
+"""
+
+from __future__ import annotations
+
+import random
+import warnings as pywarnings
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragtruth_spans.data.ragtruth import convert_ragtruth, normalize_quality, resolve_files
+from ragtruth_spans.core.types import HALLUCINATION_TYPES, SPLITS, TASK_TYPES, Record
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.jsonl import write_json, write_records
+
+
+@dataclass
+class SplitStats:
+    """Counts of one written split file."""
+
+    responses: int = 0
+    sources: int = 0
+    hallucinated_responses: int = 0
+    spans: int = 0
+    by_task: dict[str, dict[str, int]] = field(default_factory=dict)
+    by_type: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, records: Sequence[Record]) -> SplitStats:
+        by_task = {}
+        for task in TASK_TYPES:
+            rs = [r for r in records if r.task_type == task]
+            by_task[task] = {"responses": len(rs), "hallucinated_responses": sum(bool(r.spans) for r in rs),
+                             "spans": sum(len(r.spans) for r in rs)}
+        types = Counter(s.type for r in records for s in r.spans)
+        return cls(responses=len(records), sources=len({r.source_id for r in records}),
+                   hallucinated_responses=sum(bool(r.spans) for r in records),
+                   spans=sum(len(r.spans) for r in records), by_task=by_task,
+                   by_type={t: types.get(t, 0) for t in HALLUCINATION_TYPES})
+
+
+@dataclass
+class PrepareStats:
+    """Everything ``prepare`` did; ``to_dict()`` is what ``stats.json`` holds (and what the console summary,
+    :func:`ragtruth_spans.reporting.console.prepare_summary`, shows)."""
+
+    ragtruth_dir: str
+    out_dir: str
+    seed: int
+    dev_per_task: int
+    keep_quality: list[str] | None
+    input_responses: int
+    input_sources: int
+    quality_counts: dict[str, int]
+    filtered: dict[str, int]
+    filtered_by_split: dict[str, int]
+    splits: dict[str, SplitStats]
+    dev_source_ids: dict[str, list[str]]
+    labels: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ragtruth_dir": self.ragtruth_dir,
+            "out_dir": self.out_dir,
+            "seed": self.seed,
+            "dev_per_task": self.dev_per_task,
+            "keep_quality": self.keep_quality if self.keep_quality is not None else "all",
+            "responses": {
+                "input": self.input_responses,
+                "written": sum(s.responses for s in self.splits.values()),
+                "filtered": sum(self.filtered.values()),
+                "quality_counts": self.quality_counts,
+                "filtered_by_quality": self.filtered,
+                "filtered_by_split": self.filtered_by_split,
+            },
+            "sources": {"input": self.input_sources},
+            "splits": {name: vars(s) for name, s in self.splits.items()},
+            "dev_source_ids": self.dev_source_ids,
+            "labels": self.labels,
+            "warnings": self.warnings,
+        }
+
+
+def _select_dev_sources(train: Sequence[Record], dev_per_task: int, seed: int,
+                        warnings: list[str]) -> dict[str, list[str]]:
+    rng = random.Random(seed)
+    chosen: dict[str, list[str]] = {}
+    for task in TASK_TYPES:
+        ids = sorted({r.source_id for r in train if r.task_type == task})
+        k = min(dev_per_task, len(ids))
+        chosen[task] = sorted(rng.sample(ids, k))
+        if ids and k == len(ids) and dev_per_task > 0:
+            warnings.append(f"{task}: only {len(ids)} train source(s), all moved to dev "
+                            f"(--dev-per-task {dev_per_task}); train has no {task} records")
+    return chosen
+
+
+def prepare(ragtruth_dir: str | Path, out_dir: str | Path, *, dev_per_task: int = 50, seed: int = 0,
+            keep_quality: Sequence[str] | None = ("good",)) -> PrepareStats:
+    """Convert, filter and split a RAGTruth directory; write ``out_dir/{train,dev,test}.jsonl`` and ``stats.json``.
+
+    Returns the :class:`PrepareStats` also written to ``stats.json``. Raises :class:`InputError` on malformed
+    input or a negative ``dev_per_task``. An empty split (or a task whose train sources all went to dev) is
+    not an error: it is listed in ``stats.warnings`` and emitted as a :class:`UserWarning`.
+    """
+    if dev_per_task < 0:
+        raise InputError(f"must be >= 0, got {dev_per_task}", field="dev_per_task")
+    quality = normalize_quality(keep_quality)
+    response_path, _ = resolve_files(ragtruth_dir)
+    records, report = convert_ragtruth(ragtruth_dir)
+
+    kept = [r for r in records if quality is None or r.quality in quality]
+    dropped = [r for r in records if not (quality is None or r.quality in quality)]
+    warnings: list[str] = []
+    train = [r for r in kept if r.split == "train"]
+    dev_ids = _select_dev_sources(train, dev_per_task, seed, warnings)
+    dev_set = {sid for ids in dev_ids.values() for sid in ids}
+    by_split: dict[str, list[Record]] = {
+        "train": [r for r in train if r.source_id not in dev_set],
+        "dev": [r for r in train if r.source_id in dev_set],
+        "test": [r for r in kept if r.split == "test"],
+    }
+    for r in by_split["dev"]:
+        r.split = "dev"
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in SPLITS:
+        write_records(out / f"{name}.jsonl", by_split[name])
+        if not by_split[name]:
+            warnings.append(f"split '{name}' has no records ({name}.jsonl is empty)")
+
+    labels = report.to_dict()
+    labels["spans_written"] = sum(len(r.spans) for rs in by_split.values() for r in rs)
+    labels["spans_in_filtered_responses"] = sum(len(r.spans) for r in dropped)
+    labels["implicit_true_written"] = sum(s.implicit_true for rs in by_split.values() for r in rs for s in r.spans)
+    labels["due_to_null_written"] = sum(s.due_to_null for rs in by_split.values() for r in rs for s in r.spans)
+    stats = PrepareStats(
+        ragtruth_dir=str(response_path.parent), out_dir=str(out), seed=seed, dev_per_task=dev_per_task,
+        keep_quality=list(quality) if quality is not None else None,
+        input_responses=len(records), input_sources=len({r.source_id for r in records}),
+        quality_counts=dict(sorted(Counter(r.quality for r in records).items())),
+        filtered=dict(sorted(Counter(r.quality for r in dropped).items())),
+        filtered_by_split={s: sum(r.split == s for r in dropped) for s in ("train", "test")},
+        splits={name: SplitStats.of(by_split[name]) for name in SPLITS},
+        dev_source_ids=dev_ids, labels=labels, warnings=warnings,
+    )
+    _check_accounting(stats)
+    write_json(out / "stats.json", stats.to_dict())
+    for message in warnings:
+        pywarnings.warn(message, UserWarning, stacklevel=2)
+    return stats
+
+
+def _check_accounting(stats: PrepareStats) -> None:
+    """The identities the summary promises; a failure here is a bug in this module, not bad input."""
+    d = stats.to_dict()
+    resp, lab = d["responses"], d["labels"]
+    identities = {
+        "responses.input == written + filtered": resp["input"] == resp["written"] + resp["filtered"],
+        "labels.input == exact + repaired + unrepairable":
+            lab["input"] == lab["exact"] + lab["repaired"] + lab["unrepairable"],
+        "labels.spans == exact + repaired - duplicates_removed":
+            lab["spans"] == lab["exact"] + lab["repaired"] - lab["duplicates_removed"],
+        "labels.spans == spans_written + spans_in_filtered_responses":
+            lab["spans"] == lab["spans_written"] + lab["spans_in_filtered_responses"],
+    }
+    broken = [name for name, ok in identities.items() if not ok]
+    if broken:
+        raise RuntimeError(f"prepare: counts do not add up ({'; '.join(broken)})")

@@ -1,0 +1,38 @@
+"""The one loader: ``load_detector(path_or_name, **options)`` → a :class:`~ragtruth_spans.detectors.base.Detector`.
+
+- A **run directory** (what ``ragtruth-spans train`` wrote): its ``kind`` is read from ``run_info.json`` (runs
+  written before kinds existed are generative) and the family of that kind loads it.
+- A **name** of a detector that needs no training (``numbers``, ``flag-all``, ``flag-none``, ...): built by the
+  family that offers it.
+
+``options`` go to the family (e.g. ``device``, ``batch_size``, ``backend`` for the generative family); options
+given as None are left out, so a command line can pass its unset flags through. An option the family does not
+take is an :class:`~ragtruth_spans.core.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.detectors.base import Detector
+from ragtruth_spans.detectors.family import get_family, named_detectors
+from ragtruth_spans.training.run_dir import run_kind
+
+
+def load_detector(path_or_name: str | Path, **options: Any) -> Detector:
+    """The detector saved in a run directory, or the named detector (see the module docstring)."""
+    options = {key: value for key, value in options.items() if value is not None}
+    path = Path(path_or_name)
+    if path.is_dir():
+        family = get_family(run_kind(path))
+        if family.load is None:
+            raise InputError(f"detectors of kind {family.kind!r} are not loaded from a directory", path=path)
+        return family.load(path, **options)
+    named = named_detectors()
+    if str(path_or_name) in named:
+        _, factory = named[str(path_or_name)]
+        return factory(**options)
+    raise InputError(f"neither a run directory nor a detector name (names: {', '.join(sorted(named))})",
+                     path=path)

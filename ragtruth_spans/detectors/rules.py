@@ -1,0 +1,103 @@
+"""Rule-based reference detectors (no model, no training), built by name:
+
+- ``numbers``: flags every number of the response whose value appears nowhere in the context or the question —
+  the commonest RAGTruth hallucination is a wrong or invented number, date or amount. Numbers are runs of digits
+  with optional thousands separators and decimals (``1,200``, ``3.5``, ``1998``); ``1,200`` and ``1200`` are the
+  same value, and so are ``3.50`` and ``3.5``. The span is the number's characters; its type is Evident Conflict
+  when the context states some number (a wrong value), else Evident Baseless Info.
+- ``flag-all``: the whole response is one span (the recall ceiling and the precision floor of span metrics).
+- ``flag-none``: never flags anything (every response clean).
+
+Scores: a span scores 1.0; the response score is 1.0 with a span and 0.0 without (these rules have no graded
+confidence).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ragtruth_spans.core.types import Record, Span
+from ragtruth_spans.detectors.base import DetectItem, Detection, Detector
+from ragtruth_spans.detectors.family import Family, check_options
+
+NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?!\w)")
+"""A number: digits with optional ``,``-thousands groups and an optional decimal part, not inside a word."""
+
+
+def number_value(text: str) -> str:
+    """Canonical value of a number as written: thousands separators dropped, trailing decimal zeros dropped."""
+    value = text.replace(",", "")
+    if "." in value:
+        value = value.rstrip("0").rstrip(".")
+    return value.lstrip("0") or "0"
+
+
+def numbers_in(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, value)`` of every number in ``text`` (character offsets, half-open)."""
+    return [(m.start(), m.end(), number_value(m.group())) for m in NUMBER.finditer(text)]
+
+
+def _as_detection(spans: list[Span]) -> Detection:
+    return Detection(spans=spans, score=1.0 if spans else 0.0)
+
+
+class NumberDetector(Detector):
+    """``numbers``: every number of the response whose value is not in the context or the question."""
+
+    kind = "rules"
+
+    def detect_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[Detection]:
+        results = []
+        for item in map(DetectItem.of, items):
+            evidence = {value for _, _, value in numbers_in(item.context + "\n" + (item.question or ""))}
+            span_type = "Evident Conflict" if evidence else "Evident Baseless Info"
+            spans = [Span(start, end, type=span_type, score=1.0)
+                     for start, end, value in numbers_in(item.response) if value not in evidence]
+            results.append(_as_detection(spans))
+        return results
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": "numbers"}
+
+
+class FlagAllDetector(Detector):
+    """``flag-all``: the whole response (without surrounding whitespace) is one hallucinated span."""
+
+    kind = "rules"
+
+    def detect_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[Detection]:
+        results = []
+        for item in map(DetectItem.of, items):
+            text = item.response
+            start, end = len(text) - len(text.lstrip()), len(text.rstrip())
+            results.append(_as_detection([Span(start, end, score=1.0)] if end > start else []))
+        return results
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": "flag-all"}
+
+
+class FlagNoneDetector(Detector):
+    """``flag-none``: no response has a hallucination."""
+
+    kind = "rules"
+
+    def detect_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[Detection]:
+        return [_as_detection([]) for _ in map(DetectItem.of, items)]
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": "flag-none"}
+
+
+def _factory(cls: type[Detector]):
+    def build(**options: Any) -> Detector:
+        check_options("rule-based", options, set())
+        return cls()
+    return build
+
+
+FAMILY = Family(kind="rules", summary="rule-based references: unsupported numbers, flag everything, flag nothing",
+                named={"numbers": _factory(NumberDetector), "flag-all": _factory(FlagAllDetector),
+                       "flag-none": _factory(FlagNoneDetector)})

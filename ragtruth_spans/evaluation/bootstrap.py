@@ -1,0 +1,57 @@
+"""Percentile bootstrap: resample items (responses, or sources) with replacement, in bounded memory.
+
+Every resample is a row of multiplicities (how often each item was drawn), so any statistic that is a sum over
+items is one matrix product per resample; the rows are made in chunks of at most :data:`MAX_CELLS` cells, so
+memory stays bounded however many items and resamples there are. The chunk size depends only on the number of
+items, so results are reproducible for a given ``(items, resamples, seed)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+
+CI_LEVEL = 0.95
+MAX_CELLS = 2_000_000
+"""Multiplicity cells (resamples x items) made at once: a few tens of MB."""
+
+
+def resample_weights(n_items: int, n_resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """Chunks (``rows x n_items``, float) of the multiplicity matrix of ``n_resamples`` resamples of
+    ``n_items`` items, drawn from ``numpy.random.default_rng(seed)``."""
+    rng = np.random.default_rng(seed)
+    rows = max(1, MAX_CELLS // max(n_items, 1))
+    for start in range(0, n_resamples, rows):
+        b = min(rows, n_resamples - start)
+        draws = rng.integers(0, n_items, size=(b, n_items))
+        flat = (draws + np.arange(b)[:, None] * n_items).ravel()
+        yield np.bincount(flat, minlength=b * n_items).reshape(b, n_items).astype(float)
+
+
+def bootstrap_sums(values: np.ndarray, n_resamples: int, seed: int,
+                   groups: Mapping[str, np.ndarray] | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Column sums of ``values`` (``items x k``) in each resample: ``(overall, {group: sums})``, each of shape
+    ``(n_resamples, k)``; a group (a boolean mask over items) sums only its items of the same resamples."""
+    groups = groups or {}
+    overall: list[np.ndarray] = []
+    by_group: dict[str, list[np.ndarray]] = {name: [] for name in groups}
+    for weights in resample_weights(len(values), n_resamples, seed):
+        overall.append(weights @ values)
+        for name, mask in groups.items():
+            by_group[name].append(weights[:, mask] @ values[mask])
+    k = values.shape[1]
+    stack = (lambda parts: np.vstack(parts) if parts else np.zeros((0, k)))
+    return stack(overall), {name: stack(parts) for name, parts in by_group.items()}
+
+
+def percentile_interval(samples: np.ndarray, level: float = CI_LEVEL) -> list[float] | None:
+    """``[low, high]`` percentile bootstrap interval of ``samples`` at ``level`` (NaN samples, i.e. resamples where
+    the metric is undefined, are skipped); ``None`` when no sample is defined."""
+    samples = np.asarray(samples, dtype=float)
+    finite = samples[~np.isnan(samples)]
+    if finite.size == 0:
+        return None
+    alpha = (1 - level) / 2 * 100
+    lo, hi = np.percentile(finite, [alpha, 100 - alpha])
+    return [float(lo), float(hi)]

@@ -1,0 +1,112 @@
+"""Step 1 of evaluation: per-response counts (a responses x columns matrix), from which every metric is pooled.
+
+Columns (definitions in :mod:`ragtruth_spans.evaluation.metrics`): ``gold_chars``, ``pred_chars``,
+``overlap_chars``, ``gold_pos``, ``pred_pos``, ``both_pos``, ``ent_tp``, ``ent_pred``, ``ent_gold``,
+``responses`` (1 per row), then ``type_gold:<type>`` and ``type_covered:<type>`` for every gold type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ragtruth_spans.core.types import HALLUCINATION_TYPES, Record, Span
+from ragtruth_spans.evaluation import metrics
+
+BASE_COLUMNS = ("gold_chars", "pred_chars", "overlap_chars", "gold_pos", "pred_pos", "both_pos",
+                "ent_tp", "ent_pred", "ent_gold", "responses")
+
+
+@dataclass
+class SpanTally:
+    """Raw span counts over the whole evaluation (spans, not characters)."""
+
+    gold_before_filters: int = 0
+    dropped_implicit_true: int = 0
+    dropped_due_to_null: int = 0
+    gold: int = 0
+    predicted: int = 0
+    empty_predicted: int = 0
+    scored_predicted: int = 0
+    unscored_predicted: int = 0
+
+
+@dataclass
+class CountTable:
+    """The per-response count matrix plus each response's task, model and gold label."""
+
+    columns: list[str]
+    counts: np.ndarray
+    tasks: np.ndarray
+    models: np.ndarray
+    types: list[str]
+    tally: SpanTally = field(default_factory=SpanTally)
+
+    def col(self, sums: np.ndarray, name: str) -> np.ndarray:
+        """Column ``name`` of summed counts (shape ``(k,)`` or ``(B, k)``)."""
+        return sums[..., self.columns.index(name)]
+
+    @property
+    def gold_pos(self) -> np.ndarray:
+        return self.counts[:, self.columns.index("gold_pos")] > 0
+
+    def totals(self) -> np.ndarray:
+        return self.counts.sum(axis=0)
+
+
+def filter_gold(spans: Sequence[Span], ignore_implicit_true: bool, ignore_due_to_null: bool
+                ) -> tuple[list[Span], int, int]:
+    """Gold spans kept by the adaptive filters (RAGTruth §3.4), and how many each active filter matched."""
+    kept, n_implicit, n_null = [], 0, 0
+    for span in spans:
+        drop_implicit = ignore_implicit_true and span.implicit_true
+        drop_null = ignore_due_to_null and span.due_to_null
+        n_implicit += drop_implicit
+        n_null += drop_null
+        if not (drop_implicit or drop_null):
+            kept.append(span)
+    return kept, n_implicit, n_null
+
+
+def _tally(tally: SpanTally, gold: Sequence[Span], kept: Sequence[Span], pred: Sequence[Span],
+           dropped: tuple[int, int]) -> None:
+    tally.gold_before_filters += len(gold)
+    tally.dropped_implicit_true += dropped[0]
+    tally.dropped_due_to_null += dropped[1]
+    tally.gold += len(kept)
+    tally.predicted += len(pred)
+    tally.empty_predicted += sum(1 for s in pred if s.start == s.end)
+    tally.scored_predicted += sum(1 for s in pred if s.score is not None)
+    tally.unscored_predicted += sum(1 for s in pred if s.score is None)
+
+
+def count_responses(gold: Sequence[Record], predictions: Mapping[str, Sequence[Span]], *,
+                    ignore_implicit_true: bool = False, ignore_due_to_null: bool = False) -> CountTable:
+    """The :class:`CountTable` of ``gold`` records against ``predictions`` (a missing id predicts no span)."""
+    types = list(HALLUCINATION_TYPES)
+    rows, type_rows = [], []
+    tally = SpanTally()
+    for record in gold:
+        pred = list(predictions.get(record.id, ()))
+        kept, *dropped = filter_gold(record.spans, ignore_implicit_true, ignore_due_to_null)
+        _tally(tally, record.spans, kept, pred, tuple(dropped))
+        gold_chars, pred_chars, overlap = metrics.char_counts(kept, pred)
+        ent = metrics.word_entity_counts(record.response, kept, pred)
+        rows.append((gold_chars, pred_chars, overlap, gold_chars > 0, pred_chars > 0,
+                     gold_chars > 0 and pred_chars > 0, *ent, 1))
+        per_type = metrics.type_char_counts(kept, pred)
+        types.extend(t for t in per_type if t not in types)
+        type_rows.append(per_type)
+
+    columns = list(BASE_COLUMNS) + [f"type_{kind}:{t}" for t in types for kind in ("gold", "covered")]
+    counts = np.zeros((len(gold), len(columns)), dtype=float)
+    if rows:
+        counts[:, :len(BASE_COLUMNS)] = np.asarray(rows, dtype=float)
+    for i, per_type in enumerate(type_rows):
+        for t, (g, c) in per_type.items():
+            counts[i, columns.index(f"type_gold:{t}")] = g
+            counts[i, columns.index(f"type_covered:{t}")] = c
+    return CountTable(columns=columns, counts=counts, tasks=np.array([r.task_type for r in gold]),
+                      models=np.array([r.model for r in gold]), types=types, tally=tally)

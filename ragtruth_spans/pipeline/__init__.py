@@ -1,0 +1,1 @@
+"""Commands that chain the stages: ``predict`` over a file (:mod:`.predict`) and the ``quickstart``."""

@@ -1,0 +1,150 @@
+"""Run a detector over a prepared split and write a predictions file (resumable).
+
+The output is the predictions file of :mod:`ragtruth_spans.core.predictions`: one JSON line per response with
+``id``, ``spans`` (characters of the response, half-open), the response ``score``, ``error`` when the detector
+could not judge the response, and the detector's diagnostics.
+
+Any detector of the shared interface works: ``model`` is a run directory or a detector name, loaded by
+:func:`ragtruth_spans.load_detector` with ``options`` (e.g. ``device``, ``batch_size``, ``backend``), or an
+already loaded ``detector`` is given. Records go to ``detect_batch`` in chunks of ``chunk_size`` (the detector
+batches inside a chunk as it likes); each chunk's lines are appended and flushed before the next, so an
+interruption loses at most the chunk in flight.
+
+Resuming: ids already present in the output file are skipped (and counted). A last line cut mid-write by a crash
+is removed before appending (and reported).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.jsonl import read_records
+from ragtruth_spans.core.predictions import count_diagnostics, prediction_row
+from ragtruth_spans.detectors.base import Detection, Detector
+
+DEFAULT_CHUNK_SIZE = 64
+
+
+@dataclass
+class PredictSummary:
+    """Counts of one ``predict`` run (``responses`` = records considered after ``limit``); ``counters`` are the
+    detector's diagnostics counted by name (:func:`~ragtruth_spans.core.predictions.count_diagnostics`)."""
+
+    responses: int
+    skipped_done: int
+    out_path: str
+    predicted: int = 0
+    errors: int = 0
+    spans: int = 0
+    counters: dict[str, int] = field(default_factory=dict)
+    repaired_last_line: bool = False
+    load_seconds: float = 0.0
+    predict_seconds: float = 0.0
+
+    @property
+    def responses_per_second(self) -> float:
+        return self.predicted / self.predict_seconds if self.predict_seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"responses_per_second": round(self.responses_per_second, 3)}
+
+    def add(self, detection: Detection) -> None:
+        """Count one written line."""
+        self.predicted += 1
+        self.errors += not detection.ok
+        self.spans += len(detection.spans)
+        count_diagnostics(detection.diagnostics, self.counters)
+
+
+def done_ids(out_path: str | Path) -> tuple[set[str], bool]:
+    """Ids already in a predictions file and whether an incomplete last line was removed from it.
+
+    A last line without its newline that is not valid JSON is the trace of an interrupted write: it is cut off.
+    Any other malformed line raises :class:`InputError` naming the file and line.
+    """
+    out_path = Path(out_path)
+    if not out_path.exists():
+        return set(), False
+    data = out_path.read_bytes()
+    repaired = False
+    if data and not data.endswith(b"\n"):
+        last_start = data.rfind(b"\n") + 1
+        try:
+            json.loads(data[last_start:])
+            data += b"\n"
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            data = data[:last_start]
+            repaired = True
+        out_path.write_bytes(data)
+    ids: set[str] = set()
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise InputError("not valid UTF-8", path=out_path, line=lineno) from None
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno}); fix or delete the file to restart",
+                             path=out_path, line=lineno) from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
+            raise InputError("a prediction line needs a string id", path=out_path, line=lineno, field="id")
+        ids.add(obj["id"])
+    return ids, repaired
+
+
+def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
+                 chunk_size: int = DEFAULT_CHUNK_SIZE, limit: int | None = None, progress: bool = True,
+                 detector: Detector | None = None, **options: Any) -> PredictSummary:
+    """Predict spans for the records of ``data`` (a prepared split file) into ``out``; see the module docstring.
+
+    ``limit``: only the first ``limit`` records of ``data``. ``detector``: an already loaded detector (then
+    ``model`` and ``options`` are not used to load one).
+    """
+    if chunk_size < 1:
+        raise InputError(f"must be >= 1, got {chunk_size}", field="chunk_size")
+    if limit is not None and limit < 0:
+        raise InputError(f"must be >= 0, got {limit}", field="limit")
+    records = read_records(data)
+    if limit is not None:
+        records = records[:limit]
+    out = Path(out)
+    finished, repaired = done_ids(out)
+    todo = [r for r in records if r.id not in finished]
+    summary = PredictSummary(responses=len(records), skipped_done=len(records) - len(todo), out_path=str(out),
+                             repaired_last_line=repaired)
+    if not todo:
+        return summary
+
+    started = time.perf_counter()
+    if detector is None:
+        from ragtruth_spans.detectors.loader import load_detector
+
+        detector = load_detector(model, **options)
+    summary.load_seconds = time.perf_counter() - started
+
+    # Similar lengths in one chunk waste less padding; the file is keyed by id, so its order does not matter.
+    todo.sort(key=lambda r: len(r.context) + len(r.response) + len(r.question or ""))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with _progress(len(todo), enabled=progress) as bar, out.open("a", encoding="utf-8") as fh:
+        for i in range(0, len(todo), chunk_size):
+            chunk = todo[i:i + chunk_size]
+            for record, detection in zip(chunk, detector.detect_batch(chunk)):
+                fh.write(json.dumps(prediction_row(record.id, detection), ensure_ascii=False) + "\n")
+                summary.add(detection)
+            fh.flush()
+            bar.update(len(chunk))
+    summary.predict_seconds = time.perf_counter() - started
+    return summary
+
+
+def _progress(total: int, *, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="response", desc="predict", disable=not enabled, dynamic_ncols=True)

@@ -1,0 +1,2 @@
+"""Every rendering of results for people: rich console tables (:mod:`.console`), built from the reports'
+``to_dict()`` payloads."""

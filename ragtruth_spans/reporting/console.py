@@ -1,0 +1,243 @@
+"""Every console rendering of ragtruth-spans, built from JSON-ready payloads (the reports' ``to_dict()``), so that
+metric code stays pure and another renderer (HTML) can sit beside this one."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, is_dataclass
+from typing import Any
+
+from rich import box
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from ragtruth_spans.core.types import TASK_TYPES
+
+PRF = ("precision", "recall", "f1")
+
+
+def _fmt(value: float | None, interval: list[float] | None = None) -> str:
+    if value is None:
+        return "–"
+    text = f"{value:.3f}"
+    return text if interval is None else f"{text} [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
+def _fmt_interval(interval: list[float] | None) -> str:
+    return "–" if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
+# --- evaluation --------------------------------------------------------------------------------------------
+
+def _overall_table(report: Mapping[str, Any]) -> Table:
+    ci = report.get("ci") or {}
+    overall = report["overall"]
+    table = Table(title="Overall (pooled over responses" + (", with 95 % intervals)" if ci else ")"))
+    table.add_column("level")
+    for metric in PRF:
+        table.add_column(metric, justify="right")
+    for level, label in (("span", "span (characters)"), ("response", "response (has a span)"),
+                         ("response_macro", "response, macro over both classes"),
+                         ("seqeval", "seqeval (word entities)")):
+        table.add_row(label, *(_fmt(overall[level][m]) for m in PRF))
+        if ci:
+            intervals = ci["overall"][level]
+            table.add_row("  95 % interval", *(_fmt_interval(intervals[m]) for m in PRF), style="dim")
+    table.add_row("AUROC (response)", _fmt(overall["auroc"]), "", "")
+    return table
+
+
+def _group_table(groups: Mapping[str, Any], name: str, title: str) -> Table:
+    table = Table(title=f"{title} (seqeval and intervals: see --json)", box=box.SIMPLE_HEAD, padding=(0, 1),
+                  pad_edge=False, collapse_padding=True)
+    table.add_column(name, no_wrap=True)
+    for column in ("n", "span\nP", "span\nR", "span\nF1", "resp.\nP", "resp.\nR", "resp.\nF1", "AUROC"):
+        table.add_column(column, justify="right", no_wrap=True, min_width=5)
+    for key, group in groups.items():
+        table.add_row(key, str(group["responses"]),
+                      *(_fmt(group[level][m]) for level in ("span", "response") for m in PRF),
+                      _fmt(group["auroc"]))
+    return table
+
+
+def _type_table(report: Mapping[str, Any]) -> Table:
+    table = Table(title="Recall per gold hallucination type (characters covered by any predicted span)")
+    table.add_column("type")
+    table.add_column("gold chars", justify="right")
+    table.add_column("recall", justify="right")
+    intervals = (report.get("ci") or {}).get("overall", {}).get("type_recall", {})
+    for span_type, recall in report["type_recall"].items():
+        table.add_row(span_type, str(report["counts"]["type_gold_chars"][span_type]),
+                      _fmt(recall, intervals.get(span_type)))
+    return table
+
+
+def _counts_table(counts: Mapping[str, Any]) -> Table:
+    table = Table(title="Counts")
+    table.add_column("what")
+    table.add_column("n", justify="right")
+    for key, value in counts.items():
+        if not isinstance(value, dict):
+            table.add_row(key.replace("_", " "), str(value))
+    return table
+
+
+def evaluation_tables(report: Mapping[str, Any]) -> list[Table]:
+    """The tables of an evaluation report (``Report.to_dict()``): overall, by task, by model, type recall,
+    counts."""
+    return [_overall_table(report), _group_table(report["by_task"], "task", "By task"),
+            _group_table(report["by_model"], "model", "By generating model"), _type_table(report),
+            _counts_table(report["counts"])]
+
+
+def print_evaluation(report: Mapping[str, Any], console: Console | None = None) -> None:
+    """Print an evaluation report's tables and notes."""
+    console = console or Console()
+    for table in evaluation_tables(report):
+        console.print(table)
+    for note in report.get("notes", []):
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+
+
+# --- selection ---------------------------------------------------------------------------------------------
+
+def _pct(x: float | None) -> str:
+    if x is None or math.isnan(x):
+        return "-"
+    return f"{round(100 * x, 1) + 0.0:.1f}"  # + 0.0 turns -0.0 into 0.0
+
+
+def _reduction(random_rate: float, rate: float) -> float | None:
+    return None if not random_rate or math.isnan(random_rate) else (random_rate - rate) / random_rate
+
+
+def selection_table(report: Mapping[str, Any]) -> Table:
+    """A selection report (``SelectionReport.to_dict()``) laid out like RAGTruth Table 7: each model alone,
+    random, selected, oracle."""
+    ci = report.get("ci") or {}
+
+    def interval(key: str) -> str:
+        bounds = ci.get(key)
+        return "" if not bounds else f"[{_pct(bounds[0])}, {_pct(bounds[1])}]"
+
+    sources = report["sources"]
+    table = Table(title=f"Best-of-{len(report['models'])} selection: {report['strategy']} "
+                        f"(tie-break {report['tie_break']}, seed {report['seed']}) on {sources['used']} sources "
+                        f"({sources['skipped']} skipped)")
+    for column, justify in (("Answer from", "left"), ("Halluc. rate %", "right"), ("95% CI", "right"),
+                            ("Reduction vs random %", "right")):
+        table.add_column(column, justify=justify)
+    random_rate = report["random"]["hallucination_rate"]
+    for model in report["models"]:
+        rate = report["by_model"][model]["hallucination_rate"]
+        table.add_row(model, _pct(rate), "", _pct(_reduction(random_rate, rate)),
+                      end_section=model == report["models"][-1])
+    sampled = report["random"]["sampled_hallucination_rate"]
+    table.add_row("random selection (expected)", _pct(random_rate), interval("random"), "")
+    table.add_row(f"random selection (seed {report['seed']})", _pct(sampled), "",
+                  _pct(_reduction(random_rate, sampled)))
+    reduction = _pct(report["relative_reduction"])
+    if interval("relative_reduction"):
+        reduction += f" {interval('relative_reduction')}"
+    table.add_row(f"selected by detector: {report['strategy']}", _pct(report["selected"]["hallucination_rate"]),
+                  interval("selected"), reduction, style="bold")
+    oracle = report["oracle"]["hallucination_rate"]
+    table.add_row("oracle (lowest achievable)", _pct(oracle), interval("oracle"),
+                  _pct(_reduction(random_rate, oracle)), style="dim")
+    return table
+
+
+def candidates_table(selection: Mapping[str, Any]) -> Table:
+    """The candidates of one online selection (``Selection.to_dict()``): score and detected spans of each."""
+    table = Table(title=f"Candidates scored by {selection['strategy']} (lower is better)")
+    for column in ("#", "id", "score", "spans found"):
+        table.add_column(column)
+    for i, cand in enumerate(selection["candidates"]):
+        score = selection["scores"][i]
+        found = "\n".join(f"[{s['start']}, {s['end']}) {s.get('type') or ''}: "
+                          f"{cand['response'][s['start']:s['end']]!r}" for s in cand["spans"] or ()) or "none"
+        if i in selection["detection_failed"]:
+            found = "the detector could not judge this candidate (ranked last)"
+        table.add_row(("* " if i == selection["index"] else "") + str(i), Text(cand["id"] or ""),
+                      "inf" if score is None else f"{score:g}", Text(found),
+                      style="bold" if i == selection["index"] else None)
+    return table
+
+
+# --- prepare, train, predict ---------------------------------------------------------------------------------
+
+def prepare_summary(stats: Mapping[str, Any]) -> Group:
+    """A ``prepare`` run (``PrepareStats.to_dict()``): per-split counts, the quality filter and the labels."""
+    splits = Table(title="Prepared splits", title_justify="left", caption_justify="left",
+                   caption="QA..total: responses; halluc.: responses with at least one span")
+    splits.add_column("split")
+    for col in (*TASK_TYPES, "total", "sources", "halluc.", "spans"):
+        splits.add_column(col, justify="right")
+    for name, s in stats["splits"].items():
+        splits.add_row(name, *(str(s["by_task"][t]["responses"]) for t in TASK_TYPES), str(s["responses"]),
+                       str(s["sources"]), str(s["hallucinated_responses"]), str(s["spans"]))
+    responses, labels = stats["responses"], stats["labels"]
+    keep = stats["keep_quality"]
+    accounting = Table(title="Responses and labels", title_justify="left", show_header=False)
+    accounting.add_column("what")
+    accounting.add_column("count", justify="right")
+    rows = [
+        ("responses in response.jsonl", responses["input"]),
+        ("  written (train + dev + test)", responses["written"]),
+        (f"  filtered by quality (keep: {keep if isinstance(keep, str) else ', '.join(keep)})",
+         responses["filtered"]),
+        *((f"    quality = {q}", n) for q, n in sorted(responses["filtered_by_quality"].items())),
+        ("labels in response.jsonl", labels["input"]),
+        ("  exact (response[start:end] == text)", labels["exact"]),
+        ("  repaired (found unambiguously nearby)", labels["repaired"]),
+        ("  unrepairable (dropped, listed in stats.json)", labels["unrepairable"]),
+        ("  exact duplicates removed", labels["duplicates_removed"]),
+        ("spans after checking", labels["spans"]),
+        ("  written", labels["spans_written"]),
+        ("  in filtered responses", labels["spans_in_filtered_responses"]),
+        ("overlapping span pairs (kept)", labels["overlapping_pairs"]),
+    ]
+    for what, count in rows:
+        accounting.add_row(Text(what), str(count))
+    warnings = [Text(f"warning: {message}", style="yellow") for message in stats["warnings"]]
+    return Group(splits, accounting, *warnings)
+
+
+def training_data_summary(stats: Any, source: str, max_length: int) -> Text:
+    """What became of the training records (a :class:`~ragtruth_spans.training.data.RecordStats`, possibly with
+    a family's extra counts)."""
+    d = asdict(stats) if is_dataclass(stats) else dict(stats)
+    lines = [f"training data: {source}",
+             f"  {d['records']} records; {d['other_tasks']} of other tasks skipped; {d['with_spans']} with spans, "
+             f"{d['clean_kept']}/{d['clean']} clean kept; {d['over_max_examples']} over max_examples skipped",
+             f"  {d['examples']} examples"]
+    if "shortened" in d:
+        too_long = d.get("too_long_ids") or []
+        lines[-1] += (f"; {d['shortened']} contexts shortened to fit max_length={max_length}; {d['too_long']} "
+                      "dropped (response + target alone too long)"
+                      + (f": {', '.join(too_long[:5])}{' …' if len(too_long) > 5 else ''}" if too_long else ""))
+    extra = {k: v for k, v in d.items() if k not in {"records", "other_tasks", "with_spans", "clean", "clean_kept",
+                                                      "over_max_examples", "examples", "shortened", "too_long",
+                                                      "too_long_ids"} and isinstance(v, (int, float))}
+    if extra:
+        lines.append("  " + "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in extra.items()))
+    return Text("\n".join(lines))
+
+
+def predict_summary(summary: Mapping[str, Any]) -> str:
+    """A ``predict`` run (``PredictSummary.to_dict()``) in a few lines."""
+    lines = [
+        f"responses: {summary['responses']} ({summary['predicted']} predicted, {summary['skipped_done']} skipped as "
+        f"already in {summary['out_path']})",
+        f"detector failures: {summary['errors']}   spans: {summary['spans']}",
+        f"throughput: {summary['responses_per_second']:.2f} responses/s ({summary['predict_seconds']:.1f} s "
+        f"detecting, {summary['load_seconds']:.1f} s loading)",
+    ]
+    counters = summary.get("counters") or {}
+    if counters:
+        lines.insert(2, "diagnostics: " + "   ".join(f"{k}: {v}" for k, v in counters.items()))
+    if summary.get("repaired_last_line"):
+        lines.append("note: removed an incomplete last line (interrupted write) before resuming")
+    return "\n".join(lines)

@@ -1,0 +1,89 @@
+"""The records a recipe trains on, as every family reads them: which file, which tasks, how many clean ones.
+
+Every record that is left out is counted in :class:`RecordStats` (and written into the run's ``run_info.json``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragtruth_spans.core.jsonl import read_records
+from ragtruth_spans.core.types import Record
+from ragtruth_spans.training.recipe import SAMPLE, DataSection
+
+
+@dataclass
+class RecordStats:
+    """What happened to the records before they became training examples (every drop is counted).
+    Families subclass it to add their own counts (e.g. shortened contexts, windows)."""
+
+    records: int = 0
+    other_tasks: int = 0
+    with_spans: int = 0
+    clean: int = 0
+    clean_kept: int = 0
+    over_max_examples: int = 0
+    examples: int = 0
+
+
+def training_file(data: DataSection) -> Path | None:
+    """``<prepared_dir>/<split>.jsonl``, or None for the embedded sample (read on the fly)."""
+    return None if data.prepared_dir == SAMPLE else Path(data.prepared_dir) / f"{data.split}.jsonl"
+
+
+def load_training_records(data: DataSection) -> tuple[list[Record], str]:
+    """The records to train on and a description of where they came from.
+
+    ``prepared_dir: sample`` reads the embedded RAGTruth sample's train split; otherwise
+    ``<prepared_dir>/<split>.jsonl`` written by ``ragtruth-spans prepare``.
+    """
+    path = training_file(data)
+    if path is None:
+        from ragtruth_spans.data.ragtruth import load_ragtruth, sample_data_dir
+
+        return load_ragtruth(sample_data_dir(), split="train"), f"embedded sample ({sample_data_dir()}), split train"
+    return read_records(path), str(path)
+
+
+def select_records(records: Sequence[Record], data: DataSection, stats: RecordStats) -> list[Record]:
+    """Keep ``data.tasks``; keep a seeded ``clean_fraction`` of the clean records; cap at ``max_examples``."""
+    stats.records = len(records)
+    kept = [r for r in records if r.task_type in data.tasks]
+    stats.other_tasks = len(records) - len(kept)
+    clean_idx = [i for i, r in enumerate(kept) if not r.spans]
+    stats.clean = len(clean_idx)
+    stats.with_spans = len(kept) - len(clean_idx)
+    n_clean = round(data.clean_fraction * len(clean_idx))
+    rng = random.Random(data.seed)
+    drop = set(clean_idx) - set(rng.sample(clean_idx, n_clean))
+    stats.clean_kept = n_clean
+    kept = [r for i, r in enumerate(kept) if i not in drop]
+    if data.max_examples is not None and len(kept) > data.max_examples:
+        stats.over_max_examples = len(kept) - data.max_examples
+        kept = [kept[i] for i in sorted(rng.sample(range(len(kept)), data.max_examples))]
+    return kept
+
+
+def examples_sha256(examples: Sequence[dict[str, Any]]) -> str:
+    """sha256 of the exact training examples (canonical JSON lines, in training order)."""
+    h = hashlib.sha256()
+    for ex in examples:
+        h.update(json.dumps(ex, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
+    return h.hexdigest()
+
+
+def file_sha256(path: str | Path | None) -> str | None:
+    """sha256 of a file's bytes, None when there is no such file."""
+    if path is None or not Path(path).is_file():
+        return None
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -1,0 +1,256 @@
+"""Training recipes: pydantic schemas, YAML loading and torchtune-style ``key=value`` overrides.
+
+A recipe names its detector family with a top-level ``kind:`` key (``generative`` when absent, so older files keep
+working) and is validated as a pydantic discriminated union over the registered families' recipe classes
+(:mod:`ragtruth_spans.detectors.family`). Every family shares the ``data:`` section (which prepared file, which
+tasks, the token budget, the seed), ``output_dir`` and ``logging``; each adds its own ``model``/``training``
+sections, built from the reusable sections below.
+
+Every model forbids unknown keys, so a typo or a wrong type fails with an error that names the key path (e.g.
+``training.max_steps: Input should be a valid integer``). Shipped recipes live in ``ragtruth_spans/recipes/`` and
+can be named without the ``.yaml`` suffix (``tiny-cpu``, ``llama-3.1-8b-instruct/qlora``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from ragtruth_spans.core.errors import InputError, check_choice
+from ragtruth_spans.core.types import TASK_TYPES
+
+RECIPES_DIR = Path(__file__).resolve().parents[1] / "recipes"
+DEFAULT_KIND = "generative"
+"""The ``kind`` of a recipe that does not name one (recipes written before there were several families)."""
+TINY = "tiny"
+"""``model.name_or_path`` value that builds a tiny random model in code (see :mod:`ragtruth_spans.training.tiny`)."""
+SAMPLE = "sample"
+"""``data.prepared_dir`` value that reads the embedded RAGTruth sample on the fly."""
+
+Dtype = Literal["auto", "bfloat16", "float16", "float32"]
+TaskType = Literal["QA", "Summary", "Data2txt"]
+
+
+class Section(BaseModel):
+    """Base of every recipe section: unknown keys are errors, assignments are validated."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class TinyModel(Section):
+    """Shape of the built-in tiny random Llama (used when ``name_or_path: tiny``)."""
+
+    vocab_size: int = Field(1024, ge=300)
+    hidden_size: int = Field(64, ge=64, multiple_of=64)
+    num_hidden_layers: int = Field(2, ge=1)
+    num_attention_heads: int = Field(4, ge=1)
+    intermediate_size: int = Field(128, ge=64, multiple_of=64)
+    seed: int = 0
+
+
+class ModelSection(Section):
+    name_or_path: str = Field(description="Hub id, local path, or 'tiny' for the built-in tiny random Llama.")
+    revision: str | None = None
+    dtype: Dtype = "bfloat16"
+    attn_implementation: Literal["eager", "sdpa", "flash_attention_2"] | None = "sdpa"
+    tiny: TinyModel = Field(default_factory=TinyModel)
+
+
+class QuantizationSection(Section):
+    enabled: bool = Field(True, description="4-bit bitsandbytes quantization (QLoRA); false = plain LoRA.")
+    quant_type: Literal["nf4", "fp4"] = "nf4"
+    double_quant: bool = True
+    compute_dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
+    quant_storage: Literal["uint8", "bfloat16", "float16", "float32"] = Field(
+        "uint8", description="Storage dtype of packed 4-bit weights; FSDP-QLoRA needs it equal to model.dtype.")
+
+
+class LoraSection(Section):
+    r: int = Field(16, ge=1)
+    alpha: int = Field(32, ge=1)
+    dropout: float = Field(0.05, ge=0.0, lt=1.0)
+    target_modules: list[str] | Literal["all-linear"] = "all-linear"
+    modules_to_save: list[str] | None = Field(
+        None, description="Modules trained in full and saved with the adapter (PEFT `modules_to_save`), e.g. "
+                          "[embed_tokens, lm_head] for a randomly initialised base; none for pretrained bases.")
+
+
+class DataSection(Section):
+    """What every family trains on: ``<prepared_dir>/<split>.jsonl`` (or the embedded sample), some tasks."""
+
+    prepared_dir: str = Field(SAMPLE, description="Directory of `ragtruth-spans prepare` output, or 'sample'.")
+    split: str = Field("train", description="Which prepared file to train on: <prepared_dir>/<split>.jsonl.")
+    tasks: list[TaskType] = Field(default_factory=lambda: list(TASK_TYPES))
+    max_length: int = Field(4096, ge=64, description="Token budget of one model input; longer contexts are "
+                                                     "shortened (generative) or windowed (token classification).")
+    clean_fraction: float = Field(1.0, ge=0.0, le=1.0, description="Share of clean (span-free) examples kept.")
+    max_examples: int | None = Field(None, ge=1, description="Keep at most this many examples (after sampling).")
+    seed: int = 0
+
+
+class TrainingSection(Section):
+    """Optimisation settings that map onto ``transformers.TrainingArguments`` (TRL's configs extend it)."""
+
+    num_epochs: float = Field(1.0, gt=0)
+    max_steps: int | None = Field(None, ge=1, description="If set, overrides num_epochs.")
+    learning_rate: float = Field(2e-4, gt=0)
+    lr_scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup", "cosine_with_min_lr"] = "cosine"
+    warmup_ratio: float = Field(0.03, ge=0.0, lt=1.0)
+    weight_decay: float = Field(0.0, ge=0.0)
+    max_grad_norm: float = Field(0.3, gt=0)
+    optim: str = Field("adamw_torch", description="transformers optimizer name, e.g. paged_adamw_8bit on GPU.")
+    per_device_batch_size: int = Field(1, ge=1)
+    gradient_accumulation_steps: int = Field(16, ge=1)
+    gradient_checkpointing: bool = True
+    packing: bool = False
+    seed: int = 42
+    bf16: bool = True
+    tf32: bool = False
+    logging_steps: int = Field(10, ge=1)
+    save_steps: int = Field(200, ge=1)
+    save_total_limit: int | None = Field(2, ge=1)
+
+
+class LoggingSection(Section):
+    report_to: Literal["none", "tensorboard", "wandb"] = "none"
+    run_name: str | None = None
+
+
+class Recipe(Section):
+    """What every family's recipe has; a family's recipe class subclasses it with ``kind: Literal["<kind>"]``
+    and its own sections."""
+
+    kind: str = DEFAULT_KIND
+    data: DataSection = Field(default_factory=DataSection)
+    output_dir: str
+    logging: LoggingSection = Field(default_factory=LoggingSection)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+
+# --- the union over families -----------------------------------------------------------------------------------
+
+def recipe_classes() -> dict[str, type[Recipe]]:
+    """``{kind: recipe class}`` of every registered family that can be trained."""
+    from ragtruth_spans.detectors.family import all_families
+
+    return {f.kind: f.recipe for f in all_families() if f.recipe is not None}
+
+
+def _recipe_adapter(classes: dict[str, type[Recipe]]) -> TypeAdapter:
+    members = tuple(classes.values())
+    if len(members) == 1:
+        return TypeAdapter(members[0])
+    return TypeAdapter(Annotated[Union[members], Field(discriminator="kind")])  # noqa: UP007 (a runtime tuple)
+
+
+def _kind_of(data: dict[str, Any], classes: dict[str, type[Recipe]], source: str) -> str:
+    kind = data.get("kind", DEFAULT_KIND)
+    try:
+        check_choice(kind, classes, "recipe kind", field="kind")
+    except InputError as exc:
+        raise InputError(f"invalid recipe {source}: {exc}") from None
+    return kind
+
+
+def _format_validation_error(exc: ValidationError, source: str, kind: str) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = [str(part) for part in err["loc"]]
+        if loc and loc[0] == kind:  # the union's tag
+            loc = loc[1:]
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        lines.append(f"{'.'.join(loc) or '(recipe)'}: {msg}")
+    return f"invalid recipe {source}: " + "; ".join(lines)
+
+
+def validate_recipe(data: Any, source: str = "<dict>") -> Recipe:
+    """Validate a recipe dict (``kind`` defaults to ``generative``); errors become one :class:`InputError` naming
+    every bad key path."""
+    if not isinstance(data, dict):
+        raise InputError(f"invalid recipe {source}: expected a mapping at the top level")
+    classes = recipe_classes()
+    data = {"kind": _kind_of(data, classes, source), **{k: v for k, v in data.items() if k != "kind"}}
+    try:
+        return _recipe_adapter(classes).validate_python(data)
+    except ValidationError as exc:
+        raise InputError(_format_validation_error(exc, source, data["kind"])) from None
+
+
+# --- files and overrides ---------------------------------------------------------------------------------------
+
+def resolve_recipe_path(name_or_path: str | Path) -> Path:
+    """A recipe file path: an existing file, or a shipped recipe name (``tiny-cpu``, ``llama-2-13b/qlora``)."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    shipped = RECIPES_DIR / (str(name_or_path) if str(name_or_path).endswith(".yaml") else f"{name_or_path}.yaml")
+    if shipped.is_file():
+        return shipped
+    raise InputError(f"recipe not found: {name_or_path!r} is neither a file nor a shipped recipe "
+                     f"({', '.join(shipped_recipes())})")
+
+
+def shipped_recipes() -> list[str]:
+    """Names of the recipes shipped with the package."""
+    return sorted(str(p.relative_to(RECIPES_DIR).with_suffix("")) for p in RECIPES_DIR.rglob("*.yaml")
+                  if "accelerate" not in p.parts)
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """``"training.max_steps=20"`` → ``(["training", "max_steps"], 20)``; the value is parsed as a YAML scalar."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise InputError(f"override {item!r} is not of the form key=value", field="--set")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise InputError(f"override {item!r}: value is not valid YAML ({exc})", field="--set") from None
+    return key.strip().split("."), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Set each ``dotted.key=value`` in ``data`` (a recipe dict); a key the recipe's schema (that of its ``kind``,
+    after any ``kind=`` override) does not have is an error."""
+    parsed = [parse_override(item) for item in overrides]
+    for keys, value in parsed:
+        if keys == ["kind"]:
+            data["kind"] = value
+    classes = recipe_classes()
+    root: type[BaseModel] = classes.get(data.get("kind", DEFAULT_KIND), Recipe)
+    for keys, value in parsed:
+        model: type[BaseModel] | None = root
+        node = data
+        for depth, key in enumerate(keys):
+            fields = model.model_fields if model is not None else {}
+            if key not in fields:
+                dotted = ".".join(keys[: depth + 1])
+                raise InputError(f"unknown recipe key {dotted!r} (valid here: {', '.join(fields)})", field="--set")
+            annotation = fields[key].annotation
+            model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+            if depth == len(keys) - 1:
+                node[key] = value
+            else:
+                if model is None:
+                    raise InputError(f"recipe key {'.'.join(keys[: depth + 1])!r} has no sub-keys", field="--set")
+                node = node.setdefault(key, {})
+                if not isinstance(node, dict):
+                    raise InputError(f"recipe key {'.'.join(keys[: depth + 1])!r} is not a section", field="--set")
+    return data
+
+
+def load_recipe(name_or_path: str | Path, overrides: list[str] | None = None) -> Recipe:
+    """Load a recipe file (or shipped name), apply ``key=value`` overrides, validate."""
+    path = resolve_recipe_path(name_or_path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise InputError(f"not valid YAML: {exc}", path=path) from None
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping at the top level", path=path)
+    data = apply_overrides(data, list(overrides or []))
+    return validate_recipe(data, source=str(path))

@@ -1,0 +1,113 @@
+"""A tiny random Llama and its tokenizer, built in code (no download) for CPU tests and the quickstart.
+
+The tokenizer is a byte-level BPE trained on the fly with ``tokenizers`` on the given texts plus the prompt
+templates and the target skeleton, so prompts tokenize compactly. Special tokens: ``<s>`` (BOS), ``</s>`` (EOS),
+``<pad>``, and role markers ``<|system|>``, ``<|user|>``, ``<|assistant|>``, ``<|end|>``; the chat template puts a
+special token at every message boundary, so a prompt's tokens are always a prefix of prompt + answer tokens.
+
+The decoder's linear weights are snapped to the 4-bit NF4 grid (quantised and dequantised once, blocksize 64),
+so loading ``base_model/`` in 4-bit or in full precision gives the same network. Everything is deterministic
+given ``seed``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from ragtruth_spans.detectors.generative.prompts import SYSTEM_PROMPT, TYPE_DEFINITIONS, _USER_TEMPLATES
+from ragtruth_spans.core.types import HALLUCINATION_TYPES
+
+BOS, EOS, PAD = "<s>", "</s>", "<pad>"
+ROLE_TOKENS = ("<|system|>", "<|user|>", "<|assistant|>", "<|end|>")
+
+TINY_CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "{{ '<|' + message['role'] + '|>' + message['content'] }}"
+    "{% if message['role'] == 'assistant' %}{{ eos_token }}{% else %}{{ '<|end|>' }}{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}"
+)
+
+
+def _skeleton_texts() -> list[str]:
+    """Prompt and target text that every detection example contains, so BPE merges cover it."""
+    targets = [json.dumps([{"text": "x", "type": t}, {"text": "y", "type": t}]) for t in HALLUCINATION_TYPES]
+    return [SYSTEM_PROMPT, *TYPE_DEFINITIONS.values(), *_USER_TEMPLATES.values(), "[]", *targets]
+
+
+def train_tokenizer(texts: Iterable[str], *, vocab_size: int = 1024):
+    """A byte-level BPE ``PreTrainedTokenizerFast`` trained on ``texts`` (+ the prompt skeleton)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
+                                  special_tokens=[PAD, BOS, EOS, *ROLE_TOKENS],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    corpus = [*_skeleton_texts() * 20, *texts]
+    tok.train_from_iterator(corpus, trainer=trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=BOS, eos_token=EOS, pad_token=PAD,
+                                   additional_special_tokens=list(ROLE_TOKENS), clean_up_tokenization_spaces=False)
+    fast.chat_template = TINY_CHAT_TEMPLATE
+    fast.model_max_length = 4096
+    return fast
+
+
+def snap_to_nf4(model, *, blocksize: int = 64) -> int:
+    """Round every decoder ``nn.Linear`` weight to its NF4 4-bit value in place; return how many were snapped."""
+    import bitsandbytes.functional as bnbf
+    import torch
+
+    n = 0
+    with torch.no_grad():
+        for name, module in model.named_modules():
+            if isinstance(module, torch.nn.Linear) and name.startswith("model.layers."):
+                weight = module.weight.data.float().contiguous()
+                packed, state = bnbf.quantize_4bit(weight, blocksize=blocksize, quant_type="nf4")
+                module.weight.data.copy_(bnbf.dequantize_4bit(packed, state).to(module.weight.dtype))
+                n += 1
+    return n
+
+
+def build_tiny_llama(out_dir: str | Path, *, seed: int = 0, texts: Iterable[str] = (), vocab_size: int = 1024,
+                     hidden_size: int = 64, num_hidden_layers: int = 2, num_attention_heads: int = 4,
+                     intermediate_size: int = 128, max_position_embeddings: int = 4096,
+                     lm_head_std: float = 0.5) -> Path:
+    """Build a random tiny Llama + tokenizer (trained on ``texts``) and ``save_pretrained`` both to ``out_dir``.
+
+    ``hidden_size`` and ``intermediate_size`` must be multiples of 64 (the NF4 blocksize). Returns ``out_dir``.
+    """
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    for name, value in (("hidden_size", hidden_size), ("intermediate_size", intermediate_size)):
+        if value % 64:
+            raise ValueError(f"{name}={value} must be a multiple of 64 for 4-bit NF4 blocks")
+    out_dir = Path(out_dir)
+    tokenizer = train_tokenizer(texts, vocab_size=vocab_size)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=intermediate_size,
+        num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,
+        num_key_value_heads=num_attention_heads, max_position_embeddings=max_position_embeddings,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config).to(torch.float32)
+    # The output head stays frozen under LoRA and sees RMS-normalised states: with the usual 0.02 init its logits
+    # could never leave a near-uniform distribution, so it gets a wider init that allows confident predictions.
+    with torch.no_grad():
+        model.lm_head.weight.normal_(0.0, lm_head_std)
+    snap_to_nf4(model)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.bos_token_id = tokenizer.bos_token_id
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir

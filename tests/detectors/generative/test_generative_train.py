@@ -1,0 +1,117 @@
+"""QLoRA training on CPU with a tiny random Llama: data building, end-to-end run, resume, and overfitting."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from conftest import make_record
+from ragtruth_spans.detectors.generative import prompts
+from ragtruth_spans.training.recipe import DataSection, load_recipe
+from ragtruth_spans.detectors.generative.train import DataStats, build_examples, select_records, train
+from ragtruth_spans.training.tiny import train_tokenizer
+
+
+def _records(n_spans: int, n_clean: int):
+    spanned = [make_record(f"s{i}", "QA", "Passage: the sky is blue.", f"The sky is green {i}.",
+                           [("green", "Evident Conflict")], question="Sky?") for i in range(n_spans)]
+    clean = [make_record(f"c{i}", "Summary", "The sky is blue.", f"Sky blue {i}.", []) for i in range(n_clean)]
+    return spanned + clean
+
+
+def test_select_records_subsamples_clean_examples_seeded():
+    records = _records(4, 10) + [make_record("d", "Data2txt", "{}", "x", [])]
+    data = DataSection(tasks=["QA", "Summary"], clean_fraction=0.3, seed=1)
+    stats = DataStats()
+    kept = select_records(records, data, stats)
+    assert (stats.records, stats.other_tasks, stats.with_spans, stats.clean, stats.clean_kept) == (15, 1, 4, 10, 3)
+    assert len(kept) == 7 and sum(1 for r in kept if r.spans) == 4
+    assert [r.id for r in kept] == [r.id for r in select_records(records, data, DataStats())]  # deterministic
+    capped = select_records(records, DataSection(max_examples=5), stats2 := DataStats())
+    assert len(capped) == 5 and stats2.over_max_examples == 10
+
+
+def test_build_examples_shortens_context_and_keeps_response_and_target():
+    long_context = "Passage: the sky is blue and the grass is green today. " * 60
+    records = [make_record("long", "QA", long_context, "The sky is red.", [("red", "Evident Conflict")],
+                           question="Sky?"),
+               make_record("short", "Summary", "The sky is blue.", "The sky is blue.", [])]
+    tokenizer = train_tokenizer([long_context], vocab_size=500)
+    stats = DataStats()
+    examples = build_examples(records, tokenizer, 600, stats)
+    assert (stats.examples, stats.shortened, stats.too_long) == (2, 1, 0)
+    long_ex = examples[0]
+    assert long_ex["completion"] == [{"role": "assistant", "content": '[{"text": "red", "type": "Evident Conflict"}]'}]
+    user = long_ex["prompt"][1]["content"]
+    assert user.endswith("Response to check:\nThe sky is red.") and prompts.TRUNCATION_MARK + "\n\n" in user
+    full = tokenizer.apply_chat_template(long_ex["prompt"] + long_ex["completion"], tokenize=True,
+                                         return_dict=True)["input_ids"]
+    assert len(full) <= 600  # TRL's own truncation never fires, so target and EOS are always trained on
+    assert examples[1]["prompt"][1]["content"].endswith("The sky is blue.")
+
+    stats = DataStats()
+    assert build_examples(records[:1], tokenizer, 120, stats) == []
+    assert (stats.too_long, stats.too_long_ids) == (1, ["long"])
+
+
+def test_tiny_recipe_trains_with_4bit_and_resumes(tmp_path):
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+    out = tmp_path / "run"
+    recipe = load_recipe("tiny-cpu", ["training.max_steps=2", "data.max_examples=8", "data.max_length=512",
+                                      f"output_dir={out}", "training.save_steps=2"])
+    first = train(recipe)
+    for name in ("adapter_config.json", "adapter_model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                 "recipe.yaml", "run_info.json", "base_model/config.json", "base_model/model.safetensors"):
+        assert (out / name).is_file(), name
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["quantization"]["enabled"] and info["quantization"]["quant_type"] == "nf4"
+    assert len(info["data"]["examples_sha256"]) == 64 and info["data"]["counts"]["examples"] == 8
+    assert info["libraries"]["bitsandbytes"] != "not installed" and info["resumed_from"] is None
+    assert first.stats.examples == 8 and first.metrics["train_loss"] > 0
+
+    # The adapter loads back onto the saved base, quantized to 4-bit NF4 as in training.
+    base = AutoModelForCausalLM.from_pretrained(out / "base_model", dtype=torch.float32,
+                                                quantization_config=BitsAndBytesConfig(
+                                                    load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                                    bnb_4bit_compute_dtype=torch.float32))
+    assert type(base.model.layers[0].self_attn.q_proj).__name__ == "Linear4bit"
+    model = PeftModel.from_pretrained(base, out)
+    tok = AutoTokenizer.from_pretrained(out)
+    ids = prompts.prompt_token_ids(tok, prompts.build_messages("Summary", "An article.", "A summary."))
+    with torch.no_grad():
+        logits = model(torch.tensor([ids])).logits
+    assert logits.shape == (1, len(ids), len(tok)) and torch.isfinite(logits).all()
+
+    second = train(recipe.model_copy(update={"training": recipe.training.model_copy(update={"max_steps": 3})}))
+    assert second.resumed_from is not None and second.resumed_from.endswith("checkpoint-2")
+    assert second.metrics["epoch"] > first.metrics["epoch"]
+    assert json.loads((out / "run_info.json").read_text())["data"]["examples_sha256"] == \
+        info["data"]["examples_sha256"]
+
+
+def test_overfit_reproduces_gold_spans(overfit_run):
+    """Greedy decoding of the trained prompts gives back the gold span lists exactly (4-bit base + adapter)."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+    out = overfit_run.output_dir
+    tok = AutoTokenizer.from_pretrained(out)
+    base = AutoModelForCausalLM.from_pretrained(out / "base_model", dtype=torch.float32,
+                                                quantization_config=BitsAndBytesConfig(
+                                                    load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                                    bnb_4bit_use_double_quant=True,
+                                                    bnb_4bit_compute_dtype=torch.float32))
+    model = PeftModel.from_pretrained(base, out).eval()
+    n_spans = [len(r.spans) for r in overfit_run.records]
+    assert 0 in n_spans and 2 in n_spans
+    for rec in overfit_run.records:
+        ids = prompts.prompt_token_ids(tok, prompts.build_messages(rec.task_type, rec.context, rec.response,
+                                                                   rec.question))
+        with torch.no_grad():
+            out_ids = model.generate(torch.tensor([ids]), max_new_tokens=80, do_sample=False)
+        generated = tok.decode(out_ids[0][len(ids):], skip_special_tokens=True)
+        assert generated == prompts.format_target(rec.spans), rec.id
+        assert [(s["text"], s["type"]) for s in json.loads(generated)] == [(s.text, s.type) for s in rec.spans]

@@ -1,0 +1,101 @@
+"""predict over a prepared file: resume, failures and diagnostics, counts, bad input (with scripted detectors)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.jsonl import write_records
+from ragtruth_spans.core.predictions import read_prediction_file
+from ragtruth_spans.core.types import Record
+from ragtruth_spans.data.ragtruth import load_ragtruth, sample_data_dir
+from ragtruth_spans.detectors.base import Detector
+from ragtruth_spans.detectors.generative.prompts import format_target
+from ragtruth_spans.detectors.generative.results import detection_from_text
+from ragtruth_spans.evaluation import evaluate
+from ragtruth_spans.pipeline.predict import done_ids, predict_file
+from ragtruth_spans.reporting.console import predict_summary
+
+
+class ScriptedDetector(Detector):
+    """A stand-in for a generative model: 'generates' a scripted text per response (the gold target unless
+    overridden), parsed and aligned as the generative family does."""
+
+    kind = "scripted"
+
+    def __init__(self, outputs: dict[str, str] | None = None) -> None:
+        self.outputs = outputs or {}
+        self.seen: list[str] = []
+        self.calls: list[int] = []
+
+    def detect_batch(self, items):
+        self.calls.append(len(items))
+        results = []
+        for record in items:
+            self.seen.append(record.id)
+            raw = self.outputs.get(record.id, format_target(record.spans))
+            results.append(detection_from_text(record.response, raw))
+        return results
+
+
+def test_gold_targets_round_trip_to_f1_one(sample_test_file, tmp_path: Path) -> None:
+    data, records = sample_test_file
+    assert any(r.spans for r in records) and any(not r.spans for r in records)
+    out = tmp_path / "pred.jsonl"
+    detector = ScriptedDetector()
+    summary = predict_file("unused", data, out, chunk_size=4, detector=detector, progress=False)
+    assert (summary.responses, summary.predicted, summary.errors, summary.counters["unaligned"]) == (6, 6, 0, 0)
+    assert detector.calls == [4, 2]  # chunks of chunk_size responses, each written and flushed before the next
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert {r["id"] for r in rows} == {r.id for r in records}
+    assert all(r["parse_ok"] and r["raw"] and r["unaligned"] == [] for r in rows)
+    report = evaluate(records, read_prediction_file(out).spans)
+    assert report.overall["span"]["f1"] == pytest.approx(1.0)
+
+
+def test_resume_skips_done_ids_and_repairs_a_cut_last_line(sample_test_file, tmp_path: Path) -> None:
+    data, records = sample_test_file
+    out = tmp_path / "pred.jsonl"
+    predict_file("unused", data, out, limit=3, detector=ScriptedDetector(), progress=False)
+    with out.open("a", encoding="utf-8") as fh:  # a crash in the middle of writing line 4
+        fh.write('{"id": "' + records[3].id + '", "spa')
+    detector = ScriptedDetector()
+    summary = predict_file("unused", data, out, detector=detector, progress=False)
+    assert summary.skipped_done == 3 and summary.predicted == 3 and summary.repaired_last_line
+    assert sorted(detector.seen) == sorted(r.id for r in records[3:])
+    assert len(read_prediction_file(out).spans) == 6  # valid file, each id once
+    again = predict_file("unused", data, out, detector=ScriptedDetector(), progress=False)
+    assert (again.skipped_done, again.predicted) == (6, 0)
+
+
+def test_parse_failures_and_unaligned_spans_are_counted_and_kept(sample_test_file, tmp_path: Path) -> None:
+    data, records = sample_test_file
+    garbled, invented = records[0].id, records[1].id
+    detector = ScriptedDetector({garbled: "I think the response is mostly fine",
+                                 invented: '[{"text": "zebra crossing quartet", "type": "Evident Conflict"}]'})
+    out = tmp_path / "pred.jsonl"
+    summary = predict_file("unused", data, out, detector=detector, progress=False)
+    assert summary.errors == 1 and summary.counters["unaligned"] == 1
+    rows = {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
+    assert rows[garbled]["parse_ok"] is False and rows[garbled]["spans"] == [] and rows[garbled]["error"]
+    assert rows[garbled]["raw"] == "I think the response is mostly fine" and rows[garbled]["parse_error"]
+    assert rows[invented]["parse_ok"] is True and rows[invented]["unaligned"] == ["zebra crossing quartet"]
+    rendered = predict_summary(summary.to_dict())
+    assert "detector failures: 1" in rendered and "unaligned: 1" in rendered
+
+
+def test_bad_inputs_raise_clear_errors(sample_test_file, tmp_path: Path) -> None:
+    data, records = sample_test_file
+    dup = tmp_path / "dup.jsonl"
+    write_records(dup, [records[0], records[1], records[0]])
+    with pytest.raises(InputError, match=r"dup.jsonl:3.*duplicate id"):
+        predict_file("unused", dup, tmp_path / "p.jsonl", detector=ScriptedDetector(), progress=False)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": "a", "spans": []}\nnot json\n{"id": "b", "spans": []}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"broken.jsonl:2"):
+        done_ids(broken)
+
+

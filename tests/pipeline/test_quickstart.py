@@ -1,0 +1,52 @@
+"""The quickstart pipeline end to end (few training steps, short generations), run from another directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from ragtruth_spans.pipeline.quickstart import DEFAULT_WORKDIR, run_quickstart
+from ragtruth_spans.core.jsonl import read_records
+
+
+def test_quickstart_runs_every_step_then_reuses_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # any working directory: nothing may depend on the repository checkout
+    console = Console(record=True, width=140)
+    report = run_quickstart(max_steps=3, max_new_tokens=24, console=console)
+    out = console.export_text()
+
+    workdir = tmp_path / DEFAULT_WORKDIR
+    for number in range(1, 5):
+        assert f"step {number}/4" in out
+    test = read_records(workdir / "data" / "test.jsonl")
+    assert test and {r.task_type for r in test} == {"QA", "Summary", "Data2txt"}
+    assert (workdir / "model" / "adapter_model.safetensors").is_file()
+    assert (workdir / "model" / "recipe.yaml").is_file() and (workdir / "model" / "base_model").is_dir()
+    rows = [json.loads(line) for line in (workdir / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sorted(r["id"] for r in rows) == sorted(r.id for r in test)
+    assert all("raw" in r and "parse_ok" in r for r in rows)
+    saved = json.loads((workdir / "report.json").read_text(encoding="utf-8"))
+    assert saved["overall"]["responses"] == len(test) == report.overall["responses"]
+    assert f"responses: {len(test)} ({len(test)} predicted, 0 skipped" in out
+
+    console = Console(record=True, width=140)
+    run_quickstart(max_steps=3, max_new_tokens=24, console=console)
+    again = console.export_text()
+    assert again.count("reusing") == 2 and f"(0 predicted, {len(test)} skipped" in again
+    assert json.loads((workdir / "report.json").read_text(encoding="utf-8")) == saved
+
+
+def test_fresh_removes_only_quickstart_outputs(tmp_path: Path) -> None:
+    from ragtruth_spans.pipeline.quickstart import QuickstartPaths, _remove_outputs
+
+    paths = QuickstartPaths(tmp_path)
+    (paths.data).mkdir()
+    (paths.data / "train.jsonl").write_text("", encoding="utf-8")
+    paths.predictions.write_text("", encoding="utf-8")
+    keep = tmp_path / "notes.txt"
+    keep.write_text("mine", encoding="utf-8")
+    _remove_outputs(paths, Console(record=True))
+    assert not paths.data.exists() and not paths.predictions.exists() and keep.read_text(encoding="utf-8") == "mine"

@@ -1,0 +1,112 @@
+"""Recipe schema, YAML loading, key=value overrides and the `train --dry-run` CLI."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from ragtruth_spans.cli import app
+from ragtruth_spans.training.recipe import (
+    Recipe,
+    apply_overrides,
+    load_recipe,
+    resolve_recipe_path,
+    shipped_recipes,
+    validate_recipe,
+)
+from ragtruth_spans.core.errors import InputError
+
+MINIMAL = {"model": {"name_or_path": "tiny"}, "output_dir": "runs/x"}
+
+
+def write(tmp_path, data) -> str:
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return str(path)
+
+
+def test_every_shipped_recipe_validates():
+    names = shipped_recipes()
+    assert set(names) == {"tiny-cpu", "llama-2-13b/qlora", "llama-3.1-8b-instruct/qlora",
+                          "mistral-7b-instruct/qlora", "qwen2.5-7b-instruct/qlora"}
+    for name in names:
+        recipe = load_recipe(name)
+        assert isinstance(recipe, Recipe)
+        assert recipe.quantization.enabled and recipe.quantization.quant_type == "nf4"
+    assert load_recipe("llama-2-13b/qlora").model.name_or_path == "meta-llama/Llama-2-13b-chat-hf"
+
+
+def test_unknown_key_is_named(tmp_path):
+    bad = {**MINIMAL, "training": {"max_stepz": 3}}
+    with pytest.raises(InputError, match=r"training\.max_stepz: unknown key"):
+        load_recipe(write(tmp_path, bad))
+    with pytest.raises(InputError, match=r"optimizer: unknown key"):
+        validate_recipe({**MINIMAL, "optimizer": "adam"})
+
+
+def test_wrong_type_is_named(tmp_path):
+    bad = {**MINIMAL, "lora": {"r": "sixteen"}, "data": {"tasks": ["QA", "Chat"]}}
+    with pytest.raises(InputError) as info:
+        load_recipe(write(tmp_path, bad))
+    message = str(info.value)
+    assert "lora.r: Input should be a valid integer" in message
+    assert "data.tasks.1:" in message and "r.yaml" in message
+
+
+def test_missing_required_and_inconsistent_settings():
+    with pytest.raises(InputError, match=r"output_dir: Field required"):
+        validate_recipe({"model": {"name_or_path": "tiny"}})
+    with pytest.raises(InputError, match="quant_storage=bfloat16 must equal model.dtype=float32"):
+        validate_recipe({**MINIMAL, "model": {"name_or_path": "tiny", "dtype": "float32"},
+                         "quantization": {"quant_storage": "bfloat16"}})
+
+
+def test_overrides_parse_yaml_scalars():
+    recipe = load_recipe("tiny-cpu", ["training.max_steps=20", "output_dir=runs/x", "training.learning_rate=1e-4",
+                                      "data.tasks=[QA, Summary]", "quantization.enabled=false",
+                                      "model.tiny.hidden_size=128"])
+    assert recipe.training.max_steps == 20 and recipe.output_dir == "runs/x"
+    assert recipe.training.learning_rate == pytest.approx(1e-4)
+    assert recipe.data.tasks == ["QA", "Summary"]
+    assert recipe.quantization.enabled is False and recipe.model.tiny.hidden_size == 128
+
+
+def test_override_errors_name_the_key():
+    with pytest.raises(InputError, match=r"unknown recipe key 'training\.max_stepz'"):
+        load_recipe("tiny-cpu", ["training.max_stepz=3"])
+    with pytest.raises(InputError, match=r"unknown recipe key 'trainig'"):
+        apply_overrides({}, ["trainig.max_steps=3"])
+    with pytest.raises(InputError, match="not of the form key=value"):
+        apply_overrides({}, ["training.max_steps"])
+    with pytest.raises(InputError, match=r"'output_dir' has no sub-keys"):
+        apply_overrides({}, ["output_dir.x=1"])
+    with pytest.raises(InputError, match=r"training\.max_steps: Input should be a valid integer"):
+        load_recipe("tiny-cpu", ["training.max_steps=many"])
+
+
+def test_resolve_recipe_path(tmp_path):
+    path = write(tmp_path, MINIMAL)
+    assert str(resolve_recipe_path(path)) == path
+    assert resolve_recipe_path("tiny-cpu").name == "tiny-cpu.yaml"
+    assert resolve_recipe_path("llama-3.1-8b-instruct/qlora.yaml").parent.name == "llama-3.1-8b-instruct"
+    with pytest.raises(InputError, match="recipe not found: 'nope'"):
+        resolve_recipe_path("nope")
+
+
+def test_resolved_yaml_round_trips():
+    recipe = load_recipe("qwen2.5-7b-instruct/qlora")
+    assert validate_recipe(yaml.safe_load(recipe.to_yaml())) == recipe
+
+
+def test_cli_dry_run_prints_resolved_recipe():
+    result = CliRunner().invoke(app, ["train", "tiny-cpu", "--set", "training.max_steps=7", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    resolved = yaml.safe_load(result.stdout)
+    assert resolved["training"]["max_steps"] == 7 and resolved["quantization"]["quant_type"] == "nf4"
+
+
+def test_cli_bad_override_is_a_clean_error():
+    result = CliRunner().invoke(app, ["train", "tiny-cpu", "--set", "lora.rank=8", "--dry-run"])
+    assert result.exit_code == 2
+    assert "unknown recipe key 'lora.rank'" in result.output
