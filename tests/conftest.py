@@ -106,7 +106,7 @@ class OverfitRun:
 def overfit_run(tmp_path_factory) -> OverfitRun:
     """Tiny Llama, 4-bit NF4 + LoRA, trained for 60 steps on :func:`overfit_records` until it memorises them."""
     from ragtruth_spans.core.jsonl import write_records
-    from ragtruth_spans.detectors.generative.train import train
+    from ragtruth_spans.training.run import train
 
     root = tmp_path_factory.mktemp("overfit")
     records = overfit_records()

@@ -18,8 +18,12 @@ def prepare_command(
                                                 "response.jsonl and source_info.jsonl (or a RAGTruth clone)."),
     sample: bool = typer.Option(False, "--sample", help="Use the embedded sample instead of --ragtruth-dir."),
     out_dir: Path = typer.Option(..., "--out", help="Output folder for train/dev/test.jsonl and stats.json."),
-    dev_per_task: int = typer.Option(50, "--dev-per-task", min=0, help="Train source ids per task moved to dev."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the dev sampling."),
+    dev_per_task: Optional[int] = typer.Option(None, "--dev-per-task", min=0, help="Train source ids per task "
+                                               "moved to dev (default 50; not with --split-by-source)."),
+    split_by_source: Optional[str] = typer.Option(None, "--split-by-source", help="Ignore RAGTruth's split and "
+                                                  "re-split every response by source, per task: shares "
+                                                  "'train=0.7,dev=0.1,test=0.2' or counts 'dev=10,test=20'."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the dev sampling or of the re-split."),
     keep_quality: Optional[list[str]] = typer.Option(None, "--keep-quality", help="Quality values to keep "
                                                      "(repeatable or comma-separated; 'all' keeps every "
                                                      "response). Default: good."),
@@ -29,11 +33,17 @@ def prepare_command(
     from ragtruth_spans.data.ragtruth import sample_data_dir
     from ragtruth_spans.reporting.console import prepare_summary
 
+    from ragtruth_spans.data.splits import parse_split_spec
+
     if sample == (ragtruth_dir is not None):
         fail(InputError("give exactly one of --ragtruth-dir DIR or --sample"))
+    if split_by_source is not None and dev_per_task is not None:
+        fail(InputError("--dev-per-task and --split-by-source exclude each other (a re-split names its dev share)"))
     with user_errors(), warnings.catch_warnings():  # the summary below shows the warnings
         warnings.simplefilter("ignore", UserWarning)
-        stats = prepare(sample_data_dir() if sample else ragtruth_dir, out_dir, dev_per_task=dev_per_task,
-                        seed=seed, keep_quality=keep_quality if keep_quality else ("good",))
+        spec = parse_split_spec(split_by_source) if split_by_source is not None else None
+        stats = prepare(sample_data_dir() if sample else ragtruth_dir, out_dir,
+                        dev_per_task=50 if dev_per_task is None else dev_per_task, seed=seed,
+                        keep_quality=keep_quality if keep_quality else ("good",), split_by_source=spec)
     out.print(prepare_summary(stats.to_dict()))
     note(f"wrote {out_dir}/{{train,dev,test}}.jsonl and {out_dir}/stats.json")

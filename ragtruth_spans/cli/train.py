@@ -16,10 +16,14 @@ def train_command(
     overrides: list[str] = typer.Option([], "--set", help="Override a recipe key, e.g. --set training.max_steps=20 "
                                         "(value parsed as YAML; repeatable)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print the resolved recipe; load no model."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Delete the run already in output_dir and start "
+                                   "over."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the unfinished run in output_dir even though "
+                                "its recipe or data differ (recorded in run_info.json)."),
 ) -> None:
-    """Train the detector a recipe describes (its `kind`: generative QLoRA span writer, ...); resumes from the
-    last checkpoint in the output dir. Multi-GPU: `accelerate launch --config_file recipes/accelerate/ddp.yaml
-    -m ragtruth_spans train RECIPE`."""
+    """Train the detector a recipe describes (its `kind`). An unfinished run of the same recipe and data resumes
+    from its last checkpoint; a finished run, or one of other settings, is never silently reused or rewritten.
+    Multi-GPU: `accelerate launch --config_file recipes/accelerate/ddp.yaml -m ragtruth_spans train RECIPE`."""
     from ragtruth_spans.training.recipe import load_recipe
 
     with user_errors():
@@ -30,6 +34,6 @@ def train_command(
         from ragtruth_spans.training.run import train
 
         try:
-            train(resolved, console=err)
+            train(resolved, console=err, overwrite=overwrite, resume=resume)
         except OSError as exc:  # model or tokenizer not found / not accessible
             fail(exc)

@@ -1,12 +1,11 @@
 """``ragtruth-spans prepare``: RAGTruth directory → ``OUT/{train,dev,test}.jsonl`` + ``OUT/stats.json``.
 
-Splits: RAGTruth's ``test`` stays ``test``. ``dev`` takes ``dev_per_task`` source ids per task type, sampled
-with ``random.Random(seed)`` from the sorted source ids that have kept ``train`` responses (tasks in the order
-QA, Summary, Data2txt); all responses of a sampled source go to ``dev``, so no source sits in two splits. The
-remaining ``train`` responses stay ``train``. A split with no records is a warning, not an error.
+Splits (:mod:`ragtruth_spans.data.splits`, always by source): RAGTruth's ``test`` stays ``test`` and ``dev``
+takes ``dev_per_task`` train sources per task, or, with ``split_by_source``, every record is re-split by source
+with seeded shares or counts per task. A split with no records is a warning, not an error.
 
 Quality filter: responses whose ``quality`` is not in ``keep_quality`` are dropped and counted (``None`` keeps
-all). Label checking, repair, duplicates and overlaps: see :mod:`ragtruth_spans.ragtruth`.
+all). Label checking, repair, duplicates and overlaps: see :mod:`ragtruth_spans.data.ragtruth`.
 
 Counts add up (checked before writing): ``responses.input == sum(split responses) + responses.filtered`` and
 ``labels.spans == sum(split spans) + labels.spans_in_filtered_responses``.
@@ -14,15 +13,15 @@ Counts add up (checked before writing): ``responses.input == sum(split responses
 
 from __future__ import annotations
 
-import random
 import warnings as pywarnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.data.ragtruth import convert_ragtruth, normalize_quality, resolve_files
+from ragtruth_spans.data.splits import assign_splits
 from ragtruth_spans.core.types import HALLUCINATION_TYPES, SPLITS, TASK_TYPES, Record
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_json, write_records
@@ -70,6 +69,8 @@ class PrepareStats:
     filtered_by_split: dict[str, int]
     splits: dict[str, SplitStats]
     dev_source_ids: dict[str, list[str]]
+    split_source_ids: dict[str, list[str]] | None
+    split_by_source: dict[str, float] | None
     labels: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
 
@@ -91,54 +92,40 @@ class PrepareStats:
             "sources": {"input": self.input_sources},
             "splits": {name: vars(s) for name, s in self.splits.items()},
             "dev_source_ids": self.dev_source_ids,
+            "split_by_source": self.split_by_source,
+            "split_source_ids": self.split_source_ids,
             "labels": self.labels,
             "warnings": self.warnings,
         }
 
 
-def _select_dev_sources(train: Sequence[Record], dev_per_task: int, seed: int,
-                        warnings: list[str]) -> dict[str, list[str]]:
-    rng = random.Random(seed)
-    chosen: dict[str, list[str]] = {}
-    for task in TASK_TYPES:
-        ids = sorted({r.source_id for r in train if r.task_type == task})
-        k = min(dev_per_task, len(ids))
-        chosen[task] = sorted(rng.sample(ids, k))
-        if ids and k == len(ids) and dev_per_task > 0:
-            warnings.append(f"{task}: only {len(ids)} train source(s), all moved to dev "
-                            f"(--dev-per-task {dev_per_task}); train has no {task} records")
-    return chosen
-
-
 def prepare(ragtruth_dir: str | Path, out_dir: str | Path, *, dev_per_task: int = 50, seed: int = 0,
-            keep_quality: Sequence[str] | None = ("good",)) -> PrepareStats:
+            keep_quality: Sequence[str] | None = ("good",),
+            split_by_source: Mapping[str, float] | None = None) -> PrepareStats:
     """Convert, filter and split a RAGTruth directory; write ``out_dir/{train,dev,test}.jsonl`` and ``stats.json``.
 
-    Returns the :class:`PrepareStats` also written to ``stats.json``. Raises :class:`InputError` on malformed
-    input or a negative ``dev_per_task``. An empty split (or a task whose train sources all went to dev) is
-    not an error: it is listed in ``stats.warnings`` and emitted as a :class:`UserWarning`.
+    ``split_by_source`` (e.g. ``{"train": 0.7, "dev": 0.1, "test": 0.2}``) re-splits every kept record by source
+    instead of using RAGTruth's split (:mod:`ragtruth_spans.data.splits`). Returns the :class:`PrepareStats` also
+    written to ``stats.json``. Raises :class:`InputError` on malformed input, a directory without responses, an
+    output path that is a file, or a negative ``dev_per_task``. An empty split (or a task whose train sources all
+    went to dev) is not an error: it is listed in ``stats.warnings`` and emitted as a :class:`UserWarning`.
     """
     if dev_per_task < 0:
         raise InputError(f"must be >= 0, got {dev_per_task}", field="dev_per_task")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError("the output path exists and is not a directory", path=out)
     quality = normalize_quality(keep_quality)
     response_path, _ = resolve_files(ragtruth_dir)
     records, report = convert_ragtruth(ragtruth_dir)
+    if not records:
+        raise InputError("no responses: the file is empty", path=response_path)
 
     kept = [r for r in records if quality is None or r.quality in quality]
     dropped = [r for r in records if not (quality is None or r.quality in quality)]
     warnings: list[str] = []
-    train = [r for r in kept if r.split == "train"]
-    dev_ids = _select_dev_sources(train, dev_per_task, seed, warnings)
-    dev_set = {sid for ids in dev_ids.values() for sid in ids}
-    by_split: dict[str, list[Record]] = {
-        "train": [r for r in train if r.source_id not in dev_set],
-        "dev": [r for r in train if r.source_id in dev_set],
-        "test": [r for r in kept if r.split == "test"],
-    }
-    for r in by_split["dev"]:
-        r.split = "dev"
-
-    out = Path(out_dir)
+    by_split, dev_ids, split_ids = assign_splits(kept, dev_per_task=dev_per_task, seed=seed, split_spec=split_by_source,
+                                        warnings=warnings)
     out.mkdir(parents=True, exist_ok=True)
     for name in SPLITS:
         write_records(out / f"{name}.jsonl", by_split[name])
@@ -158,7 +145,9 @@ def prepare(ragtruth_dir: str | Path, out_dir: str | Path, *, dev_per_task: int 
         filtered=dict(sorted(Counter(r.quality for r in dropped).items())),
         filtered_by_split={s: sum(r.split == s for r in dropped) for s in ("train", "test")},
         splits={name: SplitStats.of(by_split[name]) for name in SPLITS},
-        dev_source_ids=dev_ids, labels=labels, warnings=warnings,
+        dev_source_ids=dev_ids, split_source_ids=split_ids,
+        split_by_source=dict(split_by_source) if split_by_source else None,
+        labels=labels, warnings=warnings,
     )
     _check_accounting(stats)
     write_json(out / "stats.json", stats.to_dict())

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import read_records
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.training.recipe import SAMPLE, DataSection
@@ -32,23 +33,40 @@ class RecordStats:
     examples: int = 0
 
 
-def training_file(data: DataSection) -> Path | None:
+def split_file(data: DataSection, split: str) -> Path | None:
     """``<prepared_dir>/<split>.jsonl``, or None for the embedded sample (read on the fly)."""
-    return None if data.prepared_dir == SAMPLE else Path(data.prepared_dir) / f"{data.split}.jsonl"
+    return None if data.prepared_dir == SAMPLE else Path(data.prepared_dir) / f"{split}.jsonl"
+
+
+def training_file(data: DataSection) -> Path | None:
+    """The prepared file a recipe trains on (None for the embedded sample)."""
+    return split_file(data, data.split)
+
+
+def load_split(data: DataSection, split: str) -> tuple[list[Record], str]:
+    """The records of one split and a description of where they came from: ``<prepared_dir>/<split>.jsonl``
+    written by ``ragtruth-spans prepare``, or, with ``prepared_dir: sample``, the embedded sample's RAGTruth split
+    (``train`` or ``test``; it has no dev split)."""
+    path = split_file(data, split)
+    if path is None:
+        from ragtruth_spans.data.ragtruth import RAGTRUTH_SPLITS, load_ragtruth, sample_data_dir
+
+        if split not in RAGTRUTH_SPLITS:
+            raise InputError(f"the embedded sample has the splits {' and '.join(RAGTRUTH_SPLITS)}, not {split!r} "
+                             "(prepare it with `ragtruth-spans prepare --sample` for a dev split)",
+                             field="data.split")
+        return load_ragtruth(sample_data_dir(), split=split), f"embedded sample ({sample_data_dir()}), split {split}"
+    return read_records(path), str(path)
 
 
 def load_training_records(data: DataSection) -> tuple[list[Record], str]:
-    """The records to train on and a description of where they came from.
+    """The records to train on (``data.split``) and a description of where they came from."""
+    return load_split(data, data.split)
 
-    ``prepared_dir: sample`` reads the embedded RAGTruth sample's train split; otherwise
-    ``<prepared_dir>/<split>.jsonl`` written by ``ragtruth-spans prepare``.
-    """
-    path = training_file(data)
-    if path is None:
-        from ragtruth_spans.data.ragtruth import load_ragtruth, sample_data_dir
 
-        return load_ragtruth(sample_data_dir(), split="train"), f"embedded sample ({sample_data_dir()}), split train"
-    return read_records(path), str(path)
+def load_eval_records(data: DataSection) -> tuple[list[Record], str] | None:
+    """The records evaluated during training (``data.eval_split``), or None when the recipe names none."""
+    return None if data.eval_split is None else load_split(data, data.eval_split)
 
 
 def select_records(records: Sequence[Record], data: DataSection, stats: RecordStats) -> list[Record]:

@@ -82,7 +82,10 @@ class DataSection(Section):
     """What every family trains on: ``<prepared_dir>/<split>.jsonl`` (or the embedded sample), some tasks."""
 
     prepared_dir: str = Field(SAMPLE, description="Directory of `ragtruth-spans prepare` output, or 'sample'.")
-    split: str = Field("train", description="Which prepared file to train on: <prepared_dir>/<split>.jsonl.")
+    split: str = Field("train", description="Which prepared file to train on: <prepared_dir>/<split>.jsonl "
+                                            "(with prepared_dir 'sample': the sample's train or test split).")
+    eval_split: str | None = Field(None, description="Prepared file evaluated during training (dev loss, best "
+                                                     "checkpoint, threshold tuning), e.g. dev; null: none.")
     tasks: list[TaskType] = Field(default_factory=lambda: list(TASK_TYPES))
     max_length: int = Field(4096, ge=64, description="Token budget of one model input; longer contexts are "
                                                      "shortened (generative) or windowed (token classification).")
@@ -125,7 +128,7 @@ class Recipe(Section):
 
     kind: str = DEFAULT_KIND
     data: DataSection = Field(default_factory=DataSection)
-    output_dir: str
+    output_dir: str = Field(min_length=1, pattern=r"\S", description="Where the run directory is written.")
     logging: LoggingSection = Field(default_factory=LoggingSection)
 
     def to_yaml(self) -> str:

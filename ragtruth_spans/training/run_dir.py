@@ -1,15 +1,29 @@
 """The run directory that ``ragtruth-spans train`` writes, as every family shares it.
 
 ``<output_dir>/recipe.yaml`` is the resolved recipe and ``<output_dir>/run_info.json`` the run's metadata: its
-``kind`` (the detector family, which :func:`ragtruth_spans.load_detector` dispatches on), the base model, the
-training data and its hashes, library versions and training metrics. Families add their own files (weights,
-tokenizer, thresholds).
+``kind`` (the detector family, which :func:`ragtruth_spans.load_detector` dispatches on), its fingerprint, the
+base model, the training data and its hashes, library versions and training metrics. Families add their own
+files (weights, tokenizer, thresholds).
+
+A run directory describes exactly what was trained. ``<output_dir>/fingerprint.json`` is written when a run
+starts: the sha256 of the resolved recipe (without ``output_dir`` and ``logging``, which do not change the model)
+and of the training and dev files. :func:`claim_output_dir` enforces the rules:
+
+- a new or empty directory: the run starts;
+- the same fingerprint, unfinished (no ``run_info.json``): the run resumes from its last checkpoint;
+- the same fingerprint, finished: refused — a finished run is never rewritten (``overwrite`` trains it again);
+- another fingerprint: refused with the recipe keys that differ (``overwrite`` starts over, ``resume``
+  continues from the last checkpoint anyway and records that in ``run_info.json``);
+- a directory with other files and no fingerprint: refused (``overwrite`` deletes only a run directory).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +34,9 @@ from ragtruth_spans.training.recipe import DEFAULT_KIND, Recipe, validate_recipe
 
 RUN_INFO_FILE = "run_info.json"
 RECIPE_FILE = "recipe.yaml"
+FINGERPRINT_FILE = "fingerprint.json"
+NOT_FINGERPRINTED = ("output_dir", "logging")
+"""Recipe keys that say where and how a run reports, not what it trains."""
 LIBRARIES = ("torch", "transformers", "peft", "trl", "bitsandbytes", "accelerate", "datasets", "tokenizers",
              "sentence-transformers", "ragtruth-spans")
 
@@ -81,14 +98,94 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def write_run_files(output_dir: str | Path, recipe: Recipe, info: dict[str, Any]) -> dict[str, Any]:
-    """Write ``recipe.yaml`` (the resolved recipe) and ``run_info.json`` (``kind``, ``created``, the family's
-    ``info`` and the library versions) into ``output_dir``; return the run info written."""
+def run_fingerprint(recipe: Recipe, data_files: Sequence[str | Path | None]) -> dict[str, Any]:
+    """``{"fingerprint", "recipe", "data_sha256"}``: what a run trains — the resolved recipe without
+    :data:`NOT_FINGERPRINTED` keys and the sha256 of each training data file (None: not a file, e.g. the
+    embedded sample, which is fixed by the package version)."""
+    from ragtruth_spans.training.data import file_sha256
+
+    settings = {k: v for k, v in recipe.model_dump(mode="json").items() if k not in NOT_FINGERPRINTED}
+    data = {str(path): file_sha256(path) for path in data_files if path is not None}
+    canonical = json.dumps({"recipe": settings, "data_sha256": data}, sort_keys=True, ensure_ascii=False)
+    return {"fingerprint": hashlib.sha256(canonical.encode("utf-8")).hexdigest(), "recipe": settings,
+            "data_sha256": data}
+
+
+def _changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(set(old) | set(new))
+        return [k for key in keys for k in _changed_keys(old.get(key), new.get(key), f"{prefix}{key}.")]
+    return [] if old == new else [prefix.rstrip(".")]
+
+
+def _read_fingerprint(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("fingerprint"), str) else None
+
+
+def claim_output_dir(output_dir: str | Path, fingerprint: dict[str, Any], *, overwrite: bool = False,
+                     resume: bool = False) -> bool:
+    """Apply the run-directory rules (module docstring) before training; return whether the run resumes (then
+    the family continues from the directory's last checkpoint). Writes ``fingerprint.json`` for a new run."""
     from ragtruth_spans.core.jsonl import write_json
 
     output_dir = Path(output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise InputError("output_dir exists and is not a directory", path=output_dir)
+    stored_path = output_dir / FINGERPRINT_FILE
+    stored = _read_fingerprint(stored_path) if stored_path.is_file() else None
+    occupied = output_dir.is_dir() and any(output_dir.iterdir())
+    if overwrite and occupied:
+        if stored is None and not (output_dir / RUN_INFO_FILE).is_file():
+            raise InputError("--overwrite deletes run directories only, and this one has no fingerprint.json or "
+                             "run_info.json; choose another output_dir", path=output_dir)
+        shutil.rmtree(output_dir)
+        occupied, stored = False, None
+    if occupied and stored is None:
+        raise InputError("output_dir is not empty and holds no run fingerprint (a run from an older version, or "
+                         "other files): choose another output_dir, or pass --overwrite to delete a run there",
+                         path=output_dir)
+    if stored is not None:
+        finished = (output_dir / RUN_INFO_FILE).is_file()
+        if stored["fingerprint"] == fingerprint["fingerprint"]:
+            if finished:
+                raise InputError("this run is finished and a finished run is never rewritten; pass --overwrite "
+                                 "to train it again, or choose another output_dir", path=output_dir)
+            return True
+        changed = _changed_keys({"recipe": stored.get("recipe"), "data_sha256": stored.get("data_sha256")},
+                                {"recipe": fingerprint["recipe"], "data_sha256": fingerprint["data_sha256"]})
+        if not resume or finished:
+            raise InputError(f"output_dir holds a {'finished ' if finished else ''}run of other settings "
+                             f"(differs in: {', '.join(changed[:8])}{' …' if len(changed) > 8 else ''}); pass "
+                             "--overwrite to start over" + ("" if finished else ", or --resume to continue it "
+                                                            "with the new settings"), path=output_dir)
+        return True
+    output_dir.mkdir(parents=True, exist_ok=True)
+    write_json(stored_path, {**fingerprint, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    return False
+
+
+def write_run_files(output_dir: str | Path, recipe: Recipe, info: dict[str, Any],
+                    fingerprint: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write ``recipe.yaml`` (the resolved recipe) and ``run_info.json`` (``kind``, ``created``, ``fingerprint``,
+    the family's ``info`` and the library versions) into ``output_dir``; return the run info written. A
+    fingerprint other than the one the directory was started with is recorded as ``resumed_with_other_settings``
+    (a ``--resume`` that insisted)."""
+    from ragtruth_spans.core.jsonl import write_json
+
+    output_dir = Path(output_dir)
+    started = _read_fingerprint(output_dir / FINGERPRINT_FILE)
+    run_info: dict[str, Any] = {"kind": recipe.kind, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    if fingerprint is not None:
+        run_info["fingerprint"] = fingerprint["fingerprint"]
+        run_info["data_sha256"] = fingerprint["data_sha256"]
+        if started is not None and started["fingerprint"] != fingerprint["fingerprint"]:
+            run_info["resumed_with_other_settings"] = {"started_as": started["fingerprint"]}
+    run_info.update(info)
+    run_info["libraries"] = library_versions()
     (output_dir / RECIPE_FILE).write_text(recipe.to_yaml(), encoding="utf-8")
-    run_info = {"kind": recipe.kind, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **info,
-                "libraries": library_versions()}
     write_json(output_dir / RUN_INFO_FILE, run_info)
     return run_info

@@ -33,10 +33,10 @@ def load(run_dir: str | Path, *, backend: str = "hf", **options: Any) -> Detecto
     return GenerativeDetector.from_pretrained(run_dir, **options)
 
 
-def train(recipe: GenerativeRecipe, *, console: Any = None) -> Any:
+def train(recipe: GenerativeRecipe, **kwargs: Any) -> Any:
     from ragtruth_spans.detectors.generative.train import train as train_generative
 
-    return train_generative(recipe, console=console)
+    return train_generative(recipe, **kwargs)
 
 
 FAMILY = Family(kind="generative", summary="QLoRA-fine-tuned causal LM that writes out the hallucinated spans",

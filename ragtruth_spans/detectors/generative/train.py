@@ -186,8 +186,10 @@ def sft_config(recipe: GenerativeRecipe, output_dir: Path):
     )
 
 
-def train(recipe: GenerativeRecipe, *, console: Console | None = None) -> TrainResult:
-    """Fine-tune per ``recipe``; resume from the last checkpoint in ``recipe.output_dir`` if there is one."""
+def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: bool = False,
+          fingerprint: dict[str, Any] | None = None) -> TrainResult:
+    """Fine-tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`);
+    ``resume``: continue from the directory's last checkpoint; ``fingerprint`` goes into ``run_info.json``."""
     from accelerate import PartialState
     from datasets import Dataset
     from transformers import set_seed
@@ -217,7 +219,7 @@ def train(recipe: GenerativeRecipe, *, console: Console | None = None) -> TrainR
     dataset = Dataset.from_list([{k: ex[k] for k in ("prompt", "completion", "chat_template_kwargs")}
                                  for ex in examples])
 
-    last = get_last_checkpoint(str(output_dir))
+    last = get_last_checkpoint(str(output_dir)) if resume else None
     if last:
         console.print(f"[bold]resuming[/] from {last}")
     model = load_model(recipe, base_path, revision)
@@ -235,7 +237,7 @@ def train(recipe: GenerativeRecipe, *, console: Console | None = None) -> TrainR
     trainer.save_model(str(output_dir))  # adapter_config.json, adapter_model.safetensors, tokenizer files
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(output_dir))
-        write_run_files(output_dir, recipe, {
+        write_run_files(output_dir, recipe, fingerprint=fingerprint, info={
             "base_model": {"name_or_path": recipe.model.name_or_path, "revision": revision,
                            "path": BASE_MODEL_DIR if recipe.model.name_or_path == TINY else base_path},
             "quantization": recipe.quantization.model_dump(),

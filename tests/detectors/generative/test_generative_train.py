@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 
 from conftest import make_record
+from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.generative import prompts
 from ragtruth_spans.training.recipe import DataSection, load_recipe
-from ragtruth_spans.detectors.generative.train import DataStats, build_examples, select_records, train
+from ragtruth_spans.detectors.generative.train import DataStats, build_examples, select_records
+from ragtruth_spans.training.run import train
 from ragtruth_spans.training.tiny import train_tokenizer
 
 
@@ -55,22 +58,36 @@ def test_build_examples_shortens_context_and_keeps_response_and_target():
     assert (stats.too_long, stats.too_long_ids) == (1, ["long"])
 
 
-def test_tiny_recipe_trains_with_4bit_and_resumes(tmp_path):
+def test_tiny_recipe_trains_with_4bit_and_resumes(tmp_path, monkeypatch):
+    import transformers
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 
     out = tmp_path / "run"
-    recipe = load_recipe("tiny-cpu", ["training.max_steps=2", "data.max_examples=8", "data.max_length=512",
+    recipe = load_recipe("tiny-cpu", ["training.max_steps=3", "data.max_examples=8", "data.max_length=512",
                                       f"output_dir={out}", "training.save_steps=2"])
-    first = train(recipe)
+    original_step = transformers.Trainer.training_step
+
+    def killed_at_step_3(self, *args, **kwargs):  # the process dies after checkpoint-2 was saved
+        if self.state.global_step == 2:
+            raise KeyboardInterrupt
+        return original_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(transformers.Trainer, "training_step", killed_at_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        train(recipe)
+    assert (out / "checkpoint-2").is_dir() and not (out / "run_info.json").exists()
+    monkeypatch.setattr(transformers.Trainer, "training_step", original_step)
+    first = train(recipe)  # the same recipe: resumes the interrupted run
     for name in ("adapter_config.json", "adapter_model.safetensors", "tokenizer.json", "tokenizer_config.json",
                  "recipe.yaml", "run_info.json", "base_model/config.json", "base_model/model.safetensors"):
         assert (out / name).is_file(), name
     info = json.loads((out / "run_info.json").read_text())
     assert info["quantization"]["enabled"] and info["quantization"]["quant_type"] == "nf4"
     assert len(info["data"]["examples_sha256"]) == 64 and info["data"]["counts"]["examples"] == 8
-    assert info["libraries"]["bitsandbytes"] != "not installed" and info["resumed_from"] is None
-    assert first.stats.examples == 8 and first.metrics["train_loss"] > 0
+    assert info["libraries"]["bitsandbytes"] != "not installed"
+    assert info["resumed_from"].endswith("checkpoint-2") and first.resumed_from.endswith("checkpoint-2")
+    assert first.stats.examples == 8 and first.metrics["train_loss"] > 0 and info["fingerprint"]
 
     # The adapter loads back onto the saved base, quantized to 4-bit NF4 as in training.
     base = AutoModelForCausalLM.from_pretrained(out / "base_model", dtype=torch.float32,
@@ -85,11 +102,13 @@ def test_tiny_recipe_trains_with_4bit_and_resumes(tmp_path):
         logits = model(torch.tensor([ids])).logits
     assert logits.shape == (1, len(ids), len(tok)) and torch.isfinite(logits).all()
 
-    second = train(recipe.model_copy(update={"training": recipe.training.model_copy(update={"max_steps": 3})}))
-    assert second.resumed_from is not None and second.resumed_from.endswith("checkpoint-2")
-    assert second.metrics["epoch"] > first.metrics["epoch"]
-    assert json.loads((out / "run_info.json").read_text())["data"]["examples_sha256"] == \
-        info["data"]["examples_sha256"]
+    # a finished run is never rewritten: neither by the same recipe nor by another one
+    with pytest.raises(InputError, match="finished"):
+        train(recipe)
+    longer = recipe.model_copy(update={"training": recipe.training.model_copy(update={"max_steps": 4})})
+    with pytest.raises(InputError, match=r"differs in: recipe\.training\.max_steps"):
+        train(longer)
+    assert json.loads((out / "run_info.json").read_text()) == info
 
 
 def test_overfit_reproduces_gold_spans(overfit_run):
