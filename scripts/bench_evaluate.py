@@ -22,9 +22,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ragtruth_spans.evaluation.evaluator import evaluate, read_predictions
-from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES, Record, Span
 from ragtruth_spans.core.jsonl import write_jsonl
+from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES, Record, Span
+from ragtruth_spans.evaluation.evaluator import evaluate, read_predictions
 
 MODELS = ("gpt-4-0613", "gpt-3.5-turbo-0613", "mistral-7B-instruct", "llama-2-7b-chat", "llama-2-13b-chat",
           "llama-2-70b-chat")

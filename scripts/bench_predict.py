@@ -39,12 +39,12 @@ def main() -> None:
 
     import torch
 
-    from ragtruth_spans.detectors.generative.hf import Detector
+    from ragtruth_spans.core.jsonl import read_records
     from ragtruth_spans.data.prepare import prepare
     from ragtruth_spans.data.ragtruth import sample_data_dir
-    from ragtruth_spans.training.recipe import load_recipe
-    from ragtruth_spans.core.jsonl import read_records
+    from ragtruth_spans.detectors.generative.hf import Detector
     from ragtruth_spans.detectors.generative.train import train
+    from ragtruth_spans.training.recipe import load_recipe
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_predict_"))
     data = args.data

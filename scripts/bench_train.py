@@ -10,7 +10,8 @@ Usage:
     python scripts/bench_train.py --shape llama-3.1-8b --max-length 4096   # GPU
     python scripts/bench_train.py --shape llama-2-13b --max-length 4096    # GPU
 
-Prints one JSON object (and writes it to ``--json PATH``): peak memory (GPU: ``torch.cuda.max_memory_allocated``; CPU: the process's peak RSS) and
+Prints one JSON object (and writes it to ``--json PATH``): peak memory (GPU:
+``torch.cuda.max_memory_allocated``; CPU: the process's peak RSS) and
 tokens/s over the timed steps (the first ``--warmup-steps`` steps are excluded).
 """
 
@@ -91,9 +92,9 @@ def main() -> None:
     from datasets import Dataset
     from trl import SFTTrainer
 
+    from ragtruth_spans.detectors.generative.train import library_versions, load_model, lora_config, sft_config
     from ragtruth_spans.training.recipe import load_recipe
     from ragtruth_spans.training.tiny import train_tokenizer
-    from ragtruth_spans.detectors.generative.train import library_versions, load_model, lora_config, sft_config
 
     overrides = [f"training.per_device_batch_size={args.batch_size}", "training.gradient_accumulation_steps=1",
                  f"training.max_steps={args.warmup_steps + args.steps}", "training.save_steps=100000",

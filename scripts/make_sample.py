@@ -1,4 +1,5 @@
-"""Write the embedded RAGTruth-format sample: ``ragtruth_spans/data/sample_data/{response,source_info}.jsonl, README.md``.
+"""Write the embedded RAGTruth-format sample:
+``ragtruth_spans/data/sample_data/{response,source_info}.jsonl, README.md``.
 
 Every text below is invented for this project (no RAGTruth text is copied). Label offsets are computed with
 ``str.find`` so they are right by construction, with one deliberate exception (``shift=``) that

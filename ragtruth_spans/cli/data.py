@@ -31,9 +31,8 @@ def prepare_command(
     """Convert RAGTruth into prepared train/dev/test span files (labels checked, counts in stats.json)."""
     from ragtruth_spans.data.prepare import prepare
     from ragtruth_spans.data.ragtruth import sample_data_dir
-    from ragtruth_spans.reporting.console import prepare_summary
-
     from ragtruth_spans.data.splits import parse_split_spec
+    from ragtruth_spans.reporting.console import prepare_summary
 
     if sample == (ragtruth_dir is not None):
         fail(InputError("give exactly one of --ragtruth-dir DIR or --sample"))

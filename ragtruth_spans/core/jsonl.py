@@ -10,6 +10,7 @@ from typing import Any
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import Record
 
+
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each non-blank line; a missing file, bytes that are not UTF-8, bad JSON
     or a line that is not an object raise :class:`InputError` naming the file and line."""

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragtruth_spans.data.ragtruth import convert_ragtruth, normalize_quality, resolve_files
-from ragtruth_spans.data.splits import assign_splits
-from ragtruth_spans.core.types import HALLUCINATION_TYPES, SPLITS, TASK_TYPES, Record
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_json, write_records
+from ragtruth_spans.core.types import HALLUCINATION_TYPES, SPLITS, TASK_TYPES, Record
+from ragtruth_spans.data.ragtruth import convert_ragtruth, normalize_quality, resolve_files
+from ragtruth_spans.data.splits import assign_splits
 
 
 @dataclass

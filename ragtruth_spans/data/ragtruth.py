@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES, Record, Span
 from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.core.jsonl import iter_jsonl
+from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES, Record, Span
 
 RESPONSE_FILE = "response.jsonl"
 SOURCE_FILE = "source_info.jsonl"

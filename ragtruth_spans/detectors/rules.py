@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragtruth_spans.core.types import Record, Span
-from ragtruth_spans.detectors.base import DetectItem, Detection, Detector
+from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.detectors.family import Family, check_options
 
 NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?!\w)")

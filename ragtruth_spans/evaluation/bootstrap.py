@@ -40,8 +40,9 @@ def bootstrap_sums(values: np.ndarray, n_resamples: int, seed: int,
         overall.append(weights @ values)
         for name, mask in groups.items():
             by_group[name].append(weights[:, mask] @ values[mask])
-    k = values.shape[1]
-    stack = (lambda parts: np.vstack(parts) if parts else np.zeros((0, k)))
+    def stack(parts: list[np.ndarray]) -> np.ndarray:
+        return np.vstack(parts) if parts else np.zeros((0, values.shape[1]))
+
     return stack(overall), {name: stack(parts) for name, parts in by_group.items()}
 
 

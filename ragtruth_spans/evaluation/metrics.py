@@ -37,8 +37,8 @@ from collections.abc import Sequence
 import numpy as np
 from seqeval.metrics.sequence_labeling import get_entities
 
-from ragtruth_spans.core.types import Span
 from ragtruth_spans.core.intervals import Interval, covered_length, merge_intervals, overlap_length
+from ragtruth_spans.core.types import Span
 
 WORD_PATTERN = re.compile(r"\S+")
 """A word is a maximal run of non-whitespace characters (``\\S+``)."""

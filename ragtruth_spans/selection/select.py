@@ -33,7 +33,7 @@ from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.core.intervals import covered_length, merge_intervals
 from ragtruth_spans.core.jsonl import iter_jsonl
 from ragtruth_spans.core.types import Span, is_finite_number
-from ragtruth_spans.detectors.base import DetectItem, Detection, Detector
+from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 
 STRATEGIES: tuple[str, ...] = ("fewest-spans", "no-spans", "least-hallucinated-chars", "max-confidence")
 TIE_BREAKS: tuple[str, ...] = ("random", "first", "shortest")

@@ -148,7 +148,7 @@ def _recipe_adapter(classes: dict[str, type[Recipe]]) -> TypeAdapter:
     members = tuple(classes.values())
     if len(members) == 1:
         return TypeAdapter(members[0])
-    return TypeAdapter(Annotated[Union[members], Field(discriminator="kind")])  # noqa: UP007 (a runtime tuple)
+    return TypeAdapter(Annotated[Union[members], Field(discriminator="kind")])
 
 
 def _kind_of(data: dict[str, Any], classes: dict[str, type[Recipe]], source: str) -> str:

@@ -16,8 +16,8 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from ragtruth_spans.detectors.generative.prompts import SYSTEM_PROMPT, TYPE_DEFINITIONS, _USER_TEMPLATES
 from ragtruth_spans.core.types import HALLUCINATION_TYPES
+from ragtruth_spans.detectors.generative.prompts import _USER_TEMPLATES, SYSTEM_PROMPT, TYPE_DEFINITIONS
 
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 ROLE_TOKENS = ("<|system|>", "<|user|>", "<|assistant|>", "<|end|>")

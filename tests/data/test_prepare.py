@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from ragtruth_spans import sample_data_dir
 from ragtruth_spans.cli import app
-from ragtruth_spans.data.prepare import prepare
-from ragtruth_spans.core.types import SPLITS, TASK_TYPES
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import read_records
+from ragtruth_spans.core.types import SPLITS, TASK_TYPES
+from ragtruth_spans.data.prepare import prepare
 
 
 def read_split_files(out: Path) -> dict[str, list]:

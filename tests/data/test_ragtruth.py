@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from ragtruth_spans import sample_data_dir
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES
+from ragtruth_spans.data.hf_dataset import to_dataset
 from ragtruth_spans.data.ragtruth import (
     REPAIR_WINDOW,
     check_label,
@@ -15,9 +18,6 @@ from ragtruth_spans.data.ragtruth import (
     load_ragtruth,
     normalize_quality,
 )
-from ragtruth_spans.data.hf_dataset import to_dataset
-from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES
-from ragtruth_spans.core.errors import InputError
 
 RESPONSE = "The café opened in 1998 and offers free parking."
 

@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from ragtruth_spans.cli import app
-from ragtruth_spans.core.predictions import read_prediction_file
-from ragtruth_spans.evaluation import evaluate, load_gold
-from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES, Record, Span
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_jsonl, write_records
+from ragtruth_spans.core.predictions import read_prediction_file
+from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES, Record, Span
+from ragtruth_spans.evaluation import evaluate, load_gold
 
 EC, SC, EBI, SBI = HALLUCINATION_TYPES
 
@@ -380,7 +380,7 @@ def test_integer_prediction_ids_are_read_as_strings(tmp_path):
 def test_package_level_evaluate_is_the_function() -> None:
     # A submodule named like the function would shadow it once imported (`ragtruth_spans.evaluate`).
     import ragtruth_spans
-    import ragtruth_spans.evaluation  # noqa: F401  (import the submodule first on purpose)
+    import ragtruth_spans.evaluation
 
     assert callable(ragtruth_spans.evaluate) and ragtruth_spans.evaluate.__name__ == "evaluate"
     assert ragtruth_spans.Report.__name__ == "Report"

@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from ragtruth_spans.evaluation.evaluator import evaluate
 from ragtruth_spans.core.types import HALLUCINATION_TYPES, Record, Span
+from ragtruth_spans.evaluation.evaluator import evaluate
 
 TASKS = ("QA", "Summary", "Data2txt")
 MODELS = ("m1", "m2", "m3")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from seqeval.metrics import f1_score, precision_score, recall_score
 
-from ragtruth_spans.evaluation import metrics
 from ragtruth_spans.core.types import Span
+from ragtruth_spans.evaluation import metrics
 
 SENTENCE = "The cat sat on the mat."
 # words:    The[0,3) cat[4,7) sat[8,11) on[12,14) the[15,18) mat.[19,23)

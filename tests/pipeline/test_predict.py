@@ -10,8 +10,6 @@ import pytest
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.core.predictions import read_prediction_file
-from ragtruth_spans.core.types import Record
-from ragtruth_spans.data.ragtruth import load_ragtruth, sample_data_dir
 from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.generative.prompts import format_target
 from ragtruth_spans.detectors.generative.results import detection_from_text
@@ -88,7 +86,7 @@ def test_parse_failures_and_unaligned_spans_are_counted_and_kept(sample_test_fil
 
 
 def test_bad_inputs_raise_clear_errors(sample_test_file, tmp_path: Path) -> None:
-    data, records = sample_test_file
+    _, records = sample_test_file
     dup = tmp_path / "dup.jsonl"
     write_records(dup, [records[0], records[1], records[0]])
     with pytest.raises(InputError, match=r"dup.jsonl:3.*duplicate id"):

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ragtruth_spans.pipeline.quickstart import DEFAULT_WORKDIR, run_quickstart
 from ragtruth_spans.core.jsonl import read_records
+from ragtruth_spans.pipeline.quickstart import DEFAULT_WORKDIR, run_quickstart
 
 
 def test_quickstart_runs_every_step_then_reuses_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from ragtruth_spans.cli import app
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.core.jsonl import write_jsonl, write_records
+from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.detectors.base import Detection, Detector
 from ragtruth_spans.reporting.console import selection_table
 from ragtruth_spans.selection import corpus

@@ -7,6 +7,7 @@ import yaml
 from typer.testing import CliRunner
 
 from ragtruth_spans.cli import app
+from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.training.recipe import (
     Recipe,
     apply_overrides,
@@ -15,7 +16,6 @@ from ragtruth_spans.training.recipe import (
     shipped_recipes,
     validate_recipe,
 )
-from ragtruth_spans.core.errors import InputError
 
 MINIMAL = {"model": {"name_or_path": "tiny"}, "output_dir": "runs/x"}
 

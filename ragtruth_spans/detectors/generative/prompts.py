@@ -25,8 +25,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES, Span
 from ragtruth_spans.core.errors import InputError, check_choice
+from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES, Span
 
 TRUNCATION_MARK = " …"
 """Appended to a context that :func:`fit_context` shortened."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import Record, Span
-from ragtruth_spans.detectors.base import DetectItem, Detection
+from ragtruth_spans.detectors.base import Detection, DetectItem
 from ragtruth_spans.detectors.generative import prompts
 from ragtruth_spans.detectors.generative.align import FUZZY_THRESHOLD, Alignment, align_spans
 from ragtruth_spans.detectors.generative.parsing import ParsedItem, parse_generation

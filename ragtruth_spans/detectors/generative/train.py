@@ -30,6 +30,7 @@ from ragtruth_spans.detectors.generative.prompts import (
 )
 from ragtruth_spans.detectors.generative.recipe import GenerativeRecipe
 from ragtruth_spans.detectors.generative.run_dir import BASE_MODEL_DIR
+from ragtruth_spans.reporting.console import training_data_summary
 from ragtruth_spans.training.data import (
     RecordStats,
     examples_sha256,
@@ -42,7 +43,6 @@ from ragtruth_spans.training.hf_models import bitsandbytes_config, ensure_pad_to
 from ragtruth_spans.training.recipe import TINY
 from ragtruth_spans.training.run import TrainResult
 from ragtruth_spans.training.run_dir import write_run_files
-from ragtruth_spans.reporting.console import training_data_summary
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import Record
-from ragtruth_spans.detectors.base import DetectItem, Detection, Detector
+from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.detectors.generative import prompts
 from ragtruth_spans.detectors.generative.align import FUZZY_THRESHOLD
 from ragtruth_spans.detectors.generative.results import (

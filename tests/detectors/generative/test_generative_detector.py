@@ -15,7 +15,6 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.core.predictions import read_prediction_file
 from ragtruth_spans.core.types import Span
-from ragtruth_spans.data.ragtruth import load_ragtruth, sample_data_dir
 from ragtruth_spans.detectors.generative.parsing import parse_generation
 from ragtruth_spans.detectors.generative.results import detection_from_text, prompt_budget
 from ragtruth_spans.detectors.generative.run_dir import ModelDir
@@ -169,7 +168,8 @@ def test_item_scores_mean_probability_of_the_value_tokens_with_fallback() -> Non
 def test_detection_from_text_pairs_item_scores_with_aligned_spans_skipping_unaligned_items() -> None:
     raw = ('[{"text": "opened in 1998", "type": "Evident Conflict"}, {"text": "zebra quartet", "type": '
            '"Evident Conflict"}, {"text": "harbour", "type": "Subtle Conflict"}]')
-    result = detection_from_text("The Grand Hotel opened in 1998 on the harbour.", raw, score_items=lambda items: [0.9, 0.5, 0.6],
+    result = detection_from_text("The Grand Hotel opened in 1998 on the harbour.", raw,
+                                 score_items=lambda items: [0.9, 0.5, 0.6],
                     score=0.75)
     assert [(s.text, s.score) for s in result.spans] == [("opened in 1998", 0.9), ("harbour", 0.6)]
     assert result.diagnostics["unaligned"] == ["zebra quartet"] and result.score == 0.75
@@ -213,7 +213,8 @@ def test_scores_on_overfit_model_rank_clean_below_hallucinated(overfit_run, over
 def test_score_clean_false_leaves_response_score_none(overfit_run) -> None:
     from ragtruth_spans.detectors.generative.hf import GenerativeDetector
 
-    detector = GenerativeDetector.from_pretrained(overfit_run.output_dir, device="cpu", max_new_tokens=128, score_clean=False)
+    detector = GenerativeDetector.from_pretrained(overfit_run.output_dir, device="cpu", max_new_tokens=128,
+                                                  score_clean=False)
     results = detector.detect_batch(overfit_run.records[:2])
     assert all(r.score is None and r.to_dict()["score"] is None for r in results)
     assert all(s.score is not None for r in results for s in r.spans)
@@ -222,8 +223,8 @@ def test_score_clean_false_leaves_response_score_none(overfit_run) -> None:
 def test_teacher_forced_clean_probability_equals_greedy_step_probabilities(overfit_run, overfit_detector) -> None:
     import math
 
-    from ragtruth_spans.detectors.generative.results import item_messages
     from ragtruth_spans.detectors.generative.prompts import prompt_token_ids
+    from ragtruth_spans.detectors.generative.results import item_messages
 
     detector = overfit_detector
     records = overfit_run.records  # the clean record generates "[]"; the others pad the batch
@@ -246,8 +247,8 @@ def test_vllm_detector_scores_from_logprobs_with_a_stand_in_engine() -> None:
     import math
     from types import SimpleNamespace as NS
 
-    from ragtruth_spans.training.tiny import train_tokenizer
     from ragtruth_spans.detectors.generative.vllm import VLLMDetector
+    from ragtruth_spans.training.tiny import train_tokenizer
 
     tokenizer = train_tokenizer(["The Grand Hotel opened in 1998."], vocab_size=400)
     target = '[{"text": "opened in 1998", "type": "Evident Conflict"}]'

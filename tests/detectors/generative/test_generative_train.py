@@ -6,12 +6,12 @@ import json
 
 import pytest
 import torch
-
 from conftest import make_record
+
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.generative import prompts
-from ragtruth_spans.training.recipe import DataSection, load_recipe
 from ragtruth_spans.detectors.generative.train import DataStats, build_examples, select_records
+from ragtruth_spans.training.recipe import DataSection, load_recipe
 from ragtruth_spans.training.run import train
 from ragtruth_spans.training.tiny import train_tokenizer
 

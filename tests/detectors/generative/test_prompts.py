@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from ragtruth_spans.detectors.generative import prompts
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import Span
+from ragtruth_spans.detectors.generative import prompts
 from ragtruth_spans.training.tiny import train_tokenizer
 
 CONTEXT = "Passage 1: The Grand Hotel opened in 1999 on the harbour front. " * 40

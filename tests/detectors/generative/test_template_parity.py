@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import overfit_records
+
 from ragtruth_spans.detectors.generative import prompts
+from ragtruth_spans.detectors.generative.train import DataStats, build_examples, sft_config
 from ragtruth_spans.training.recipe import load_recipe
 from ragtruth_spans.training.tiny import train_tokenizer
-from ragtruth_spans.detectors.generative.train import DataStats, build_examples, sft_config
 
 MAX_LENGTH = 2048  # the test contexts are short: nothing gets shortened or truncated
 
