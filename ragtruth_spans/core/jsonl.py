@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -85,3 +86,14 @@ def read_records(path: str | Path) -> list[Record]:
 
 def write_records(path: str | Path, records: Iterable[Record]) -> int:
     return write_jsonl(path, (r.to_dict() for r in records))
+
+
+def file_sha256(path: str | Path | None) -> str | None:
+    """sha256 of a file's bytes, None when there is no such file."""
+    if path is None or not Path(path).is_file():
+        return None
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -10,6 +10,12 @@ already loaded ``detector`` is given. Records go to ``detect_batch`` in chunks o
 batches inside a chunk as it likes); each chunk's lines are appended and flushed before the next, so an
 interruption loses at most the chunk in flight.
 
+The file describes what wrote it: ``OUT.meta.json`` beside it records the detector (``describe()``: its kind, run
+directory, run fingerprint and the settings that change outputs) and the sha256 of the data file. Resuming is
+allowed only with the same detector and data (a run directory may have moved: with a fingerprint, its path is not
+compared); anything else stops with the settings that differ. A predictions file without its ``.meta.json``,
+or with ids that are not in ``data``, is never appended to.
+
 Resuming: ids already present in the output file are skipped (and counted). A last line cut mid-write by a crash
 is removed before appending (and reported).
 """
@@ -23,11 +29,47 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.core.jsonl import read_records
+from ragtruth_spans.core.jsonl import file_sha256, read_records
 from ragtruth_spans.core.predictions import count_diagnostics, prediction_row
 from ragtruth_spans.detectors.base import Detection, Detector
 
 DEFAULT_CHUNK_SIZE = 64
+META_SUFFIX = ".meta.json"
+
+
+def meta_path(out: str | Path) -> Path:
+    """The sidecar that says what wrote a predictions file: ``OUT.meta.json``."""
+    return Path(str(out) + META_SUFFIX)
+
+
+def _comparable(detector_info: dict[str, Any]) -> dict[str, Any]:
+    """What must match to resume: everything, except the run directory's path when a fingerprint names the run."""
+    return {k: v for k, v in detector_info.items() if not (k == "run_dir" and detector_info.get("fingerprint"))}
+
+
+def check_meta(out: Path, meta: dict[str, Any], *, has_lines: bool) -> None:
+    """Refuse to append to a predictions file written by another detector, other settings or other data; write
+    the sidecar for a new file."""
+    from ragtruth_spans.core.jsonl import write_json
+
+    sidecar = meta_path(out)
+    if not sidecar.is_file():
+        if has_lines:
+            raise InputError(f"this predictions file has no {sidecar.name} saying what wrote it (an older version or "
+                             "another tool): delete it or choose another --out", path=out)
+        write_json(sidecar, meta)
+        return
+    try:
+        stored = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not valid JSON ({exc})", path=sidecar) from None
+    old, new = _comparable(stored.get("detector", {})), _comparable(meta["detector"])
+    differ = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    if stored.get("data_sha256") != meta["data_sha256"]:
+        differ.append("data (sha256 of --data)")
+    if differ:
+        raise InputError(f"the predictions here were written with other settings (differs in: {', '.join(differ)}); "
+                         "choose another --out, or delete the file and its .meta.json to start over", path=out)
 
 
 @dataclass
@@ -104,29 +146,35 @@ def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
     """Predict spans for the records of ``data`` (a prepared split file) into ``out``; see the module docstring.
 
     ``limit``: only the first ``limit`` records of ``data``. ``detector``: an already loaded detector (then
-    ``model`` and ``options`` are not used to load one).
+    ``model`` and ``options`` are not used to load one). The detector is loaded (and its identity checked against
+    ``OUT.meta.json``) even when every record is done, so a wrong ``model`` never passes unnoticed.
     """
     if chunk_size < 1:
         raise InputError(f"must be >= 1, got {chunk_size}", field="chunk_size")
     if limit is not None and limit < 0:
         raise InputError(f"must be >= 0, got {limit}", field="limit")
     records = read_records(data)
-    if limit is not None:
-        records = records[:limit]
     out = Path(out)
     finished, repaired = done_ids(out)
+    foreign = sorted(finished - {r.id for r in records})
+    if foreign:
+        raise InputError(f"{len(foreign)} id(s) in the predictions file are not in {data}, e.g. {foreign[0]!r}: "
+                         "it belongs to other data", path=out)
+    if limit is not None:
+        records = records[:limit]
     todo = [r for r in records if r.id not in finished]
     summary = PredictSummary(responses=len(records), skipped_done=len(records) - len(todo), out_path=str(out),
                              repaired_last_line=repaired)
-    if not todo:
-        return summary
-
     started = time.perf_counter()
     if detector is None:
         from ragtruth_spans.detectors.loader import load_detector
 
         detector = load_detector(model, **options)
     summary.load_seconds = time.perf_counter() - started
+    check_meta(out, {"format": "ragtruth-spans predictions", "detector": detector.describe(),
+                     "data": str(data), "data_sha256": file_sha256(data)}, has_lines=bool(finished))
+    if not todo:
+        return summary
 
     # Similar lengths in one chunk waste less padding; the file is keyed by id, so its order does not matter.
     todo.sort(key=lambda r: len(r.context) + len(r.response) + len(r.question or ""))

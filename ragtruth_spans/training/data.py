@@ -94,14 +94,3 @@ def examples_sha256(examples: Sequence[dict[str, Any]]) -> str:
     for ex in examples:
         h.update(json.dumps(ex, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
     return h.hexdigest()
-
-
-def file_sha256(path: str | Path | None) -> str | None:
-    """sha256 of a file's bytes, None when there is no such file."""
-    if path is None or not Path(path).is_file():
-        return None
-    h = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

@@ -1,10 +1,17 @@
 """Hugging Face model plumbing shared by the families that fine-tune transformers: dtypes, the 4-bit
-bitsandbytes configuration (QLoRA), the pad token, and offline loading of local folders."""
+bitsandbytes configuration (QLoRA), the pad token, and checks of local model folders, so that a broken folder
+is a one-line error naming the file and a local folder never sends anyone to the hub."""
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.training.recipe import QuantizationSection
 
 
@@ -36,3 +43,97 @@ def ensure_pad_token(tokenizer: Any) -> Any:
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
+
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+"""A Hugging Face hub repo id: ``name`` or ``org/name``."""
+
+
+def is_local_reference(name_or_path: str) -> bool:
+    """Whether a model reference names a local folder: it exists, or it cannot be a hub id (absolute or relative
+    path syntax, several slashes). Local references are loaded with ``local_files_only`` (no network)."""
+    return Path(name_or_path).expanduser().exists() or not HUB_ID.match(name_or_path)
+
+
+def check_model_folder(path: str | Path, *, what: str = "model") -> None:
+    """A local model folder must exist and hold a readable ``config.json``; its ``*.safetensors`` weights must be
+    complete. Anything else is an :class:`InputError` naming the file (instead of a traceback, or a hub lookup)."""
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        raise InputError(f"{what} folder not found (a local path; hub ids look like org/name)", path=path)
+    config = path / "config.json"
+    if not config.is_file():
+        raise InputError(f"not a {what} folder: config.json is missing", path=path)
+    read_json_object(config)
+    for weights in sorted(path.glob("*.safetensors")):
+        check_safetensors(weights)
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON file that must hold an object; anything else is an :class:`InputError` naming the file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not readable JSON ({exc})", path=path) from None
+    if not isinstance(data, dict):
+        raise InputError(f"expected a JSON object, got {type(data).__name__}", path=path)
+    return data
+
+
+def check_safetensors(path: Path) -> None:
+    """A ``.safetensors`` file must be whole: its header parses and its tensors fit in the file."""
+    size = path.stat().st_size if path.is_file() else -1
+    if size < 8:
+        raise InputError("missing or empty weights file" if size <= 0 else "truncated weights file", path=path)
+    with path.open("rb") as fh:
+        header_len = int.from_bytes(fh.read(8), "little")
+        if header_len > size - 8:
+            raise InputError("truncated weights file (its header is cut)", path=path)
+        try:
+            header = json.loads(fh.read(header_len))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise InputError("not a safetensors file (unreadable header)", path=path) from None
+    ends = [t["data_offsets"][1] for k, t in header.items() if k != "__metadata__" and isinstance(t, dict)]
+    if ends and 8 + header_len + max(ends) > size:
+        raise InputError(f"truncated weights file ({size} bytes, its tensors need {8 + header_len + max(ends)})",
+                         path=path)
+
+
+def check_tokenizer_folder(path: str | Path) -> None:
+    """A saved tokenizer needs ``tokenizer_config.json`` and its vocabulary (``tokenizer.json``, or the files
+    of a slow tokenizer)."""
+    path = Path(path)
+    if not (path / "tokenizer_config.json").is_file():
+        raise InputError("tokenizer files are missing (no tokenizer_config.json)", path=path)
+    vocab = ("tokenizer.json", "tokenizer.model", "vocab.txt", "vocab.json", "spiece.model")
+    if not any((path / name).is_file() for name in vocab):
+        raise InputError(f"tokenizer files are missing (none of {', '.join(vocab)})", path=path)
+
+
+@contextmanager
+def loading(path: str | Path, what: str) -> Iterator[None]:
+    """Turn the errors of a ``from_pretrained`` call (a missing or corrupt file, a repo that cannot be reached)
+    into one :class:`InputError` naming ``path``."""
+    try:
+        yield
+    except InputError:
+        raise
+    except (OSError, ValueError, RuntimeError, KeyError) as exc:
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        raise InputError(f"cannot load the {what}: {message[:300]}", path=path) from None
+
+
+LOGGER_PACKAGES = {"tensorboard": ("tensorboard", "tensorboard"), "wandb": ("wandb", "wandb")}
+"""``report_to`` value → (module to import, package to install)."""
+
+
+def check_report_to(report_to: str) -> None:
+    """Fail before any model is loaded when the training logger the recipe names is not installed."""
+    if report_to not in LOGGER_PACKAGES:
+        return
+    module, package = LOGGER_PACKAGES[report_to]
+    try:
+        __import__(module)
+    except ImportError:
+        raise InputError(f"logging.report_to={report_to} needs the {package} package (pip install {package}), or "
+                         "set logging.report_to=none", field="logging.report_to") from None

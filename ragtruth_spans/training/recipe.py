@@ -13,13 +13,16 @@ can be named without the ``.yaml`` suffix (``tiny-cpu``, ``llama-3.1-8b-instruct
 
 from __future__ import annotations
 
+import types
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo, field_validator
 
 from ragtruth_spans.core.errors import InputError, check_choice
+from ragtruth_spans.core.jsonl import read_text
 from ragtruth_spans.core.types import TASK_TYPES
 
 RECIPES_DIR = Path(__file__).resolve().parents[1] / "recipes"
@@ -34,10 +37,37 @@ Dtype = Literal["auto", "bfloat16", "float16", "float32"]
 TaskType = Literal["QA", "Summary", "Data2txt"]
 
 
+def _accepts_bool(annotation: Any) -> bool:
+    if annotation is bool or annotation is Any:
+        return True
+    if get_origin(annotation) in (Union, types.UnionType, Annotated):
+        return any(_accepts_bool(arg) for arg in get_args(annotation))
+    return False
+
+
 class Section(BaseModel):
-    """Base of every recipe section: unknown keys are errors, assignments are validated."""
+    """Base of every recipe section: unknown keys are errors, assignments are validated, ``true``/``false`` are
+    never read as numbers (``num_epochs: true`` is an error, not 1.0) and flags take only ``true``/``false``."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _booleans_are_booleans(cls, value: Any, info: ValidationInfo) -> Any:
+        annotation = cls.model_fields[info.field_name].annotation
+        if isinstance(value, bool) and not _accepts_bool(annotation):
+            raise ValueError(f"expected {getattr(annotation, '__name__', annotation)}, got the boolean {value}")
+        if annotation is bool and not isinstance(value, bool):
+            raise ValueError(f"expected true or false, got {value!r}")
+        return value
+
+
+@cache
+def optimizer_names() -> tuple[str, ...]:
+    """The optimizer names ``transformers.TrainingArguments`` accepts."""
+    from transformers.training_args import OptimizerNames
+
+    return tuple(o.value for o in OptimizerNames)
 
 
 class TinyModel(Section):
@@ -105,6 +135,8 @@ class TrainingSection(Section):
     weight_decay: float = Field(0.0, ge=0.0)
     max_grad_norm: float = Field(0.3, gt=0)
     optim: str = Field("adamw_torch", description="transformers optimizer name, e.g. paged_adamw_8bit on GPU.")
+    eval_steps: int = Field(80, ge=1, description="Evaluate on data.eval_split every this many steps (and keep "
+                                                  "the best checkpoint); unused without an eval split.")
     per_device_batch_size: int = Field(1, ge=1)
     gradient_accumulation_steps: int = Field(16, ge=1)
     gradient_checkpointing: bool = True
@@ -115,6 +147,20 @@ class TrainingSection(Section):
     logging_steps: int = Field(10, ge=1)
     save_steps: int = Field(200, ge=1)
     save_total_limit: int | None = Field(2, ge=1)
+
+    @field_validator("optim")
+    @classmethod
+    def _known_optimizer(cls, value: str) -> str:
+        if value not in optimizer_names():
+            raise ValueError(f"unknown optimizer {value!r} (transformers knows: {', '.join(optimizer_names())})")
+        return value
+
+
+def check_eval_checkpoints(recipe: Recipe, training: TrainingSection) -> None:
+    """With an eval split the best checkpoint is kept, so checkpoints must fall on evaluation steps."""
+    if recipe.data.eval_split is not None and training.save_steps % training.eval_steps:
+        raise ValueError(f"training.save_steps={training.save_steps} must be a multiple of training.eval_steps="
+                         f"{training.eval_steps} when data.eval_split is set (the best checkpoint is kept)")
 
 
 class LoggingSection(Section):
@@ -128,8 +174,15 @@ class Recipe(Section):
 
     kind: str = DEFAULT_KIND
     data: DataSection = Field(default_factory=DataSection)
-    output_dir: str = Field(min_length=1, pattern=r"\S", description="Where the run directory is written.")
+    output_dir: str = Field(description="Where the run directory is written.")
     logging: LoggingSection = Field(default_factory=LoggingSection)
+
+    @field_validator("output_dir")
+    @classmethod
+    def _names_a_directory(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name a directory, got an empty value")
+        return value
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
@@ -166,7 +219,7 @@ def _format_validation_error(exc: ValidationError, source: str, kind: str) -> st
         loc = [str(part) for part in err["loc"]]
         if loc and loc[0] == kind:  # the union's tag
             loc = loc[1:]
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
         lines.append(f"{'.'.join(loc) or '(recipe)'}: {msg}")
     return f"invalid recipe {source}: " + "; ".join(lines)
 
@@ -250,7 +303,7 @@ def load_recipe(name_or_path: str | Path, overrides: list[str] | None = None) ->
     """Load a recipe file (or shipped name), apply ``key=value`` overrides, validate."""
     path = resolve_recipe_path(name_or_path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(read_text(path)) or {}
     except yaml.YAMLError as exc:
         raise InputError(f"not valid YAML: {exc}", path=path) from None
     if not isinstance(data, dict):

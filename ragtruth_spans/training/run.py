@@ -44,3 +44,18 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     fingerprint = run_fingerprint(recipe, data_files)
     resuming = claim_output_dir(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume)
     return family.train(recipe, console=console or Console(stderr=True), resume=resuming, fingerprint=fingerprint)
+
+
+def whole_run_train_loss(log_history: list[dict[str, Any]]) -> float | None:
+    """The mean training loss of a whole run, resumed ones included: the logged losses (each the mean over the
+    steps since the previous log) weighted by the steps they cover. The trainer's own ``train_loss`` covers only
+    the steps of the last session. None when nothing was logged."""
+    total = steps = 0.0
+    previous = 0
+    for entry in log_history:
+        if "loss" in entry and "step" in entry:
+            width = max(int(entry["step"]) - previous, 1)
+            total += float(entry["loss"]) * width
+            steps += width
+            previous = int(entry["step"])
+    return total / steps if steps else None

@@ -102,7 +102,7 @@ def run_fingerprint(recipe: Recipe, data_files: Sequence[str | Path | None]) -> 
     """``{"fingerprint", "recipe", "data_sha256"}``: what a run trains — the resolved recipe without
     :data:`NOT_FINGERPRINTED` keys and the sha256 of each training data file (None: not a file, e.g. the
     embedded sample, which is fixed by the package version)."""
-    from ragtruth_spans.training.data import file_sha256
+    from ragtruth_spans.core.jsonl import file_sha256
 
     settings = {k: v for k, v in recipe.model_dump(mode="json").items() if k not in NOT_FINGERPRINTED}
     data = {str(path): file_sha256(path) for path in data_files if path is not None}

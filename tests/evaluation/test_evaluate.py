@@ -477,3 +477,29 @@ def test_cli_evaluate_auroc_rule_response_scores_then_span_scores(files, tmp_pat
         assert auroc_notes == ([] if name != "partial" else
                                ["auroc: over the 2 of 3 responses whose prediction line has a response score "
                                 "(1 line(s) without one are left out)"])
+
+
+def test_the_gold_file_given_as_predictions_is_refused(files, tmp_path):
+    gold, _ = files
+    result = CliRunner().invoke(app, ["evaluate", "--gold", str(gold), "--pred", str(gold)], terminal_width=300)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "field 'response': this line has the field(s) response, context, source_id, task_type, question of a " \
+           "gold record" in result.output
+
+
+def test_errors_stay_on_one_line_when_piped(tmp_path):
+    """A long path in an error is never wrapped when stderr is not a terminal (and COLUMNS is unset)."""
+    import os
+    import subprocess
+    import sys
+
+    deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 8)
+    deep.mkdir(parents=True)
+    bad = deep / "gold.jsonl"
+    bad.write_text('{"id": "x"}\n', encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.run([sys.executable, "-m", "ragtruth_spans", "evaluate", "--gold", str(bad), "--pred",
+                           str(bad)], capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines == [f"error: {bad}:1, field 'source_id': missing required field"]

@@ -97,3 +97,38 @@ def test_bad_inputs_raise_clear_errors(sample_test_file, tmp_path: Path) -> None
         done_ids(broken)
 
 
+
+
+# --- a predictions file says what wrote it (OUT.meta.json) and is resumed only by the same detector and data ----
+
+def test_resume_needs_the_same_detector_and_data(sample_test_file, tmp_path: Path) -> None:
+    data, records = sample_test_file
+    out = tmp_path / "pred.jsonl"
+    predict_file("numbers", data, out, limit=3, progress=False)
+    meta = json.loads((tmp_path / "pred.jsonl.meta.json").read_text(encoding="utf-8"))
+    assert meta["detector"] == {"kind": "rules", "name": "numbers"} and len(meta["data_sha256"]) == 64
+    with pytest.raises(InputError, match=r"pred.jsonl: .*differs in: name"):
+        predict_file("flag-all", data, out, progress=False)
+    changed = tmp_path / "changed.jsonl"
+    write_records(changed, [records[0].__class__(**{**records[0].__dict__, "response": records[0].response + " x"}),
+                            *records[1:]])
+    with pytest.raises(InputError, match=r"differs in: data"):
+        predict_file("numbers", changed, out, progress=False)
+    assert predict_file("numbers", data, out, progress=False).skipped_done == 3  # same detector, same data
+
+
+def test_a_wrong_model_an_unlabelled_file_or_foreign_ids_are_refused(sample_test_file, tmp_path: Path) -> None:
+    data, records = sample_test_file
+    out = tmp_path / "pred.jsonl"
+    predict_file("numbers", data, out, progress=False)
+    with pytest.raises(InputError, match="neither a run directory nor a detector name"):
+        predict_file(str(tmp_path / "nonexistent"), data, out, progress=False)  # even with nothing left to do
+    (tmp_path / "pred.jsonl.meta.json").unlink()
+    with pytest.raises(InputError, match=r"no pred.jsonl.meta.json saying what wrote it"):
+        predict_file("numbers", data, out, progress=False)
+    other = tmp_path / "other.jsonl"
+    write_records(other, records[2:])
+    fresh = tmp_path / "fresh.jsonl"
+    predict_file("numbers", data, fresh, progress=False)
+    with pytest.raises(InputError, match=r"2 id\(s\) in the predictions file are not in .*other.jsonl"):
+        predict_file("numbers", other, fresh, progress=False)

@@ -110,3 +110,26 @@ def test_cli_bad_override_is_a_clean_error():
     result = CliRunner().invoke(app, ["train", "tiny-cpu", "--set", "lora.rank=8", "--dry-run"])
     assert result.exit_code == 2
     assert "unknown recipe key 'lora.rank'" in result.output
+
+
+def test_strict_values_the_trainer_would_reject(tmp_path):
+    """Booleans are not numbers, flags are booleans, optimizers are transformers' own, output_dir is not empty."""
+    for bad, message in (({"training": {"num_epochs": True}}, r"training\.num_epochs: expected float, got the boolean"),
+                         ({"quantization": {"enabled": 1}}, r"quantization\.enabled: expected true or false"),
+                         ({"training": {"optim": "adam_w"}}, r"training\.optim: unknown optimizer 'adam_w'"),
+                         ({"output_dir": " "}, r"output_dir: must name a directory")):
+        with pytest.raises(InputError, match=message):
+            validate_recipe({**MINIMAL, **bad})
+    with pytest.raises(InputError, match=r"output_dir: must name a directory"):
+        load_recipe("tiny-cpu", ["output_dir="])
+    assert load_recipe("tiny-cpu", ["training.optim=adafactor"]).training.optim == "adafactor"
+
+
+def test_recipe_kind_defaults_to_generative_and_unknown_kinds_are_named(tmp_path):
+    assert validate_recipe(MINIMAL).kind == "generative"
+    with pytest.raises(InputError, match=r"unknown recipe kind 'magic' \(expected one of generative"):
+        validate_recipe({**MINIMAL, "kind": "magic"})
+    binary = tmp_path / "latin1.yaml"
+    binary.write_bytes(b"model:\n  name_or_path: caf\xe9\n")
+    with pytest.raises(InputError, match=r"latin1.yaml:2: not valid UTF-8"):
+        load_recipe(binary)

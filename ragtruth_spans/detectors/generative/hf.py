@@ -31,7 +31,7 @@ from ragtruth_spans.detectors.generative.scoring import (
     hallucination_score,
     stop_token_ids,
 )
-from ragtruth_spans.training.hf_models import bitsandbytes_config, ensure_pad_token, torch_dtype
+from ragtruth_spans.training.hf_models import bitsandbytes_config, ensure_pad_token, loading, torch_dtype
 
 
 class GenerativeDetector(Detector):
@@ -46,7 +46,8 @@ class GenerativeDetector(Detector):
 
     def __init__(self, model: Any, tokenizer: Any, *, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
                  max_length: int | None = None, fuzzy_threshold: float = FUZZY_THRESHOLD,
-                 score_clean: bool = True, batch_size: int = 8, run_dir: str | None = None) -> None:
+                 score_clean: bool = True, batch_size: int = 8, run_dir: str | None = None,
+                 run: dict[str, Any] | None = None) -> None:
         if batch_size < 1:
             raise InputError(f"must be >= 1, got {batch_size}", field="batch_size")
         self.model = model
@@ -57,6 +58,7 @@ class GenerativeDetector(Detector):
         self.score_clean = score_clean
         self.batch_size = batch_size
         self.run_dir = run_dir
+        self.run = run or {}  # what identifies the loaded run: fingerprint, 4-bit or not
         self.generated_tokens = 0  # running count of generated tokens (padding excluded), for throughput reports
         tokenizer.padding_side = "left"
 
@@ -85,24 +87,29 @@ class GenerativeDetector(Detector):
         if quantize:
             kwargs["quantization_config"] = bitsandbytes_config(info.recipe.quantization, device)
             kwargs["device_map"] = {"": device}
-        base = AutoModelForCausalLM.from_pretrained(info.base_model, **kwargs)
+        local = info.base_is_local
+        with loading(info.base_model, "base model"):
+            base = AutoModelForCausalLM.from_pretrained(info.base_model, local_files_only=local, **kwargs)
         if not quantize:
             base = base.to(device)
-        model = PeftModel.from_pretrained(base, str(info.path))
+        with loading(info.path, "LoRA adapter"):
+            model = PeftModel.from_pretrained(base, str(info.path), local_files_only=True)
         if merge and not quantize:
             model = model.merge_and_unload()
         model.eval()
-        tokenizer = AutoTokenizer.from_pretrained(str(info.path))
+        with loading(info.path, "tokenizer"):
+            tokenizer = AutoTokenizer.from_pretrained(str(info.path), local_files_only=True)
         return cls(model, tokenizer, max_new_tokens=max_new_tokens, max_length=max_length or info.max_length,
-                   score_clean=score_clean, batch_size=batch_size, run_dir=str(info.path))
+                   score_clean=score_clean, batch_size=batch_size, run_dir=str(info.path),
+                   run={"fingerprint": info.fingerprint, "load_in_4bit": quantize})
 
     @property
     def prompt_budget(self) -> int | None:
         return prompt_budget(self.max_length, self.max_new_tokens)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "run_dir": self.run_dir, "backend": "hf", "max_new_tokens": self.max_new_tokens,
-                "max_length": self.max_length, "score_clean": self.score_clean}
+        return {"kind": self.kind, "run_dir": self.run_dir, **self.run, "backend": "hf",
+                "max_new_tokens": self.max_new_tokens, "max_length": self.max_length, "score_clean": self.score_clean}
 
     def detect_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[Detection]:
         """Detect spans for each item, in input order; prompts of similar length are generated together, in

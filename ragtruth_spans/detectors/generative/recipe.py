@@ -12,6 +12,7 @@ from ragtruth_spans.training.recipe import (
     QuantizationSection,
     Recipe,
     TrainingSection,
+    check_eval_checkpoints,
 )
 
 
@@ -32,4 +33,5 @@ class GenerativeRecipe(Recipe):
                              f"{self.model.dtype} (FSDP-QLoRA shards the packed weights with the other parameters)")
         if self.training.bf16 and self.model.dtype == "float16":
             raise ValueError("training.bf16=true conflicts with model.dtype=float16")
+        check_eval_checkpoints(self, self.training)
         return self

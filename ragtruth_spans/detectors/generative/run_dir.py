@@ -7,8 +7,16 @@ from pathlib import Path
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.generative.recipe import GenerativeRecipe
+from ragtruth_spans.training.hf_models import (
+    check_model_folder,
+    check_safetensors,
+    check_tokenizer_folder,
+    is_local_reference,
+    read_json_object,
+)
+from ragtruth_spans.training.pretrained import resolve_model
 from ragtruth_spans.training.recipe import TINY
-from ragtruth_spans.training.run_dir import read_run_recipe
+from ragtruth_spans.training.run_dir import read_run_info, read_run_recipe
 
 BASE_MODEL_DIR = "base_model"
 """Where a run built on the tiny random model keeps that model (it exists nowhere else)."""
@@ -22,6 +30,7 @@ class ModelDir:
     base_model: str  # a local directory (``path/base_model`` for the tiny model) or a hub name / path
     revision: str | None
     recipe: GenerativeRecipe
+    fingerprint: str | None = None  # of the run (run_info.json); None for runs written before fingerprints
 
     @property
     def load_in_4bit(self) -> bool:
@@ -31,18 +40,48 @@ class ModelDir:
     def max_length(self) -> int:
         return self.recipe.data.max_length
 
+    @property
+    def base_is_local(self) -> bool:
+        """Whether the base model is a local folder (then nothing is fetched from the hub)."""
+        return is_local_reference(self.base_model)
+
     @classmethod
     def read(cls, path: str | Path) -> ModelDir:
-        """Read and validate ``path/recipe.yaml``; a missing file or bad key raises :class:`InputError`."""
+        """Read and check a run directory: ``recipe.yaml``, ``adapter_config.json``, the adapter weights, the
+        tokenizer files and a local base model; anything missing or broken raises :class:`InputError` naming the
+        file (no traceback, no hub lookup)."""
         path = Path(path)
-        if not (path / "adapter_config.json").is_file():
+        adapter_config = path / "adapter_config.json"
+        if not adapter_config.is_file():
             raise InputError("not a trained detector directory (no adapter_config.json)", path=path)
         recipe = read_run_recipe(path)
         if not isinstance(recipe, GenerativeRecipe):
             raise InputError(f"the recipe is of kind {recipe.kind!r}, not a generative one", path=path)
+        _check_adapter(path, read_json_object(adapter_config))
+        check_tokenizer_folder(path)
+        info = read_run_info(path)
+        fingerprint = info.get("fingerprint")
         if (path / BASE_MODEL_DIR / "config.json").is_file():
-            return cls(path=path, base_model=str(path / BASE_MODEL_DIR), revision=None, recipe=recipe)
+            check_model_folder(path / BASE_MODEL_DIR, what="base model")
+            return cls(path=path, base_model=str(path / BASE_MODEL_DIR), revision=None, recipe=recipe,
+                       fingerprint=fingerprint)
         if recipe.model.name_or_path == TINY:
             raise InputError("the tiny base model should be saved under base_model/ but is missing",
                              path=path / BASE_MODEL_DIR)
-        return cls(path=path, base_model=recipe.model.name_or_path, revision=recipe.model.revision, recipe=recipe)
+        base, _ = resolve_model(recipe.model.name_or_path)
+        if is_local_reference(base):
+            check_model_folder(base, what="base model")
+        revision = (info.get("base_model") or {}).get("resolved_revision") or recipe.model.revision
+        return cls(path=path, base_model=base, revision=revision, recipe=recipe, fingerprint=fingerprint)
+
+
+def _check_adapter(path: Path, config: dict) -> None:
+    where = path / "adapter_config.json"
+    if not isinstance(config.get("peft_type"), str):
+        raise InputError("missing or not a string", path=where, field="peft_type")
+    if isinstance(config.get("r"), bool) or not isinstance(config.get("r"), int) or config["r"] < 1:
+        raise InputError(f"must be a positive integer, got {config.get('r')!r}", path=where, field="r")
+    weights = path / "adapter_model.safetensors"
+    if not weights.is_file():
+        raise InputError("the adapter weights are missing (adapter_model.safetensors)", path=path)
+    check_safetensors(weights)

@@ -1,9 +1,10 @@
 """QLoRA fine-tuning of a generative span detector: TRL ``SFTTrainer`` + PEFT LoRA + bitsandbytes 4-bit.
 
-Pipeline: prepared records → (task filter, seeded clean-example subsampling, context shortening) →
-conversational prompt-completion examples (loss on the completion only) → 4-bit base model (or plain LoRA) →
-``SFTTrainer`` → ``output_dir`` with the adapter, the tokenizer, ``recipe.yaml`` and ``run_info.json``.
-Re-running with the same ``output_dir`` resumes from its last ``checkpoint-*``. Works under ``accelerate launch``
+Pipeline: prepared records → (task filter, seeded clean-example subsampling, examples that fit ``max_length``
+whole) → conversational prompt-completion examples (loss on the completion only) → 4-bit base model (or plain
+LoRA) → ``SFTTrainer`` (with ``data.eval_split``: eval loss every ``eval_steps`` and the best checkpoint kept) →
+``output_dir`` with the adapter, the tokenizer, ``recipe.yaml`` and ``run_info.json``. The run-directory rules
+(resume, refuse) are applied by :func:`ragtruth_spans.training.run.train`. Works under ``accelerate launch``
 (DDP: one model copy per local rank; FSDP-QLoRA: ``quantization.quant_storage`` = ``model.dtype``).
 """
 
@@ -31,35 +32,49 @@ from ragtruth_spans.detectors.generative.prompts import (
 from ragtruth_spans.detectors.generative.recipe import GenerativeRecipe
 from ragtruth_spans.detectors.generative.run_dir import BASE_MODEL_DIR
 from ragtruth_spans.reporting.console import training_data_summary
+from ragtruth_spans.training.arguments import trainer_arguments
 from ragtruth_spans.training.data import (
     RecordStats,
     examples_sha256,
-    file_sha256,
+    load_eval_records,
     load_training_records,
     select_records,
-    training_file,
 )
-from ragtruth_spans.training.hf_models import bitsandbytes_config, ensure_pad_token, torch_dtype
+from ragtruth_spans.training.hf_models import (
+    bitsandbytes_config,
+    check_model_folder,
+    check_report_to,
+    ensure_pad_token,
+    is_local_reference,
+    loading,
+    torch_dtype,
+)
+from ragtruth_spans.training.pretrained import resolve_model
 from ragtruth_spans.training.recipe import TINY
-from ragtruth_spans.training.run import TrainResult
+from ragtruth_spans.training.run import TrainResult, whole_run_train_loss
 from ragtruth_spans.training.run_dir import write_run_files
 
 
 @dataclass
 class DataStats(RecordStats):
-    """:class:`RecordStats` plus the contexts shortened to fit ``max_length`` and the examples too long for it."""
+    """:class:`RecordStats` plus the examples dropped because their context had to be shortened to fit
+    ``max_length`` (the cut may have removed the evidence their labels rely on) or because even the response and
+    target alone do not fit."""
 
     shortened: int = 0
     too_long: int = 0
     too_long_ids: list[str] = field(default_factory=list)
+    shortened_ids: list[str] = field(default_factory=list)
 
 
 def build_examples(records: Sequence[Record], tokenizer: Any, max_length: int,
                    stats: DataStats) -> list[dict[str, Any]]:
-    """TRL conversational prompt-completion examples; contexts are shortened to fit ``max_length`` tokens.
+    """TRL conversational prompt-completion examples of the records that fit ``max_length`` tokens whole.
 
-    An example whose prompt without context plus target still exceeds ``max_length`` cannot be trained on
-    without cutting the response or target: it is dropped and counted in ``stats.too_long``.
+    A record whose context would have to be shortened is dropped (counted in ``stats.shortened``): with part of
+    the evidence cut, a "clean" label would teach the model to accept unsupported text, and the spans of a
+    hallucinated one would no longer be all that the visible evidence leaves unsupported. A record whose prompt
+    without context plus target still exceeds ``max_length`` is dropped too (``stats.too_long``).
     """
     examples = []
     for rec in records:
@@ -71,7 +86,10 @@ def build_examples(records: Sequence[Record], tokenizer: Any, max_length: int,
             stats.too_long += 1
             stats.too_long_ids.append(rec.id)
             continue
-        stats.shortened += shortened
+        if shortened:
+            stats.shortened += 1
+            stats.shortened_ids.append(rec.id)
+            continue
         messages = adapt_messages(tokenizer, build_messages(rec.task_type, context, rec.response, rec.question))
         examples.append({"id": rec.id, "prompt": messages,
                          "completion": [{"role": "assistant", "content": target}],
@@ -81,9 +99,13 @@ def build_examples(records: Sequence[Record], tokenizer: Any, max_length: int,
 
 
 def ensure_base_model(recipe: GenerativeRecipe, output_dir: Path, records: Sequence[Record]) -> tuple[str, str | None]:
-    """``(path_or_id, revision)`` of the base model; builds the tiny random Llama under ``output_dir/base_model``."""
+    """``(path_or_id, revision)`` of the base model: the tiny random Llama, built under ``output_dir/base_model``;
+    a packaged model's verified folder; a local folder (checked now, not after a hub lookup); or a hub id."""
     if recipe.model.name_or_path != TINY:
-        return recipe.model.name_or_path, recipe.model.revision
+        base, packaged_revision = resolve_model(recipe.model.name_or_path)
+        if is_local_reference(base):
+            check_model_folder(base, what="base model")
+        return base, packaged_revision or recipe.model.revision
     base = output_dir / BASE_MODEL_DIR
     if not (base / "config.json").is_file():
         from ragtruth_spans.training.tiny import build_tiny_llama
@@ -104,7 +126,8 @@ def is_fsdp() -> bool:
 def load_tokenizer(path: str, revision: str | None):
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(path, revision=revision)
+    with loading(path, "tokenizer"):
+        tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, local_files_only=is_local_reference(path))
     if not getattr(tokenizer, "chat_template", None):
         tokenizer.chat_template = FALLBACK_CHAT_TEMPLATE  # saved with the tokenizer, so inference renders the same
     return ensure_pad_token(tokenizer)
@@ -117,7 +140,8 @@ def load_model(recipe: GenerativeRecipe, path: str, revision: str | None):
     from transformers import AutoModelForCausalLM
 
     q = recipe.quantization
-    kwargs: dict[str, Any] = {"revision": revision, "dtype": torch_dtype(recipe.model.dtype)}
+    kwargs: dict[str, Any] = {"revision": revision, "dtype": torch_dtype(recipe.model.dtype),
+                              "local_files_only": is_local_reference(path)}
     if recipe.model.attn_implementation:
         kwargs["attn_implementation"] = recipe.model.attn_implementation
     if q.enabled:
@@ -125,7 +149,8 @@ def load_model(recipe: GenerativeRecipe, path: str, revision: str | None):
     # One full model copy per process: pin it to this rank's GPU (DDP). FSDP places shards itself; CPU: no map.
     if torch.cuda.is_available() and not is_fsdp():
         kwargs["device_map"] = {"": PartialState().local_process_index}
-    model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    with loading(path, "base model"):
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
     model.config.use_cache = False  # incompatible with gradient checkpointing; irrelevant for training
     if q.enabled and not is_fsdp():
         # Upcasts the non-quantized parameters (norms, embeddings) to fp32 for stable QLoRA training. Skipped under
@@ -146,60 +171,29 @@ def lora_config(recipe: GenerativeRecipe):
                       modules_to_save=lc.modules_to_save, bias="none", task_type="CAUSAL_LM")
 
 
-def sft_config(recipe: GenerativeRecipe, output_dir: Path):
-    import torch
+def sft_config(recipe: GenerativeRecipe, output_dir: Path, *, evaluate: bool = False):
+    """TRL's ``SFTConfig``: the shared trainer arguments plus packing, the length budget and loss on the
+    completion only."""
     from trl import SFTConfig
 
-    t = recipe.training
-    # transformers 5 renamed gradient_checkpointing* to activation_checkpointing* (old names still work, with a warning)
-    ckpt = ("activation_checkpointing" if "activation_checkpointing" in SFTConfig.__dataclass_fields__
-            else "gradient_checkpointing")
-    return SFTConfig(
-        output_dir=str(output_dir),
-        num_train_epochs=t.num_epochs,
-        max_steps=t.max_steps if t.max_steps is not None else -1,
-        learning_rate=t.learning_rate,
-        lr_scheduler_type=t.lr_scheduler,
-        warmup_steps=t.warmup_ratio,  # a float in [0, 1) is a ratio of the total steps in transformers 5
-        weight_decay=t.weight_decay,
-        max_grad_norm=t.max_grad_norm,
-        optim=t.optim,
-        per_device_train_batch_size=t.per_device_batch_size,
-        gradient_accumulation_steps=t.gradient_accumulation_steps,
-        **{ckpt: t.gradient_checkpointing, f"{ckpt}_kwargs": {"use_reentrant": False}},
-        packing=t.packing,
-        seed=t.seed,
-        data_seed=t.seed,
-        bf16=t.bf16,
-        tf32=t.tf32 if torch.cuda.is_available() else None,
-        logging_steps=t.logging_steps,
-        logging_first_step=True,
-        save_steps=t.save_steps,
-        save_total_limit=t.save_total_limit,
-        report_to=[] if recipe.logging.report_to == "none" else [recipe.logging.report_to],
-        run_name=recipe.logging.run_name,
-        max_length=recipe.data.max_length,
-        completion_only_loss=True,
-        use_cpu=not torch.cuda.is_available(),
-        dataloader_num_workers=0,
-        ddp_find_unused_parameters=False,
-    )
+    return SFTConfig(**trainer_arguments(recipe, recipe.training, output_dir, SFTConfig, evaluate=evaluate),
+                     packing=recipe.training.packing, max_length=recipe.data.max_length, completion_only_loss=True)
 
 
-def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: bool = False,
-          fingerprint: dict[str, Any] | None = None) -> TrainResult:
-    """Fine-tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`);
-    ``resume``: continue from the directory's last checkpoint; ``fingerprint`` goes into ``run_info.json``."""
+@dataclass
+class _Prepared:
+    tokenizer: Any
+    base_path: str
+    revision: str | None
+    train: list[dict[str, Any]]
+    eval: list[dict[str, Any]]
+    stats: DataStats
+    eval_stats: DataStats | None
+    source: str
+
+
+def _prepare(recipe: GenerativeRecipe, output_dir: Path, console: Console) -> _Prepared:
     from accelerate import PartialState
-    from datasets import Dataset
-    from transformers import set_seed
-    from transformers.trainer_utils import get_last_checkpoint
-    from trl import SFTTrainer
-
-    console = console or Console(stderr=True)
-    output_dir = Path(recipe.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    set_seed(recipe.training.seed)
 
     records, source = load_training_records(recipe.data)
     stats = DataStats()
@@ -211,42 +205,88 @@ def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: b
         base_path, revision = ensure_base_model(recipe, output_dir, records)
     tokenizer = load_tokenizer(base_path, revision)
     examples = build_examples(records, tokenizer, recipe.data.max_length, stats)
+    eval_examples, eval_stats = [], None
+    held_out = load_eval_records(recipe.data)
+    if held_out is not None:
+        eval_stats = DataStats()
+        eval_records = select_records(held_out[0], recipe.data, eval_stats)
+        eval_examples = build_examples(eval_records, tokenizer, recipe.data.max_length, eval_stats)
+        if not eval_examples:
+            raise InputError(f"no evaluation example left from {held_out[1]} (data.eval_split="
+                             f"{recipe.data.eval_split}); set data.eval_split=null to train without one")
     if PartialState().is_main_process:
         console.print(training_data_summary(stats, source, recipe.data.max_length))
+        if eval_stats is not None:
+            console.print(training_data_summary(eval_stats, held_out[1], recipe.data.max_length))
     if not examples:
-        raise InputError(f"every example is longer than data.max_length={recipe.data.max_length}")
-    data_hash = examples_sha256(examples)
-    dataset = Dataset.from_list([{k: ex[k] for k in ("prompt", "completion", "chat_template_kwargs")}
-                                 for ex in examples])
+        raise InputError(f"no example fits data.max_length={recipe.data.max_length} whole")
+    return _Prepared(tokenizer, base_path, revision, examples, eval_examples, stats, eval_stats, source)
 
+
+def _dataset(examples: Sequence[dict[str, Any]]):
+    from datasets import Dataset
+
+    return Dataset.from_list([{k: ex[k] for k in ("prompt", "completion", "chat_template_kwargs")}
+                              for ex in examples])
+
+
+def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: bool = False,
+          fingerprint: dict[str, Any] | None = None) -> TrainResult:
+    """Fine-tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`);
+    ``resume``: continue from the directory's last checkpoint; ``fingerprint`` goes into ``run_info.json``."""
+    from transformers import set_seed
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import SFTTrainer
+
+    console = console or Console(stderr=True)
+    output_dir = Path(recipe.output_dir)
+    check_report_to(recipe.logging.report_to)
+    set_seed(recipe.training.seed)
+    data = _prepare(recipe, output_dir, console)
     last = get_last_checkpoint(str(output_dir)) if resume else None
     if last:
         console.print(f"[bold]resuming[/] from {last}")
-    model = load_model(recipe, base_path, revision)
-    trainer = SFTTrainer(model=model, args=sft_config(recipe, output_dir), train_dataset=dataset,
-                         processing_class=tokenizer, peft_config=lora_config(recipe))
+    model = load_model(recipe, data.base_path, data.revision)
+    trainer = SFTTrainer(model=model, args=sft_config(recipe, output_dir, evaluate=bool(data.eval)),
+                         train_dataset=_dataset(data.train), eval_dataset=_dataset(data.eval) if data.eval else None,
+                         processing_class=data.tokenizer, peft_config=lora_config(recipe))
     if trainer.is_world_process_zero():
         trainer.model.print_trainable_parameters()
     start = time.time()
-    result = trainer.train(resume_from_checkpoint=last)
-    metrics = dict(result.metrics)
+    metrics = dict(trainer.train(resume_from_checkpoint=last).metrics)
     metrics["wall_s"] = round(time.time() - start, 2)
+    metrics["train_loss_whole_run"] = whole_run_train_loss(trainer.state.log_history)
+    if data.eval:
+        metrics["best_eval_loss"] = trainer.state.best_metric
+        metrics["best_checkpoint"] = trainer.state.best_model_checkpoint
 
     if trainer.is_fsdp_enabled:  # gather the sharded adapter into one file
         trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
     trainer.save_model(str(output_dir))  # adapter_config.json, adapter_model.safetensors, tokenizer files
     if trainer.is_world_process_zero():
-        tokenizer.save_pretrained(str(output_dir))
-        write_run_files(output_dir, recipe, fingerprint=fingerprint, info={
-            "base_model": {"name_or_path": recipe.model.name_or_path, "revision": revision,
-                           "path": BASE_MODEL_DIR if recipe.model.name_or_path == TINY else base_path},
-            "quantization": recipe.quantization.model_dump(),
-            "data": {"source": source, "examples_sha256": data_hash,
-                     "source_sha256": file_sha256(training_file(recipe.data)), "counts": asdict(stats)},
-            "train_metrics": metrics,
-            "resumed_from": last,
-            "world_size": trainer.args.world_size,
-        })
-        console.print(f"[bold green]done[/]: adapter and run info in {output_dir} "
-                      f"(train_loss={metrics.get('train_loss', float('nan')):.4f}, {metrics['wall_s']} s)")
-    return TrainResult(output_dir=output_dir, stats=stats, metrics=metrics, resumed_from=last)
+        data.tokenizer.save_pretrained(str(output_dir))
+        write_run_files(output_dir, recipe, fingerprint=fingerprint, info=_run_info(recipe, data, model, metrics,
+                                                                                    last, trainer.args.world_size))
+        console.print(f"[bold green]done[/]: adapter and run info in {output_dir} (train_loss over the whole run="
+                      f"{metrics['train_loss_whole_run'] or float('nan'):.4f}, {metrics['wall_s']} s)")
+    return TrainResult(output_dir=output_dir, stats=data.stats, metrics=metrics, resumed_from=last)
+
+
+def _run_info(recipe: GenerativeRecipe, data: _Prepared, model: Any, metrics: dict[str, Any], last: str | None,
+              world_size: int) -> dict[str, Any]:
+    # The commit a hub revision such as "main" resolved to, so that predict loads exactly this base.
+    resolved = getattr(getattr(model, "config", None), "_commit_hash", None)
+    return {
+        "base_model": {"name_or_path": recipe.model.name_or_path, "revision": data.revision,
+                       "resolved_revision": resolved if not is_local_reference(data.base_path) else None,
+                       "path": BASE_MODEL_DIR if recipe.model.name_or_path == TINY else data.base_path},
+        "quantization": recipe.quantization.model_dump(),
+        "data": {"source": data.source, "examples_sha256": examples_sha256(data.train),
+                 "counts": asdict(data.stats),
+                 "eval": None if data.eval_stats is None else {"split": recipe.data.eval_split,
+                                                               "examples_sha256": examples_sha256(data.eval),
+                                                               "counts": asdict(data.eval_stats)}},
+        "train_metrics": metrics,
+        "resumed_from": last,
+        "world_size": world_size,
+    }

@@ -63,7 +63,8 @@ class VLLMDetector(Detector):
 
     def __init__(self, llm: Any, tokenizer: Any, lora_request: Any, sampling_params: Any, *,
                  max_new_tokens: int, max_length: int | None, fuzzy_threshold: float = FUZZY_THRESHOLD,
-                 score_params: Any = None, stop_ids: set[int] | None = None, run_dir: str | None = None) -> None:
+                 score_params: Any = None, stop_ids: set[int] | None = None, run_dir: str | None = None,
+                 run: dict[str, Any] | None = None) -> None:
         """``sampling_params`` must request ``logprobs`` (span scores); ``score_params`` (``max_tokens=1``,
         ``prompt_logprobs=0``) enables the response score, None leaves it None; ``stop_ids`` end a generation."""
         self.llm = llm
@@ -73,6 +74,7 @@ class VLLMDetector(Detector):
         self.score_params = score_params
         self.stop_ids = stop_ids if stop_ids is not None else stop_token_ids(tokenizer)
         self.run_dir = run_dir
+        self.run = run or {}
         self.max_new_tokens = max_new_tokens
         self.max_length = max_length
         self.fuzzy_threshold = fuzzy_threshold
@@ -112,10 +114,11 @@ class VLLMDetector(Detector):
             eos = None
         return cls(llm, tokenizer, lora, sampling, max_new_tokens=max_new_tokens,
                    max_length=max_length or info.max_length, score_params=score_params,
-                   stop_ids=stop_token_ids(tokenizer, eos), run_dir=str(info.path))
+                   stop_ids=stop_token_ids(tokenizer, eos), run_dir=str(info.path),
+                   run={"fingerprint": info.fingerprint, "load_in_4bit": quantize})
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "run_dir": self.run_dir, "backend": "vllm",
+        return {"kind": self.kind, "run_dir": self.run_dir, **self.run, "backend": "vllm",
                 "max_new_tokens": self.max_new_tokens, "max_length": self.max_length,
                 "score_clean": self.score_params is not None}
 

@@ -88,8 +88,13 @@ def test_predict_on_overfit_model_reproduces_gold_spans(overfit_run, tmp_path: P
     assert json.loads(cli_report.read_text(encoding="utf-8"))["settings"]["auroc_scores"] == "response"
 
     rerun = runner.invoke(app, ["predict", "--model", str(overfit_run.output_dir), "--data", str(data),
-                                "--out", str(out)])
+                                "--out", str(out), "--max-new-tokens", "128"])
     assert rerun.exit_code == 0 and f"{len(records)} skipped" in rerun.output
+    meta = json.loads((tmp_path / "pred.jsonl.meta.json").read_text(encoding="utf-8"))
+    assert meta["detector"]["kind"] == "generative" and meta["detector"]["fingerprint"] and meta["data_sha256"]
+    other = runner.invoke(app, ["predict", "--model", str(overfit_run.output_dir), "--data", str(data),
+                                "--out", str(out)], terminal_width=300)  # default max_new_tokens: 512
+    assert other.exit_code == 2 and "differs in: max_new_tokens" in other.output
 
 
 def test_detect_and_detect_batch_agree_with_gold(overfit_run) -> None:

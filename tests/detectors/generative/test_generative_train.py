@@ -11,7 +11,7 @@ from conftest import make_record
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.generative import prompts
 from ragtruth_spans.detectors.generative.train import DataStats, build_examples, select_records
-from ragtruth_spans.training.recipe import DataSection, load_recipe
+from ragtruth_spans.training.recipe import DataSection, load_recipe, validate_recipe
 from ragtruth_spans.training.run import train
 from ragtruth_spans.training.tiny import train_tokenizer
 
@@ -35,7 +35,8 @@ def test_select_records_subsamples_clean_examples_seeded():
     assert len(capped) == 5 and stats2.over_max_examples == 10
 
 
-def test_build_examples_shortens_context_and_keeps_response_and_target():
+def test_build_examples_drops_what_does_not_fit_whole_and_counts_it():
+    """An example whose context would have to be cut is dropped (its label may rely on the cut evidence)."""
     long_context = "Passage: the sky is blue and the grass is green today. " * 60
     records = [make_record("long", "QA", long_context, "The sky is red.", [("red", "Evident Conflict")],
                            question="Sky?"),
@@ -43,15 +44,14 @@ def test_build_examples_shortens_context_and_keeps_response_and_target():
     tokenizer = train_tokenizer([long_context], vocab_size=500)
     stats = DataStats()
     examples = build_examples(records, tokenizer, 600, stats)
-    assert (stats.examples, stats.shortened, stats.too_long) == (2, 1, 0)
-    long_ex = examples[0]
-    assert long_ex["completion"] == [{"role": "assistant", "content": '[{"text": "red", "type": "Evident Conflict"}]'}]
-    user = long_ex["prompt"][1]["content"]
-    assert user.endswith("Response to check:\nThe sky is red.") and prompts.TRUNCATION_MARK + "\n\n" in user
-    full = tokenizer.apply_chat_template(long_ex["prompt"] + long_ex["completion"], tokenize=True,
+    assert (stats.examples, stats.shortened, stats.shortened_ids, stats.too_long) == (1, 1, ["long"], 0)
+    [short] = examples
+    assert short["id"] == "short" and short["completion"] == [{"role": "assistant", "content": "[]"}]
+    assert short["prompt"][-1]["content"].endswith("Response to check:\nThe sky is blue.")
+    full = tokenizer.apply_chat_template(short["prompt"] + short["completion"], tokenize=True,
                                          return_dict=True)["input_ids"]
     assert len(full) <= 600  # TRL's own truncation never fires, so target and EOS are always trained on
-    assert examples[1]["prompt"][1]["content"].endswith("The sky is blue.")
+    assert len(build_examples(records, tokenizer, 5000, DataStats())) == 2  # with room, the long one is kept
 
     stats = DataStats()
     assert build_examples(records[:1], tokenizer, 120, stats) == []
@@ -84,10 +84,13 @@ def test_tiny_recipe_trains_with_4bit_and_resumes(tmp_path, monkeypatch):
         assert (out / name).is_file(), name
     info = json.loads((out / "run_info.json").read_text())
     assert info["quantization"]["enabled"] and info["quantization"]["quant_type"] == "nf4"
-    assert len(info["data"]["examples_sha256"]) == 64 and info["data"]["counts"]["examples"] == 8
+    counts = info["data"]["counts"]
+    assert len(info["data"]["examples_sha256"]) == 64 and counts["examples"] > 0
+    assert counts["examples"] + counts["shortened"] + counts["too_long"] == 8  # every record accounted for
     assert info["libraries"]["bitsandbytes"] != "not installed"
     assert info["resumed_from"].endswith("checkpoint-2") and first.resumed_from.endswith("checkpoint-2")
-    assert first.stats.examples == 8 and first.metrics["train_loss"] > 0 and info["fingerprint"]
+    assert first.stats.examples == counts["examples"] and info["fingerprint"]
+    assert first.metrics["train_loss_whole_run"] > 0 and info["train_metrics"]["train_loss_whole_run"] > 0
 
     # The adapter loads back onto the saved base, quantized to 4-bit NF4 as in training.
     base = AutoModelForCausalLM.from_pretrained(out / "base_model", dtype=torch.float32,
@@ -134,3 +137,23 @@ def test_overfit_reproduces_gold_spans(overfit_run):
         generated = tok.decode(out_ids[0][len(ids):], skip_special_tokens=True)
         assert generated == prompts.format_target(rec.spans), rec.id
         assert [(s["text"], s["type"]) for s in json.loads(generated)] == [(s.text, s.type) for s in rec.spans]
+
+
+def test_dev_loss_is_evaluated_and_the_best_checkpoint_kept(tmp_path):
+    from conftest import overfit_recipe, overfit_records
+    from ragtruth_spans.core.jsonl import write_records
+
+    records = overfit_records()
+    write_records(tmp_path / "prepared" / "train.jsonl", records)
+    write_records(tmp_path / "prepared" / "dev.jsonl", records[:2])
+    recipe = overfit_recipe(tmp_path / "prepared", tmp_path / "run", max_steps=4, eval_steps=2, save_steps=2)
+    recipe = recipe.model_copy(update={"data": recipe.data.model_copy(update={"eval_split": "dev"})})
+    result = train(recipe)
+    info = json.loads((tmp_path / "run" / "run_info.json").read_text())
+    assert info["data"]["eval"]["split"] == "dev" and info["data"]["eval"]["counts"]["examples"] == 2
+    assert result.metrics["best_eval_loss"] > 0 and result.metrics["best_checkpoint"].endswith(("checkpoint-2",
+                                                                                                 "checkpoint-4"))
+    assert info["train_metrics"]["best_eval_loss"] == result.metrics["best_eval_loss"]
+    bad = {**recipe.model_dump(), "training": {**recipe.training.model_dump(), "save_steps": 3}}
+    with pytest.raises(InputError, match=r"save_steps=3 must be a multiple of training.eval_steps=2"):
+        validate_recipe(bad)

@@ -1,0 +1,73 @@
+"""The run-directory rules: a run resumes only its own fingerprint, a finished run is never rewritten, a foreign
+directory is never deleted; and the whole-run training loss."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.jsonl import write_json
+from ragtruth_spans.training.recipe import validate_recipe
+from ragtruth_spans.training.run import whole_run_train_loss
+from ragtruth_spans.training.run_dir import claim_output_dir, run_fingerprint, write_run_files
+
+
+def recipe(out, **training):
+    return validate_recipe({"model": {"name_or_path": "tiny"}, "output_dir": str(out),
+                            "training": {"max_steps": 3, **training}})
+
+
+def test_fingerprint_covers_recipe_and_data_not_where_the_run_goes(tmp_path):
+    data = tmp_path / "train.jsonl"
+    data.write_text('{"id": 1}\n')
+    a = run_fingerprint(recipe(tmp_path / "a"), [data])
+    assert a == run_fingerprint(recipe(tmp_path / "b"), [data])  # output_dir is not part of it
+    assert a != run_fingerprint(recipe(tmp_path / "a", learning_rate=1e-3), [data])
+    data.write_text('{"id": 2}\n')
+    assert a["fingerprint"] != run_fingerprint(recipe(tmp_path / "a"), [data])["fingerprint"]
+
+
+def test_claim_rules(tmp_path):
+    out = tmp_path / "run"
+    fp = run_fingerprint(recipe(out), [])
+    assert claim_output_dir(out, fp) is False and (out / "fingerprint.json").is_file()  # new run
+    assert claim_output_dir(out, fp) is True  # same settings, unfinished: resume
+    other = run_fingerprint(recipe(out, learning_rate=1e-3), [])
+    with pytest.raises(InputError, match=r"differs in: recipe\.training\.learning_rate.*--overwrite.*--resume"):
+        claim_output_dir(out, other)
+    assert claim_output_dir(out, other, resume=True) is True  # the user insists
+    write_run_files(out, recipe(out, learning_rate=1e-3), {}, fingerprint=other)
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["kind"] == "generative" and info["resumed_with_other_settings"]["started_as"] == fp["fingerprint"]
+    with pytest.raises(InputError, match="finished"):
+        claim_output_dir(out, fp)
+    assert claim_output_dir(out, fp, overwrite=True) is False and not (out / "run_info.json").exists()
+
+
+def test_a_foreign_directory_is_refused_and_never_deleted(tmp_path):
+    out = tmp_path / "photos"
+    out.mkdir()
+    (out / "holiday.jpg").write_bytes(b"...")
+    fp = run_fingerprint(recipe(out), [])
+    with pytest.raises(InputError, match="holds no run fingerprint"):
+        claim_output_dir(out, fp)
+    with pytest.raises(InputError, match="deletes run directories only"):
+        claim_output_dir(out, fp, overwrite=True)
+    assert (out / "holiday.jpg").is_file()
+    file_path = tmp_path / "file"
+    file_path.write_text("x")
+    with pytest.raises(InputError, match="not a directory"):
+        claim_output_dir(file_path, fp)
+    write_json(tmp_path / "empty" / "unused.json", {})
+    (tmp_path / "empty" / "unused.json").unlink()
+    assert claim_output_dir(tmp_path / "empty", fp) is False  # an empty directory is fine
+
+
+def test_whole_run_loss_weights_each_logged_loss_by_its_steps():
+    # logged at step 1 (first step), 5 and 10, then a resumed session logged at 15
+    history = [{"loss": 4.0, "step": 1}, {"loss": 2.0, "step": 5}, {"eval_loss": 9.0, "step": 5},
+               {"loss": 1.0, "step": 10}, {"loss": 0.5, "step": 15}, {"train_loss": 0.1, "step": 15}]
+    assert whole_run_train_loss(history) == pytest.approx((4 * 1 + 2 * 4 + 1 * 5 + 0.5 * 5) / 15)
+    assert whole_run_train_loss([]) is None
