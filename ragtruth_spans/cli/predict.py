@@ -18,8 +18,9 @@ def predict_command(
     out_path: Path = typer.Option(..., "--out", help="Predictions JSONL to write; ids already in it are skipped."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Responses the detector runs "
                                              "together (default: the detector's)."),
-    chunk_size: int = typer.Option(64, "--chunk-size", min=1, help="Responses per detect_batch call, written "
-                                   "and flushed together (vLLM: larger is faster)."),
+    chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="Responses per detect_batch call, "
+                                             "written and flushed together (default: the detector's; 64 for most, "
+                                             "4096 for vLLM)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=0, help="Only the first N records of --data."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Generative runs: hf (transformers, CPU/GPU; "
                                           "default) or vllm (optional, GPU)."),

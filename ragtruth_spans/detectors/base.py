@@ -88,6 +88,10 @@ class Detector(ABC):
     """Base class of every detector. Subclasses set :attr:`kind` and implement :meth:`detect_batch`."""
 
     kind: ClassVar[str] = "detector"
+    preferred_chunk_size: ClassVar[int] = 64
+    """Items per ``detect_batch`` call that keep this detector efficient; ``predict`` writes and flushes after each
+    call, so it is also how much an interruption can lose (engines that schedule batches themselves, like vLLM,
+    want large calls)."""
 
     @abstractmethod
     def detect_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[Detection]:

@@ -6,9 +6,9 @@ could not judge the response, and the detector's diagnostics.
 
 Any detector of the shared interface works: ``model`` is a run directory or a detector name, loaded by
 :func:`ragtruth_spans.load_detector` with ``options`` (e.g. ``device``, ``batch_size``, ``backend``), or an
-already loaded ``detector`` is given. Records go to ``detect_batch`` in chunks of ``chunk_size`` (the detector
-batches inside a chunk as it likes); each chunk's lines are appended and flushed before the next, so an
-interruption loses at most the chunk in flight.
+already loaded ``detector`` is given. Records go to ``detect_batch`` in chunks of ``chunk_size`` (default: the
+detector's ``preferred_chunk_size``; it batches inside a chunk as it likes); each chunk's lines are appended and
+flushed before the next, so an interruption loses at most the chunk in flight.
 
 The file describes what wrote it: ``OUT.meta.json`` beside it records the detector (``describe()``: its kind, run
 directory, run fingerprint and the settings that change outputs) and the sha256 of the data file. Resuming is
@@ -33,7 +33,6 @@ from ragtruth_spans.core.jsonl import file_sha256, read_records
 from ragtruth_spans.core.predictions import count_diagnostics, prediction_row
 from ragtruth_spans.detectors.base import Detection, Detector
 
-DEFAULT_CHUNK_SIZE = 64
 META_SUFFIX = ".meta.json"
 
 
@@ -141,7 +140,7 @@ def done_ids(out_path: str | Path) -> tuple[set[str], bool]:
 
 
 def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
-                 chunk_size: int = DEFAULT_CHUNK_SIZE, limit: int | None = None, progress: bool = True,
+                 chunk_size: int | None = None, limit: int | None = None, progress: bool = True,
                  detector: Detector | None = None, **options: Any) -> PredictSummary:
     """Predict spans for the records of ``data`` (a prepared split file) into ``out``; see the module docstring.
 
@@ -149,7 +148,7 @@ def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
     ``model`` and ``options`` are not used to load one). The detector is loaded (and its identity checked against
     ``OUT.meta.json``) even when every record is done, so a wrong ``model`` never passes unnoticed.
     """
-    if chunk_size < 1:
+    if chunk_size is not None and chunk_size < 1:
         raise InputError(f"must be >= 1, got {chunk_size}", field="chunk_size")
     if limit is not None and limit < 0:
         raise InputError(f"must be >= 0, got {limit}", field="limit")
@@ -175,6 +174,7 @@ def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
                      "data": str(data), "data_sha256": file_sha256(data)}, has_lines=bool(finished))
     if not todo:
         return summary
+    chunk_size = chunk_size or detector.preferred_chunk_size
 
     # Similar lengths in one chunk waste less padding; the file is keyed by id, so its order does not matter.
     todo.sort(key=lambda r: len(r.context) + len(r.response) + len(r.question or ""))

@@ -119,8 +119,8 @@ class GenerativeDetector(Detector):
 
         - ``Detection.score = 1 - P(clean)`` (when ``score_clean``): ``P(clean)`` is the probability of generating
           exactly the clean completion (:func:`~.scoring.clean_completion_ids`: ``[]`` and the end-of-turn tokens,
-          as in training), computed by teacher forcing in one forward pass over the batch's prompts + that
-          completion;
+          as in training), computed by teacher forcing that reuses the generation's KV cache of the prompt
+          (:meth:`generate_and_score`);
         - ``span.score``: the mean probability of the generated tokens that spell the item's ``text`` value,
           located in the generated text left to right (JSON-escaped form first). An item whose text cannot be
           located in the raw output (e.g. a repaired, single-quoted output with other escapes) gets the mean
@@ -133,14 +133,12 @@ class GenerativeDetector(Detector):
         scores: dict[int, float] = {}
         for start in range(0, len(order), self.batch_size):
             chunk = order[start:start + self.batch_size]
-            for i, generation in zip(chunk, self.generate_ids([prompt_ids[i] for i in chunk])):
-                generations[i] = generation
-            if self.score_clean:
-                completions = [clean_completion_ids(self.tokenizer, built[i][0], prompt_ids[i], self.stop_ids)
-                               for i in chunk]
-                logprobs = self.completion_logprobs([prompt_ids[i] for i in chunk], completions)
-                for i, logprob in zip(chunk, logprobs):
-                    scores[i] = hallucination_score(logprob)
+            completions = [clean_completion_ids(self.tokenizer, built[i][0], prompt_ids[i], self.stop_ids)
+                           for i in chunk] if self.score_clean else None
+            batch, clean_logprobs = self.generate_and_score([prompt_ids[i] for i in chunk], completions)
+            generations.update(zip(chunk, batch))
+            if clean_logprobs is not None:
+                scores.update((i, hallucination_score(lp)) for i, lp in zip(chunk, clean_logprobs))
         return assemble_results(self.tokenizer, items, built, too_long, generations, scores,
                                 fuzzy_threshold=self.fuzzy_threshold)
 
@@ -151,8 +149,16 @@ class GenerativeDetector(Detector):
         return stop_token_ids(self.tokenizer, getattr(config, "eos_token_id", None))
 
     def generate_ids(self, prompt_ids: Sequence[list[int]]) -> list[Generation]:
+        """Greedy generations for prompt token ids (one left-padded batch); see :meth:`generate_and_score`."""
+        return self.generate_and_score(prompt_ids)[0]
+
+    def generate_and_score(self, prompt_ids: Sequence[list[int]], completion_ids: Sequence[list[int]] | None = None
+                           ) -> tuple[list[Generation], list[float] | None]:
         """Greedy generations for prompt token ids (one left-padded batch), with each generated token's probability
-        under the model (softmax of the raw logits, ``output_logits=True``)."""
+        under the model (softmax of the raw logits, ``output_logits=True``); and, when ``completion_ids`` are
+        given, ``log P(completion | prompt)`` of each by teacher forcing that reuses the prompt's KV cache from the
+        generation: the first completion token is scored from the first generation step's logits, the others by
+        one forward pass over the completion tokens alone (no second prefill of the prompt)."""
         import torch
 
         input_ids, attention_mask = self._left_pad(prompt_ids)
@@ -166,6 +172,9 @@ class GenerativeDetector(Detector):
             token_logprobs = torch.stack([
                 torch.log_softmax(out.logits[t].float(), dim=-1).gather(-1, new_tokens[:, t:t + 1]).squeeze(-1)
                 for t in range(steps)], dim=1) if steps else new_tokens.new_zeros((len(prompt_ids), 0)).float()
+            clean = None
+            if completion_ids is not None:
+                clean = self._cached_completion_logprobs(out, attention_mask, completion_ids)
         del out
         self.generated_tokens += int((new_tokens != self.tokenizer.pad_token_id).sum())
         texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
@@ -176,13 +185,43 @@ class GenerativeDetector(Detector):
             length = int(is_stop[0]) + 1 if len(is_stop) else len(row)
             generations.append(Generation(text=text, token_ids=row[:length].tolist(),
                                           token_probs=logprobs[:length].exp().tolist()))
-        return generations
+        return generations, clean
+
+    def _cached_completion_logprobs(self, out: Any, attention_mask: Any,
+                                    completion_ids: Sequence[list[int]]) -> list[float]:
+        """``log P(completion | prompt)`` from a ``generate`` output: its cache, cut back to the prompt, and the
+        logits of its first step (which predict the first token after the prompt)."""
+        import torch
+
+        width = attention_mask.shape[1]
+        first = torch.log_softmax(out.logits[0].float(), dim=-1)
+        totals = [float(first[row, c[0]]) if c else 0.0 for row, c in enumerate(completion_ids)]
+        rest = [list(c[:-1]) for c in completion_ids]  # tokens fed to predict completion tokens 1..n-1
+        longest = max(len(r) for r in rest)
+        if longest == 0:
+            return totals
+        cache = out.past_key_values
+        cache.crop(-(cache.get_seq_length() - width))
+        pad = self.tokenizer.pad_token_id
+        device = attention_mask.device
+        feed = torch.tensor([r + [pad] * (longest - len(r)) for r in rest], dtype=torch.long, device=device)
+        feed_mask = torch.tensor([[1] * len(r) + [0] * (longest - len(r)) for r in rest], dtype=torch.long,
+                                 device=device)
+        positions = attention_mask.long().sum(-1, keepdim=True) + torch.arange(longest, device=device)[None, :]
+        logits = self.model(input_ids=feed, attention_mask=torch.cat([attention_mask, feed_mask], dim=1),
+                            position_ids=positions, past_key_values=cache, use_cache=True).logits
+        logprobs = torch.log_softmax(logits.float(), dim=-1)
+        for row, completion in enumerate(completion_ids):
+            for k, token in enumerate(completion[1:]):
+                totals[row] += float(logprobs[row, k, token])
+        return totals
 
     def completion_logprobs(self, prompt_ids: Sequence[list[int]],
                             completion_ids: Sequence[list[int]]) -> list[float]:
-        """``log P(completion | prompt)`` for each pair, by teacher forcing: one forward pass over the left-padded
-        batch of prompt + completion ids, summing the log-probabilities of the completion tokens (position ids
-        follow the attention mask, as in ``generate``)."""
+        """``log P(completion | prompt)`` for each pair, by teacher forcing with a full forward pass over the
+        left-padded batch of prompt + completion ids (position ids follow the attention mask, as in ``generate``).
+        :meth:`detect_batch` gets the same numbers without this second prefill (:meth:`generate_and_score`); this
+        stand-alone form scores completions when no generation is run."""
         import torch
 
         if not prompt_ids:

@@ -1,14 +1,22 @@
 """vLLM backend for prediction (optional extra, GPU only: ``pip install 'ragtruth-spans[vllm]'``).
 
-Serves the base model with the trained LoRA adapter (``LoRARequest``) and automatic prefix caching, and
-generates greedily. Prompts, parsing and alignment are the same as the Hugging Face backend
-(:mod:`ragtruth_spans.detectors.generative.hf`), so both write identical prediction files up to numerical differences.
+Serves the base model with the trained LoRA adapter (``LoRARequest``) and generates greedily. Prompts, parsing and
+alignment are the same as the Hugging Face backend (:mod:`ragtruth_spans.detectors.generative.hf`), so both write
+identical prediction files up to numerical differences. vLLM schedules every item of a ``detect_batch`` call
+itself, so ``predict`` hands it large chunks (:attr:`VLLMDetector.preferred_chunk_size`).
 
 Scores, as in the HF backend: span scores from the generated tokens' log-probabilities (``logprobs=1``, vLLM's
-default ``raw_logprobs`` mode, i.e. before any logits processing); the response score ``1 - P(clean)`` from a
-second ``generate`` call over prompt + clean-completion token ids with ``prompt_logprobs=0`` and ``max_tokens=1``
-(the log-probability of each prompt token is returned; those of the completion tokens are summed). This backend
-is not exercised by the repository's tests (they run on CPU without vllm).
+default ``raw_logprobs`` mode, i.e. before any logits processing). The response score ``1 - P(clean)``:
+
+- when the greedy output *is* the clean completion, ``P(clean)`` is the product of its generated tokens'
+  probabilities (no second call);
+- otherwise a second ``generate`` call over prompt + clean-completion token ids with ``prompt_logprobs=0`` and
+  ``max_tokens=1`` returns each prompt token's log-probability; those of the completion tokens are summed.
+
+``prompt_logprobs`` are order-dependent when prefix caching is on (vllm-project/vllm#42019: values of cached
+positions can be stale), so with ``score_clean`` the engine starts with ``enable_prefix_caching=False`` (pass
+``enable_prefix_caching=True`` to trade exact scores for speed, or ``score_clean=False``). This backend is not
+exercised by the repository's tests beyond a stand-in engine (they run on CPU without vllm).
 """
 
 from __future__ import annotations
@@ -60,6 +68,7 @@ class VLLMDetector(Detector):
     ``detect_batch`` call itself (give it large calls)."""
 
     kind = "generative"
+    preferred_chunk_size = 4096
 
     def __init__(self, llm: Any, tokenizer: Any, lora_request: Any, sampling_params: Any, *,
                  max_new_tokens: int, max_length: int | None, fuzzy_threshold: float = FUZZY_THRESHOLD,
@@ -96,7 +105,7 @@ class VLLMDetector(Detector):
         kwargs: dict[str, Any] = {
             "model": info.base_model, "revision": info.revision, "tokenizer": str(info.path),
             "enable_lora": True, "max_lora_rank": max_lora_rank, "max_loras": 1,
-            "enable_prefix_caching": True, "seed": 0,
+            "enable_prefix_caching": not score_clean, "seed": 0,  # see the module docstring
         }
         if quantize:
             kwargs["quantization"] = "bitsandbytes"  # the same NF4 base the adapter was trained on (QLoRA)
@@ -138,9 +147,14 @@ class VLLMDetector(Detector):
         if self.score_params is not None and todo:
             completions = {i: clean_completion_ids(self.tokenizer, built[i][0], prompt_ids[i], self.stop_ids)
                            for i in todo}
-            scored = self.llm.generate([{"prompt_token_ids": prompt_ids[i] + completions[i]} for i in todo],
-                                       self.score_params, lora_request=self.lora_request, use_tqdm=False)
-            for i, out in zip(todo, scored):
+            for i in todo:  # a clean greedy output already carries P(clean)
+                if generations[i].token_ids == completions[i]:
+                    scores[i] = hallucination_score(sum(math.log(max(p, 1e-45)) for p in generations[i].token_probs))
+            rest = [i for i in todo if i not in scores]
+            scored = self.llm.generate([{"prompt_token_ids": prompt_ids[i] + completions[i]} for i in rest],
+                                       self.score_params, lora_request=self.lora_request,
+                                       use_tqdm=False) if rest else []
+            for i, out in zip(rest, scored):
                 scores[i] = hallucination_score(_tail_logprob(out, len(completions[i])))
         return assemble_results(self.tokenizer, items, built, too_long, generations, scores,
                                 fuzzy_threshold=self.fuzzy_threshold)

@@ -257,23 +257,34 @@ def test_vllm_detector_scores_from_logprobs_with_a_stand_in_engine() -> None:
 
     tokenizer = train_tokenizer(["The Grand Hotel opened in 1998."], vocab_size=400)
     target = '[{"text": "opened in 1998", "type": "Evident Conflict"}]'
-    target_ids = tokenizer(target, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    outputs = {"spans": (target, tokenizer(target, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]),
+               "clean": ("[]", tokenizer("[]", add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id])}
 
     class Engine:
+        def __init__(self, answer: str) -> None:
+            self.text, self.ids = outputs[answer]
+            self.scoring_calls = 0
+
         def generate(self, prompts, params, lora_request=None, use_tqdm=False):
             if params.prompt_logprobs is not None:  # scoring call: every prompt token has probability 1/2
+                self.scoring_calls += 1
                 return [NS(prompt_token_ids=p["prompt_token_ids"],
                            prompt_logprobs=[None] + [{t: NS(logprob=math.log(0.5))} for t in p["prompt_token_ids"][1:]])
                         for p in prompts]
-            return [NS(outputs=[NS(text=target, token_ids=target_ids,
-                                   logprobs=[{t: NS(logprob=math.log(0.8))} for t in target_ids])]) for _ in prompts]
+            return [NS(outputs=[NS(text=self.text, token_ids=self.ids,
+                                   logprobs=[{t: NS(logprob=math.log(0.8))} for t in self.ids])]) for _ in prompts]
 
-    detector = VLLMDetector(Engine(), tokenizer, None, NS(prompt_logprobs=None), max_new_tokens=64, max_length=None,
+    engine = Engine("spans")
+    detector = VLLMDetector(engine, tokenizer, None, NS(prompt_logprobs=None), max_new_tokens=64, max_length=None,
                             score_params=NS(prompt_logprobs=0))
     item = {"task": "Summary", "context": "The Grand Hotel opened in 1999.", "response": "It opened in 1998 here."}
     [result] = detector.detect_batch([item])
-    n_clean = len(tokenizer("[]", add_special_tokens=False)["input_ids"]) + 1  # "[]" + EOS
-    assert result.score == pytest.approx(1 - 0.5 ** n_clean)
+    n_clean = len(outputs["clean"][1])  # "[]" + EOS
+    assert result.score == pytest.approx(1 - 0.5 ** n_clean) and engine.scoring_calls == 1
     assert [(s.text, s.score) for s in result.spans] == [("opened in 1998", pytest.approx(0.8))]
+    # a clean greedy output carries P(clean) itself: no scoring call
+    detector.llm = engine = Engine("clean")
+    [clean] = detector.detect_batch([item])
+    assert clean.spans == [] and clean.score == pytest.approx(1 - 0.8 ** n_clean) and engine.scoring_calls == 0
     detector.score_params = None
     assert detector.detect_batch([item])[0].score is None

@@ -141,6 +141,7 @@ def test_overfit_reproduces_gold_spans(overfit_run):
 
 def test_dev_loss_is_evaluated_and_the_best_checkpoint_kept(tmp_path):
     from conftest import overfit_recipe, overfit_records
+
     from ragtruth_spans.core.jsonl import write_records
 
     records = overfit_records()
