@@ -45,11 +45,15 @@ def _accepts_bool(annotation: Any) -> bool:
     return False
 
 
-class Section(BaseModel):
-    """Base of every recipe section: unknown keys are errors, assignments are validated, ``true``/``false`` are
-    never read as numbers (``num_epochs: true`` is an error, not 1.0) and flags take only ``true``/``false``."""
+class Strict(BaseModel):
+    """Unknown keys are errors, assignments are validated."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Section(Strict):
+    """Base of every recipe section: :class:`Strict`, and ``true``/``false`` are never read as numbers
+    (``num_epochs: true`` is an error, not 1.0) while flags take only ``true``/``false``."""
 
     @field_validator("*", mode="before")
     @classmethod
@@ -168,9 +172,9 @@ class LoggingSection(Section):
     run_name: str | None = None
 
 
-class Recipe(Section):
+class Recipe(Strict):
     """What every family's recipe has; a family's recipe class subclasses it with ``kind: Literal["<kind>"]``
-    and its own sections."""
+    and its own sections (the discriminator ``kind`` rules out the sections' field-level checks here)."""
 
     kind: str = DEFAULT_KIND
     data: DataSection = Field(default_factory=DataSection)

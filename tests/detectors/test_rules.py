@@ -1,0 +1,34 @@
+"""The rule-based reference detectors: unsupported numbers, flag everything, flag nothing."""
+
+from __future__ import annotations
+
+from ragtruth_spans.detectors.loader import load_detector
+from ragtruth_spans.detectors.rules import number_value, numbers_in
+
+
+def test_numbers_are_found_and_compared_by_value():
+    text = "It opened in 1998; its 1,200 rooms cost $3.50, v2 and 12:30 aside."
+    assert [(text[a:b], v) for a, b, v in numbers_in(text)] == [
+        ("1998", "1998"), ("1,200", "1200"), ("3.50", "3.5"), ("12", "12"), ("30", "30")]
+    assert number_value("007") == "7" and number_value("3.0") == "3" and number_value("1,000,000") == "1000000"
+
+
+def test_numbers_flags_only_values_the_context_and_question_lack():
+    detector = load_detector("numbers")
+    response = "The hotel opened in 1998 with 1200 rooms and 40 staff."
+    detection = detector.detect(context="Opened in 1999. It has 1,200 rooms.", response=response, task="QA",
+                                question="How many staff (40?)")
+    assert [response[s.start:s.end] for s in detection.spans] == ["1998"]  # 1200 == 1,200; 40 is in the question
+    assert detection.spans[0].type == "Evident Conflict" and detection.score == 1.0
+    baseless = detector.detect(context="A quiet hotel.", response="It has 12 rooms.", task="Summary")
+    assert baseless.spans[0].type == "Evident Baseless Info"
+    assert detector.detect(context="x", response="No numbers here.", task="Summary").score == 0.0
+
+
+def test_flag_all_and_flag_none():
+    response = "  Paris is the capital.\n"
+    [all_] = load_detector("flag-all").detect_batch([{"context": "c", "response": response, "task": "Summary"}])
+    assert [(s.start, s.end) for s in all_.spans] == [(2, 23)] and response[2:23] == "Paris is the capital."
+    assert load_detector("flag-all").detect(context="c", response="   ", task="Summary").spans == []
+    none = load_detector("flag-none").detect(context="c", response=response, task="Summary")
+    assert none.spans == [] and none.score == 0.0
