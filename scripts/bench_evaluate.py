@@ -17,14 +17,16 @@ import random
 import string
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from ragtruth_spans.core.jsonl import write_jsonl
+from ragtruth_spans.core.predictions import read_prediction_file
 from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES, Record, Span
-from ragtruth_spans.evaluation.evaluator import evaluate, read_predictions
+from ragtruth_spans.evaluation.evaluator import evaluate
 
 MODELS = ("gpt-4-0613", "gpt-3.5-turbo-0613", "mistral-7B-instruct", "llama-2-7b-chat", "llama-2-13b-chat",
           "llama-2-70b-chat")
@@ -78,6 +80,16 @@ def make_data(n_responses: int, n_spans: int, seed: int) -> tuple[list[Record], 
     return records, predictions
 
 
+def peak_mb(fn) -> float:
+    """Peak memory traced while ``fn`` runs (NumPy reports its allocations to tracemalloc), in MB."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
 def best_time(fn, repeats: int) -> float:
     best = float("inf")
     for _ in range(repeats):
@@ -109,21 +121,24 @@ def main() -> None:
                           ("adaptive filters", {"ignore_implicit_true": True, "ignore_due_to_null": True}),
                           (f"--bootstrap {args.bootstrap}", {"bootstrap": args.bootstrap, "seed": args.seed})):
         seconds = best_time(lambda kw=kwargs: evaluate(gold, predictions, **kw), args.repeats)
-        rows.append((label, seconds))
+        rows.append((label, seconds, peak_mb(lambda kw=kwargs: evaluate(gold, predictions, **kw))))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pred.jsonl"
         write_jsonl(path, ({"id": rid, "spans": [s.to_dict() for s in spans]} for rid, spans in predictions.items()))
         lengths = {r.id: len(r.response) for r in gold}
-        rows.append(("read_predictions (JSONL file)",
-                     best_time(lambda: read_predictions(path, response_lengths=lengths), args.repeats)))
+        def read() -> None:
+            read_prediction_file(path, response_lengths=lengths)
+
+        rows.append(("read_prediction_file (JSONL file)", best_time(read, args.repeats), peak_mb(read)))
     report = evaluate(gold, predictions).to_dict()
 
     table = Table(title=f"evaluate(): {len(gold)} responses, {n_gold} gold / {n_pred} predicted spans, "
                         f"best of {args.repeats}")
     table.add_column("configuration")
     table.add_column("seconds", justify="right")
-    for label, seconds in rows:
-        table.add_row(label, f"{seconds:.3f}")
+    table.add_column("peak MB", justify="right")
+    for label, seconds, peak in rows:
+        table.add_row(label, f"{seconds:.3f}", f"{peak:.0f}")
     console = Console()
     console.print(table)
     console.print(f"span F1 {report['overall']['span']['f1']:.3f}, response F1 "
@@ -138,12 +153,12 @@ def main() -> None:
             f"Input: synthetic RAGTruth-sized test set, {len(gold)} responses (300-1,500 characters, mean "
             f"{mean_len:.0f}), {n_gold} gold spans, {n_pred} scored predicted spans, 3 tasks x 6 models.",
             "",
-            "| configuration | seconds | target |",
-            "|---|---:|---:|",
+            "| configuration | seconds | peak MB (tracemalloc) | target |",
+            "|---|---:|---:|---:|",
         ]
         targets = {"no bootstrap": "< 1", "adaptive filters": "< 1", f"--bootstrap {args.bootstrap}": "< 10"}
-        for label, seconds in rows:
-            lines.append(f"| {label} | {seconds:.3f} | {targets.get(label, '–')} |")
+        for label, seconds, peak in rows:
+            lines.append(f"| {label} | {seconds:.3f} | {peak:.0f} | {targets.get(label, '–')} |")
         print("\n".join(lines))
 
 

@@ -35,6 +35,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="Timed runs per batch size; the median is kept.")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", type=Path, default=None, help="Also write the results here.")
+    parser.add_argument("--no-score-clean", action="store_true",
+                        help="Skip the response score 1 - P(clean), to measure what it costs.")
     args = parser.parse_args()
 
     import torch
@@ -42,9 +44,9 @@ def main() -> None:
     from ragtruth_spans.core.jsonl import read_records
     from ragtruth_spans.data.prepare import prepare
     from ragtruth_spans.data.ragtruth import sample_data_dir
-    from ragtruth_spans.detectors.generative.hf import Detector
-    from ragtruth_spans.detectors.generative.train import train
+    from ragtruth_spans.detectors.generative.hf import GenerativeDetector
     from ragtruth_spans.training.recipe import load_recipe
+    from ragtruth_spans.training.run import train
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_predict_"))
     data = args.data
@@ -61,15 +63,17 @@ def main() -> None:
             train(load_recipe("tiny-cpu", [f"output_dir={model}", f"data.prepared_dir={data.parent}"]))
     records = read_records(data)
 
-    detector = Detector.from_pretrained(model, device=args.device, max_new_tokens=args.max_new_tokens)
+    detector = GenerativeDetector.from_pretrained(model, device=args.device, max_new_tokens=args.max_new_tokens,
+                                                  score_clean=not args.no_score_clean)
     rows = []
     for batch_size in (int(b) for b in args.batch_sizes.split(",")):
-        detector.detect_batch(records[:batch_size], batch_size=batch_size)  # warm-up
+        detector.batch_size = batch_size
+        detector.detect_batch(records[:batch_size])  # warm-up
         timings, token_counts = [], []
         for _ in range(args.repeats):
             tokens_before = detector.generated_tokens
             start = time.perf_counter()
-            results = detector.detect_batch(records, batch_size=batch_size)
+            results = detector.detect_batch(records)
             timings.append(time.perf_counter() - start)
             token_counts.append(detector.generated_tokens - tokens_before)
         seconds = statistics.median(timings)
@@ -77,11 +81,12 @@ def main() -> None:
         rows.append({"batch_size": batch_size, "responses": len(records), "seconds": round(seconds, 2),
                      "responses_per_s": round(len(records) / seconds, 2),
                      "generated_tokens": tokens, "tokens_per_s": round(tokens / seconds, 1),
-                     "parse_failures": sum(not r.parse_ok for r in results),
+                     "parse_failures": sum(not r.ok for r in results),
                      "all_seconds": [round(t, 2) for t in timings]})
         print(json.dumps(rows[-1]))
 
     info = {"model": str(model), "data": str(data), "device": args.device, "max_new_tokens": args.max_new_tokens,
+            "score_clean": not args.no_score_clean,
             "repeats": args.repeats,
             "torch": torch.__version__, "threads": torch.get_num_threads(), "cpu": platform.processor() or
             platform.machine(), "cpus": os.cpu_count(), "results": rows}
