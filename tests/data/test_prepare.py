@@ -197,3 +197,44 @@ def test_cli_errors(tmp_path):
     assert result.exit_code == 2
     assert "response.jsonl:1" in result.output and "field 'source_id'" in result.output
     assert "missing required field" in result.output and "Traceback" not in result.output
+
+
+def test_cli_bad_outputs_and_inputs_are_one_line_errors(tmp_path):
+    a_file = tmp_path / "taken"
+    a_file.write_text("not a folder")
+    result = runner.invoke(app, ["prepare", "--sample", "--out", str(a_file)], terminal_width=300)
+    assert result.exit_code == 2 and "taken: the output path exists and is not a directory" in result.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    shutil.copy(sample_data_dir() / "source_info.jsonl", empty)
+    (empty / "response.jsonl").write_text("\n", "utf-8")
+    result = runner.invoke(app, ["prepare", "--ragtruth-dir", str(empty), "--out", str(tmp_path / "o")],
+                           terminal_width=300)
+    assert result.exit_code == 2 and "response.jsonl: no responses: the file is empty" in result.output
+    latin1 = tmp_path / "latin1"
+    latin1.mkdir()
+    shutil.copy(sample_data_dir() / "source_info.jsonl", latin1)
+    lines = (sample_data_dir() / "response.jsonl").read_bytes().splitlines(keepends=True)
+    (latin1 / "response.jsonl").write_bytes(lines[0] + lines[1].replace(b"minutes", b"minut\xe9s", 1) + lines[2])
+    result = runner.invoke(app, ["prepare", "--ragtruth-dir", str(latin1), "--out", str(tmp_path / "o2")],
+                           terminal_width=300)
+    assert result.exit_code == 2 and "response.jsonl:2: not valid UTF-8" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_cli_split_by_source(tmp_path):
+    out = tmp_path / "resplit"
+    result = runner.invoke(app, ["prepare", "--sample", "--out", str(out), "--split-by-source",
+                                 "train=0.6,dev=0.2,test=0.2", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["split_by_source"] == {"train": 0.6, "dev": 0.2, "test": 0.2}
+    splits = read_split_files(out)
+    sources = {name: {r.source_id for r in records} for name, records in splits.items()}
+    assert not (sources["train"] & sources["dev"] or sources["train"] & sources["test"] or
+                sources["dev"] & sources["test"])
+    assert {name: sorted(ids) for name, ids in sources.items()} == stats["split_source_ids"]
+    assert all(r.split == name for name, records in splits.items() for r in records)
+    both = runner.invoke(app, ["prepare", "--sample", "--out", str(tmp_path / "x"), "--split-by-source",
+                               "train=0.8,test=0.2", "--dev-per-task", "2"])
+    assert both.exit_code == 2 and "exclude each other" in both.output
