@@ -43,10 +43,20 @@ def _as_detection(spans: list[Span]) -> Detection:
     return Detection(spans=spans, score=1.0 if spans else 0.0)
 
 
-class NumberDetector(Detector):
-    """``numbers``: every number of the response whose value is not in the context or the question."""
+class RuleDetector(Detector):
+    """A rule of this family, named by :attr:`name` (what ``describe`` records)."""
 
     kind = "rules"
+    name: str = ""
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name}
+
+
+class NumberDetector(RuleDetector):
+    """``numbers``: every number of the response whose value is not in the context or the question."""
+
+    name = "numbers"
 
     def detect_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[Detection]:
         results = []
@@ -58,14 +68,11 @@ class NumberDetector(Detector):
             results.append(_as_detection(spans))
         return results
 
-    def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": "numbers"}
 
-
-class FlagAllDetector(Detector):
+class FlagAllDetector(RuleDetector):
     """``flag-all``: the whole response (without surrounding whitespace) is one hallucinated span."""
 
-    kind = "rules"
+    name = "flag-all"
 
     def detect_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[Detection]:
         results = []
@@ -75,29 +82,23 @@ class FlagAllDetector(Detector):
             results.append(_as_detection([Span(start, end, score=1.0)] if end > start else []))
         return results
 
-    def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": "flag-all"}
 
-
-class FlagNoneDetector(Detector):
+class FlagNoneDetector(RuleDetector):
     """``flag-none``: no response has a hallucination."""
 
-    kind = "rules"
+    name = "flag-none"
 
     def detect_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[Detection]:
         return [_as_detection([]) for _ in map(DetectItem.of, items)]
 
-    def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": "flag-none"}
 
-
-def _factory(cls: type[Detector]):
+def _factory(cls: type[RuleDetector]):
     def build(**options: Any) -> Detector:
         check_options("rule-based", options, set())
         return cls()
     return build
 
 
+RULES = (NumberDetector, FlagAllDetector, FlagNoneDetector)
 FAMILY = Family(kind="rules", summary="rule-based references: unsupported numbers, flag everything, flag nothing",
-                named={"numbers": _factory(NumberDetector), "flag-all": _factory(FlagAllDetector),
-                       "flag-none": _factory(FlagNoneDetector)})
+                named={cls.name: _factory(cls) for cls in RULES})
