@@ -37,6 +37,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="Also write the results here.")
     parser.add_argument("--no-score-clean", action="store_true",
                         help="Skip the response score 1 - P(clean), to measure what it costs.")
+    parser.add_argument("--compare-clean-scoring", action="store_true",
+                        help="Also time P(clean) from the generation's KV cache against a second full prefill.")
     args = parser.parse_args()
 
     import torch
@@ -85,6 +87,10 @@ def main() -> None:
                      "all_seconds": [round(t, 2) for t in timings]})
         print(json.dumps(rows[-1]))
 
+    if args.compare_clean_scoring:
+        rows.append(compare_clean_scoring(detector, records, max(int(b) for b in args.batch_sizes.split(",")),
+                                          args.repeats))
+        print(json.dumps(rows[-1]))
     info = {"model": str(model), "data": str(data), "device": args.device, "max_new_tokens": args.max_new_tokens,
             "score_clean": not args.no_score_clean,
             "repeats": args.repeats,
@@ -97,6 +103,41 @@ def main() -> None:
               f"{r['generated_tokens']} | {r['tokens_per_s']} | {r['parse_failures']} |")
     if args.json:
         args.json.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+
+
+def compare_clean_scoring(detector, records, batch_size: int, repeats: int) -> dict:
+    """Seconds per batch for generation + P(clean): from the generation's cache (what detect_batch does) versus
+    a second teacher-forced prefill of prompt + completion (``completion_logprobs``), and the largest difference
+    between the two log-probabilities."""
+    from ragtruth_spans.detectors.generative.prompts import prompt_token_ids
+    from ragtruth_spans.detectors.generative.results import item_messages
+    from ragtruth_spans.detectors.generative.scoring import clean_completion_ids
+
+    batch = sorted(records, key=lambda r: len(r.context), reverse=True)[:batch_size]
+    messages = [item_messages(detector.tokenizer, r, prompt_budget=detector.prompt_budget)[0] for r in batch]
+    prompt_ids = [prompt_token_ids(detector.tokenizer, m) for m in messages]
+    completions = [clean_completion_ids(detector.tokenizer, m, p, detector.stop_ids)
+                   for m, p in zip(messages, prompt_ids)]
+
+    def cached():
+        return detector.generate_and_score(prompt_ids, completions)[1]
+
+    def second_prefill():
+        detector.generate_ids(prompt_ids)
+        return detector.completion_logprobs(prompt_ids, completions)
+
+    timings = {}
+    for name, fn in (("kv_cache", cached), ("second_prefill", second_prefill)):
+        fn()
+        runs = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            runs.append(time.perf_counter() - start)
+        timings[name] = round(statistics.median(runs), 3)
+    difference = max(abs(a - b) for a, b in zip(cached(), second_prefill()))
+    return {"compare_clean_scoring": timings, "batch_size": batch_size,
+            "prompt_tokens": [len(p) for p in prompt_ids], "max_abs_logprob_difference": difference}
 
 
 if __name__ == "__main__":
