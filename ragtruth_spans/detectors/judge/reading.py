@@ -42,7 +42,7 @@ def read_span_answer(raw: str) -> ParseResult:
         if result.ok:
             result.repairs.append("no 'hallucination list' key")
     else:
-        result = parse_generation(text[key.end():])
+        result = parse_generation(text[key.end():].split("```", 1)[0])  # up to a closing code fence
         result.repairs = [r for r in result.repairs if r not in _EXPECTED_REPAIRS]
     if had_reasoning:
         result.repairs.insert(0, "reasoning removed")

@@ -1,13 +1,12 @@
 """A scripted OpenAI-compatible chat-completions server for the judge tests (FastAPI + uvicorn, 127.0.0.1 only).
 
-Run as a subprocess: ``python judge_server.py [--model NAME] [--tiny-model DIR]``. It binds a free loopback port,
+Run as a subprocess: ``python judge_server.py [--model NAME]``. It binds a free loopback port,
 prints ``{"port": N}`` on one line, then serves:
 
 - ``POST /v1/chat/completions``: an unknown ``model`` gets the 404 vLLM gives; otherwise the next scripted step
   is consumed (``{"status": 429, "retry_after": "0.3"}``, ``{"status": 500}``, ``{"delay": 2.0}``,
   ``{"content": "garbage"}``, ``{"not_json": "..."}``, ``{"no_usage": true}``); without a step the answer comes
-  from a rule-based oracle (numbers of the response absent from the source are hallucinated) or, with
-  ``--tiny-model``, is generated greedily by that (random, tiny) model;
+  from a rule-based oracle (numbers of the response absent from the source are hallucinated);
 - ``POST /_control/script`` ``{"steps": [...], "delay": s}``, ``POST /_control/reset``, ``GET /_control/log``
   (every chat request: its body, Authorization header, the usage answered; and the most requests seen in flight).
 """
@@ -33,7 +32,7 @@ app = FastAPI()
 STATE: dict[str, Any] = {"steps": [], "delay": 0.0, "log": [], "generation": 0, "in_flight": {}, "max_in_flight": 0}
 """``in_flight`` counts requests per reset generation, so requests still running from before a reset (a test's
 slow scripted answers) do not count in the next test's ``max_in_flight``."""
-SERVED = {"model": "judge-test", "generator": None}
+SERVED = {"model": "judge-test"}
 _ANSWER_INTRO = re.compile(r"\n\nBelow is (?:an answer|a summary|an overview)[^\n]*:\n")
 
 
@@ -100,12 +99,7 @@ async def chat(request: Request):
         if "not_json" in step:
             return PlainTextResponse(step["not_json"])
         prompt = "\n".join(m.get("content") or "" for m in body["messages"])
-        if "content" in step:
-            content = step["content"]
-        elif SERVED["generator"] is not None:
-            content = await asyncio.to_thread(SERVED["generator"], body)
-        else:
-            content = oracle(prompt)
+        content = step["content"] if "content" in step else oracle(prompt)
         answer = _completion(body, content, usage=not step.get("no_usage"))
         entry["usage"] = answer.get("usage")
         return answer
@@ -132,37 +126,11 @@ async def log():
     return {"requests": STATE["log"], "max_in_flight": STATE["max_in_flight"]}
 
 
-def tiny_generator(model_dir: str):
-    """Greedy generation with the tiny model in ``model_dir`` through its chat template (CPU, one at a time)."""
-    import threading
-
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    torch.manual_seed(0)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
-    lock = threading.Lock()
-
-    def generate(body: dict[str, Any]) -> str:
-        ids = tokenizer.apply_chat_template(body["messages"], add_generation_prompt=True, return_tensors="pt",
-                                            return_dict=True)
-        with lock, torch.no_grad():
-            out = model.generate(**ids, do_sample=False, max_new_tokens=min(int(body.get("max_tokens") or 32), 64),
-                                 pad_token_id=tokenizer.pad_token_id)
-        return tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
-
-    return generate
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="judge-test")
-    parser.add_argument("--tiny-model", default=None)
     args = parser.parse_args()
     SERVED["model"] = args.model
-    if args.tiny_model:
-        SERVED["generator"] = tiny_generator(args.tiny_model)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))

@@ -20,7 +20,8 @@ ITEMS = [
     {"task": "QA", "question": "How many rooms does the hotel have?",
      "context": "Passage 1: The hotel has 300 rooms and 2 pools.",
      "response": "It has 300 rooms and 2 pools, built in 1987. Would you like to book?"},
-    {"task": "Data2txt", "context": '{"name": "Blue Cafe", "rating": 4.5}', "response": "Blue Cafe is rated 4.5 stars."},
+    {"task": "Data2txt", "context": '{"name": "Blue Cafe", "rating": 4.5}',
+     "response": "Blue Cafe is rated 4.5 stars."},
 ]
 
 
