@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ragtruth_spans.core.errors import InputError
+
 CACHE_FORMAT = 1
 
 
@@ -49,14 +51,23 @@ class AnswerCache:
         return entry
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
-        """Store ``entry`` (JSON-ready, with ``content``) atomically."""
+        """Store ``entry`` (JSON-ready, with ``content``) atomically; a cache that cannot be written (permissions,
+        a full disk) is an :class:`InputError` naming the directory."""
         target = self.path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+        except OSError as exc:
+            raise InputError(f"cannot write the judge's answer cache ({exc.strerror}); choose another cache_dir or "
+                             "set cache=false", path=self.directory) from None
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump({"key": key, **entry}, fh, ensure_ascii=False)
             os.replace(tmp, target)
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            raise InputError(f"cannot write the judge's answer cache ({exc.strerror}); choose another cache_dir or "
+                             "set cache=false", path=self.directory) from None
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

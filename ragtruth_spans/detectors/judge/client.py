@@ -105,17 +105,28 @@ class ChatClient:
         self.cache = cache
         self.prompt_version = prompt_version
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), headers=headers,
-                                  follow_redirects=False)
+        self._client_args = {"timeout": httpx.Timeout(timeout, connect=min(timeout, 10.0)), "headers": headers,
+                             "follow_redirects": False}
+        self._http: httpx.Client | None = None
         self._timeout = timeout
         self._rng = random.Random()
 
+    def _client(self) -> Any:
+        """The HTTP client, (re)opened on first use and after a stopped run closed it."""
+        import httpx
+
+        if self._http is None or self._http.is_closed:
+            self._http = httpx.Client(**self._client_args)
+        return self._http
+
     def close(self) -> None:
-        self._http.close()
+        if self._http is not None:
+            self._http.close()
 
     def complete_all(self, bodies: Sequence[dict[str, Any]]) -> list[ChatOutcome]:
         """One outcome per body, in order; raises :class:`EndpointError` when the run must stop."""
         stop = threading.Event()
+        http = self._client()
         outcomes: list[ChatOutcome | None] = [None] * len(bodies)
         consecutive = 0
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="llm-judge")
@@ -128,9 +139,12 @@ class ChatClient:
                     consecutive = consecutive + 1 if outcome.endpoint_failure else 0
                     if outcome.fatal or consecutive >= self.max_consecutive_failures:
                         raise EndpointError(self._stop_message(outcome, consecutive))
-        finally:
-            stop.set()  # requests still in flight end at their timeout; queued ones are cancelled
-            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:  # a stopped run, Ctrl-C: cancel what is queued, cut what is in flight
+            stop.set()
+            http.close()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
         return [outcome for outcome in outcomes if outcome is not None]
 
     def _stop_message(self, outcome: ChatOutcome, consecutive: int) -> str:
@@ -172,7 +186,7 @@ class ChatClient:
                 return ChatOutcome(error=why, retries=attempt)
             retry_after = None
             try:
-                response = self._http.post(self.url, json=body)
+                response = self._client().post(self.url, json=body)
             except httpx.TimeoutException:
                 problem = f"timed out after {self._timeout:g} s"
             except httpx.TransportError as exc:

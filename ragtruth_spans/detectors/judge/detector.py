@@ -61,6 +61,7 @@ class JudgeDetector(Detector):
 
     def __init__(self, settings: JudgeSettings) -> None:
         self.settings = settings
+        self.preferred_chunk_size = max(64, 8 * settings.concurrency)  # keeps every connection busy in a chunk
         cache = AnswerCache(settings.cache_dir or cache_root()) if settings.cache else None
         self.cache_dir = cache.directory if cache is not None else None
         self.client = ChatClient(

@@ -218,3 +218,10 @@ def test_unreachable_endpoint_stops_after_consecutive_failures(tmp_path):
                           max_retries=1, backoff_base=0.01, max_consecutive_failures=2, concurrency=1)
     with pytest.raises(EndpointError, match=r"2 request\(s\) in a row failed .*connection error"):
         judge.detect_batch(ITEMS)
+
+
+def test_unwritable_cache_is_one_input_error(judge_server, tmp_path):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    with pytest.raises(InputError, match="cannot write the judge's answer cache"):
+        make_judge(judge_server, tmp_path, cache_dir=str(blocker)).detect_batch(ITEMS[:1])
