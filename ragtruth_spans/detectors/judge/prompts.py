@@ -59,9 +59,9 @@ _SPAN_TASK = (
 _CLAIMS_TASK = (
     "The {answer} is split into numbered statements:\n{statements}\n\n"
     "Judge every statement against the {source} only, not against your own knowledge:\n"
-    '- "supported": stated in the {source}, or clearly follows from it;\n'
-    '- "contradicted": conflicts with what the {source} says;\n'
-    '- "unsupported": not found in the {source} and cannot be inferred from it;\n'
+    '- "supported": stated in the {source}, or clearly follows from the {source};\n'
+    '- "contradicted": conflicts with the {source};\n'
+    '- "unsupported": not found in the {source} and cannot be inferred from the {source};\n'
     '- "no claim": the statement asserts no fact (a greeting, a question, a refusal to answer, or talk about the '
     "{answer} itself).\n"
     "Answer with one JSON object that maps every statement number to its verdict, for example "
