@@ -225,3 +225,10 @@ def test_unwritable_cache_is_one_input_error(judge_server, tmp_path):
     blocker.write_text("")
     with pytest.raises(InputError, match="cannot write the judge's answer cache"):
         make_judge(judge_server, tmp_path, cache_dir=str(blocker)).detect_batch(ITEMS[:1])
+
+
+@pytest.mark.parametrize("mode", ["span", "claims"])
+def test_empty_response_is_not_sent(judge_server, tmp_path, mode):
+    result = make_judge(judge_server, tmp_path, mode=mode).detect_batch([dict(ITEMS[0], response="  \n")])[0]
+    assert result.ok and result.spans == [] and result.score == 0.0 and result.diagnostics["requests"] == 0
+    assert judge_server.requests() == []
