@@ -113,3 +113,98 @@ def overfit_run(tmp_path_factory) -> OverfitRun:
     write_records(root / "prepared" / "train.jsonl", records)
     result = train(overfit_recipe(root / "prepared", root / "run"))
     return OverfitRun(output_dir=result.output_dir, records=records)
+
+
+# --- LLM judge fixtures (issue 11): a scripted OpenAI-compatible server in a subprocess, loopback only ----------
+
+JUDGE_SERVER_SCRIPT = REPO_ROOT / "tests" / "detectors" / "judge" / "judge_server.py"
+
+
+class JudgeServer:
+    """Handle of a running ``judge_server.py``: ``base_url`` for the judge, and its control endpoints."""
+
+    def __init__(self, process, port: int, stderr_path: Path) -> None:
+        import httpx
+
+        self.process = process
+        self.port = port
+        self.stderr_path = stderr_path
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self._control = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10.0, trust_env=False)
+
+    def script(self, *steps: dict, delay: float = 0.0) -> None:
+        """The next chat requests get ``steps`` in order (then the default answer); every request waits ``delay``."""
+        self._control.post("/_control/script", json={"steps": list(steps), "delay": delay}).raise_for_status()
+
+    def reset(self) -> None:
+        self._control.post("/_control/reset").raise_for_status()
+
+    def log(self) -> dict:
+        return self._control.get("/_control/log").json()
+
+    def requests(self) -> list[dict]:
+        """Every chat request received since the last reset: ``body``, ``authorization``, ``usage``."""
+        return self.log()["requests"]
+
+    def stop(self) -> None:
+        import subprocess
+
+        self._control.close()
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+def start_judge_server(log_dir: Path, *args: str, startup_timeout: float = 120.0) -> JudgeServer:
+    """Start ``judge_server.py`` on a free 127.0.0.1 port and wait (bounded) until it answers."""
+    import json
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    import httpx
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+    stderr_path = log_dir / "judge_server.stderr"
+    with stderr_path.open("w") as stderr:
+        process = subprocess.Popen([sys.executable, str(JUDGE_SERVER_SCRIPT), *args], stdout=subprocess.PIPE,
+                                   stderr=stderr, text=True, env=env)
+    watchdog = threading.Timer(startup_timeout, process.kill)  # a server that never prints its port is killed
+    watchdog.start()
+    try:
+        line = process.stdout.readline()
+    finally:
+        watchdog.cancel()
+    if not line:
+        process.kill()
+        raise RuntimeError(f"judge_server.py did not start: {stderr_path.read_text()[-2000:]}")
+    port = json.loads(line)["port"]
+    deadline = time.monotonic() + startup_timeout
+    while True:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/_control/log", timeout=2.0, trust_env=False).raise_for_status()
+            break
+        except httpx.HTTPError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise RuntimeError(f"judge_server.py is not answering: {stderr_path.read_text()[-2000:]}") from None
+            time.sleep(0.05)
+    return JudgeServer(process, port, stderr_path)
+
+
+@pytest.fixture(scope="session")
+def judge_server_process(tmp_path_factory):
+    server = start_judge_server(tmp_path_factory.mktemp("judge-server"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture()
+def judge_server(judge_server_process) -> JudgeServer:
+    """The scripted judge server, its script and log cleared for this test."""
+    judge_server_process.reset()
+    return judge_server_process

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -42,3 +42,24 @@ def user_errors() -> Iterator[None]:
 def note(message: str) -> None:
     """A one-line note to stderr."""
     err.print(message, markup=False)
+
+
+def parse_options(items: list[str] | None, *, flag: str = "--option") -> dict[str, Any]:
+    """``KEY=VALUE`` command-line items → a dict of detector options. Values are YAML (``0.5``, ``true``,
+    ``[a, b]``, ``{k: v}``; quote a string that YAML would read otherwise); a dotted key sets a nested mapping
+    (``extra_body.top_k=20`` → ``{"extra_body": {"top_k": 20}}``). A key given twice is an :class:`InputError`."""
+    from ragtruth_spans.training.recipe import parse_override
+
+    options: dict[str, Any] = {}
+    for item in items or []:
+        keys, value = parse_override(item, flag=flag)
+        node = options
+        for depth, key in enumerate(keys[:-1]):
+            node = node.setdefault(key, {})
+            if not isinstance(node, dict):
+                raise InputError(f"{flag} {item!r}: {'.'.join(keys[:depth + 1])} is already a value, not a mapping",
+                                 field=flag)
+        if keys[-1] in node:
+            raise InputError(f"{flag} {item!r}: {'.'.join(keys)} is given twice", field=flag)
+        node[keys[-1]] = value
+    return options

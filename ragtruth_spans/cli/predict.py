@@ -7,13 +7,14 @@ from typing import Optional
 
 import typer
 
-from ragtruth_spans.cli.common import app, err, note, user_errors
+from ragtruth_spans.cli.common import app, err, note, parse_options, user_errors
+from ragtruth_spans.core.errors import InputError
 
 
 @app.command("predict")
 def predict_command(
-    model: str = typer.Option(..., "--model", help="Run directory written by `train`, or a detector name "
-                              "(numbers, flag-all, flag-none)."),
+    model: str = typer.Option(..., "--model", help="Run directory written by `train` (or a judge directory), or "
+                              "a detector name (numbers, flag-all, flag-none, llm-judge)."),
     data: Path = typer.Option(..., "--data", help="Prepared split file, e.g. OUT/test.jsonl."),
     out_path: Path = typer.Option(..., "--out", help="Predictions JSONL to write; ids already in it are skipped."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Responses the detector runs "
@@ -30,6 +31,10 @@ def predict_command(
                                                 help="Override the recipe's 4-bit quantization of the base model."),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... (default: cuda if "
                                          "available)."),
+    option: Optional[list[str]] = typer.Option(None, "--option", help="Detector option KEY=VALUE (repeatable; the "
+                                               "value is YAML; a dotted key sets a nested one), e.g. for llm-judge: "
+                                               "--option base_url=http://127.0.0.1:8000/v1 --option model=NAME "
+                                               "--option mode=claims. See docs/JUDGE.md."),
 ) -> None:
     """Detect hallucinated spans in each response and write the predictions file (resumable)."""
     from ragtruth_spans.pipeline.predict import predict_file
@@ -37,7 +42,12 @@ def predict_command(
 
     err.print(f"predicting with [bold]{model}[/] on {data} → {out_path}")
     with user_errors():
-        summary = predict_file(model, data, out_path, chunk_size=chunk_size, limit=limit, batch_size=batch_size,
-                               backend=backend, max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit,
-                               device=device)
+        flags = {"batch_size": batch_size, "backend": backend, "max_new_tokens": max_new_tokens,
+                 "load_in_4bit": load_in_4bit, "device": device}
+        options = parse_options(option)
+        both = sorted(key for key in options if flags.get(key) is not None)
+        if both:
+            raise InputError(f"{', '.join(both)} given both as a flag and as --option; keep one", field="--option")
+        summary = predict_file(model, data, out_path, chunk_size=chunk_size, limit=limit,
+                               detector_options={**flags, **options})
     note(predict_summary(summary.to_dict()))

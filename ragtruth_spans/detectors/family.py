@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 BUILTIN_FAMILIES: dict[str, str] = {
     "generative": "ragtruth_spans.detectors.generative.family",
+    "llm-judge": "ragtruth_spans.detectors.judge.family",
     "rules": "ragtruth_spans.detectors.rules",
 }
 """``{kind: module defining FAMILY}`` of the families shipped with ragtruth-spans."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,12 +142,15 @@ def done_ids(out_path: str | Path) -> tuple[set[str], bool]:
 
 def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
                  chunk_size: int | None = None, limit: int | None = None, progress: bool = True,
-                 detector: Detector | None = None, **options: Any) -> PredictSummary:
+                 detector: Detector | None = None, detector_options: Mapping[str, Any] | None = None,
+                 **options: Any) -> PredictSummary:
     """Predict spans for the records of ``data`` (a prepared split file) into ``out``; see the module docstring.
 
     ``limit``: only the first ``limit`` records of ``data``. ``detector``: an already loaded detector (then
-    ``model`` and ``options`` are not used to load one). The detector is loaded (and its identity checked against
-    ``OUT.meta.json``) even when every record is done, so a wrong ``model`` never passes unnoticed.
+    ``model`` and ``options`` are not used to load one). ``detector_options`` are added to ``options`` (for option
+    names that are also parameters of this function, such as the judge's ``model``). The detector is loaded (and
+    its identity checked against ``OUT.meta.json``) even when every record is done, so a wrong ``model`` never
+    passes unnoticed.
     """
     if chunk_size is not None and chunk_size < 1:
         raise InputError(f"must be >= 1, got {chunk_size}", field="chunk_size")
@@ -168,7 +172,7 @@ def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
     if detector is None:
         from ragtruth_spans.detectors.loader import load_detector
 
-        detector = load_detector(model, **options)
+        detector = load_detector(model, **options, **(detector_options or {}))
     summary.load_seconds = time.perf_counter() - started
     check_meta(out, {"format": "ragtruth-spans predictions", "detector": detector.describe(),
                      "data": str(data), "data_sha256": file_sha256(data)}, has_lines=bool(finished))

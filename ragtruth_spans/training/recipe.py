@@ -261,15 +261,17 @@ def shipped_recipes() -> list[str]:
                   if "accelerate" not in p.parts)
 
 
-def parse_override(item: str) -> tuple[list[str], Any]:
-    """``"training.max_steps=20"`` → ``(["training", "max_steps"], 20)``; the value is parsed as a YAML scalar."""
+def parse_override(item: str, *, flag: str = "--set") -> tuple[list[str], Any]:
+    """``"training.max_steps=20"`` → ``(["training", "max_steps"], 20)``; the value is parsed as YAML. ``flag``
+    names the command-line option in errors."""
     key, sep, raw = item.partition("=")
     if not sep or not key.strip():
-        raise InputError(f"override {item!r} is not of the form key=value", field="--set")
+        raise InputError(f"{flag} {item!r} is not of the form key=value", field=flag)
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as exc:
-        raise InputError(f"override {item!r}: value is not valid YAML ({exc})", field="--set") from None
+        raise InputError(f"{flag} {item!r}: value is not valid YAML ({' '.join(str(exc).split())})",
+                         field=flag) from None
     return key.strip().split("."), value
 
 
