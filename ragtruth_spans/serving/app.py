@@ -96,6 +96,13 @@ def _error(status: int, message: str, **extra: Any) -> JSONResponse:
                         status_code=status, headers=extra.get("headers"))
 
 
+def _unavailable(exc: Overloaded | ShuttingDown) -> ServiceError:
+    """503: the queue is full (retry in a second) or the server is shutting down."""
+    if isinstance(exc, Overloaded):
+        return ServiceError(503, f"server busy: {exc}; retry later", {"Retry-After": "1"})
+    return ServiceError(503, str(exc), {"Retry-After": "5"})
+
+
 def _internal_error(exc: BaseException, where: str) -> ServiceError:
     error_id = uuid.uuid4().hex[:12]
     logger.error("internal error %s in %s", error_id, where, exc_info=exc)
@@ -124,12 +131,27 @@ class Service:
     async def detect(self, items: list[DetectItem]) -> list[Detection]:
         try:
             return await asyncio.wrap_future(self.batcher.submit(items))
-        except Overloaded as exc:
-            raise ServiceError(503, f"server busy: {exc}; retry later", {"Retry-After": "1"}) from None
-        except ShuttingDown as exc:
-            raise ServiceError(503, str(exc), {"Retry-After": "5"}) from None
+        except (Overloaded, ShuttingDown) as exc:
+            raise _unavailable(exc) from None
         except Exception as exc:
             raise _internal_error(exc, "detect_batch") from None
+
+    async def select(self, body: SelectRequest) -> Any:
+        """``select_best`` over the candidates, in a worker thread, its detections through the batcher."""
+        from ragtruth_spans.selection.select import select_best
+
+        candidates = [c.model_dump(exclude_none=True) for c in body.candidates]
+        try:
+            return await run_in_threadpool(
+                select_best, candidates, strategy=body.strategy, seed=body.seed, tie_break=body.tie_break,
+                detector=BatchedDetector(self.detector, self.batcher), context=body.context, task=body.task,
+                question=body.question)
+        except (Overloaded, ShuttingDown) as exc:
+            raise _unavailable(exc) from None
+        except InputError as exc:
+            raise ServiceError(422, f"invalid request: {exc}") from None
+        except Exception as exc:
+            raise _internal_error(exc, "select") from None
 
 
 def _install_handlers(app: FastAPI) -> None:
@@ -176,6 +198,11 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
     if service.settings.api_key is not None:
         app.add_middleware(BearerAuth, api_key=service.settings.api_key)  # added last: runs first
     _install_handlers(app)
+    _add_routes(app, service)
+    return app
+
+
+def _add_routes(app: FastAPI, service: Service) -> None:
     errors = {code: {"model": ErrorOut} for code in (401, 413, 422, 500, 503)}
 
     @app.get("/health")
@@ -207,23 +234,5 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
     @app.post("/v1/select", responses=errors)
     async def select(body: SelectRequest) -> dict[str, Any]:
         """Best-of-N selection: the index of the least hallucinated candidate and each candidate's spans."""
-        from ragtruth_spans.selection.select import select_best
-
         service.check_size(len(body.candidates), [body.chars()])
-        candidates = [c.model_dump(exclude_none=True) for c in body.candidates]
-        try:
-            chosen = await run_in_threadpool(
-                select_best, candidates, strategy=body.strategy, seed=body.seed, tie_break=body.tie_break,
-                detector=BatchedDetector(service.detector, service.batcher), context=body.context, task=body.task,
-                question=body.question)
-        except Overloaded as exc:
-            raise ServiceError(503, f"server busy: {exc}; retry later", {"Retry-After": "1"}) from None
-        except ShuttingDown as exc:
-            raise ServiceError(503, str(exc), {"Retry-After": "5"}) from None
-        except InputError as exc:
-            raise ServiceError(422, f"invalid request: {exc}") from None
-        except Exception as exc:
-            raise _internal_error(exc, "select") from None
-        return chosen.to_dict() | {"detector": service.ref.model_dump()}
-
-    return app
+        return (await service.select(body)).to_dict() | {"detector": service.ref.model_dump()}
