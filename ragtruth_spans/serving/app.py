@@ -4,7 +4,8 @@ Endpoints: ``POST /v1/detect`` (one item or a list), ``POST /v1/select`` (best-o
 ``GET /v1/model`` (the detector and its run), ``GET /health``, and the OpenAPI docs at ``/docs``.
 
 - Every detection goes through one :class:`~ragtruth_spans.serving.batcher.MicroBatcher`: concurrent requests
-  share ``detect_batch`` calls; a full queue answers 503 (with ``Retry-After``).
+  share ``detect_batch`` calls; a full queue answers 503 (with ``Retry-After``). The batcher knows how many
+  detection requests are in flight, so it waits ``max_wait_ms`` only when another request may still join.
 - Errors: 422 for a malformed body (one message per problem, naming the field), 413 for a body, an item or a
   list beyond the limits, 401 without the bearer token (when the server has one), 500 with an ``error_id`` and
   no stack trace when the detector fails (the trace is logged server-side with the same id).
@@ -20,6 +21,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -32,7 +34,7 @@ from ragtruth_spans import __version__
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.serving.batcher import MicroBatcher, Overloaded, ShuttingDown
-from ragtruth_spans.serving.limits import BearerAuth, BodySizeLimit, validation_errors
+from ragtruth_spans.serving.limits import BearerAuth, BodySizeLimit, InFlight, validation_errors
 from ragtruth_spans.serving.models import (
     DetectionOut,
     DetectItemIn,
@@ -117,8 +119,10 @@ class Service:
         described = detector.describe()
         self.ref = DetectorRef(kind=detector.kind, name=described.get("name"),
                                fingerprint=(run_info or {}).get("fingerprint"))
+        self.in_flight = SimpleNamespace(count=0)  # detection requests being served (the InFlight middleware)
         self.batcher = MicroBatcher(detector.detect_batch, max_batch=settings.max_batch,
-                                    max_wait_ms=settings.max_wait_ms, max_queue=settings.max_queue)
+                                    max_wait_ms=settings.max_wait_ms, max_queue=settings.max_queue,
+                                    in_flight=lambda: self.in_flight.count)
 
     def check_size(self, n_items: int, chars: list[int]) -> None:
         if n_items > self.settings.max_items:
@@ -194,6 +198,7 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
                   description="Hallucinated character spans in RAG answers. Offsets are characters (Unicode code "
                               "points) of the response, half-open [start, end).")
     app.state.service = service
+    app.add_middleware(InFlight, counter=service.in_flight)  # innermost: counts what passed the checks below
     app.add_middleware(BodySizeLimit, max_bytes=service.settings.max_body_bytes)
     if service.settings.api_key is not None:
         app.add_middleware(BearerAuth, api_key=service.settings.api_key)  # added last: runs first

@@ -1,8 +1,10 @@
 """A micro-batcher: concurrent requests gathered into one ``detect_batch`` call.
 
 Requests put their items on one bounded queue; a single worker thread takes up to ``max_batch`` items at a time —
-as soon as that many are waiting, or when the oldest waiting item has waited ``max_wait_ms`` — and runs them
-through the detector in one call. Each request gets its own results back, in its own order, through a
+as soon as that many are waiting, or when the oldest waiting item has waited ``max_wait_ms``, or at once when no
+other request can join (``arriving``, when given, counts the requests on their way to the queue: the HTTP layer
+knows them; with none arriving, waiting would only add latency) — and runs them through the detector in one
+call. Each request gets its own results back, in its own order, through a
 :class:`concurrent.futures.Future` (awaitable with :func:`asyncio.wrap_future`). The detector is only ever called
 from the worker thread, one batch at a time.
 
@@ -80,7 +82,10 @@ class MicroBatcher:
     """Gathers items of concurrent requests into batches for ``detect_batch`` (see the module docstring)."""
 
     def __init__(self, detect_batch: Callable[[list[DetectItem]], list[Detection]], *, max_batch: int = 32,
-                 max_wait_ms: float = 10.0, max_queue: int = 1024) -> None:
+                 max_wait_ms: float = 10.0, max_queue: int = 1024,
+                 in_flight: Callable[[], int] | None = None) -> None:
+        """``in_flight``: the number of requests in flight at the caller's level (e.g. HTTP requests being
+        served); those not yet submitted here are "arriving". None: always wait up to ``max_wait_ms``."""
         if max_batch < 1 or max_queue < 1 or max_wait_ms < 0:
             raise ValueError("max_batch and max_queue must be >= 1 and max_wait_ms >= 0")
         self.max_batch, self.max_wait, self.max_queue = max_batch, max_wait_ms / 1000.0, max_queue
@@ -88,6 +93,8 @@ class MicroBatcher:
         self._queue: deque[tuple[_Request, int, float]] = deque()
         self._cond = threading.Condition()
         self._closing = False
+        self._open: set[_Request] = set()  # submitted, not yet answered
+        self._in_flight = in_flight
         self.stats = BatcherStats()
         self._thread = threading.Thread(target=self._run, name="ragtruth-spans-batcher", daemon=True)
 
@@ -119,6 +126,7 @@ class MicroBatcher:
                 return request.future
             now = time.monotonic()
             self._queue.extend((request, i, now) for i in range(len(request.items)))
+            self._open.add(request)
             self.stats.requests += 1
             self._cond.notify_all()
         return request.future
@@ -131,13 +139,18 @@ class MicroBatcher:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
+    def _none_arriving(self) -> bool:
+        """Whether every request in flight at the caller's level is already here (so none can join a batch)."""
+        self._open = {r for r in self._open if not r.future.done()}
+        return self._in_flight is not None and self._in_flight() <= len(self._open)
+
     def _take_batch(self) -> list[tuple[_Request, int, float]] | None:
         with self._cond:
             while not self._queue:
                 if self._closing:
                     return None
                 self._cond.wait()
-            while len(self._queue) < self.max_batch and not self._closing:
+            while len(self._queue) < self.max_batch and not self._closing and not self._none_arriving():
                 left = self._queue[0][2] + self.max_wait - time.monotonic()
                 if left <= 0:
                     break

@@ -37,6 +37,26 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+class InFlight:
+    """Counts the requests in flight on the detection routes into ``counter.count`` (read by the micro-batcher's
+    worker to know whether more requests may join a batch; a heuristic, never needed for correctness)."""
+
+    PATHS = ("/v1/detect", "/v1/select")
+
+    def __init__(self, app: Any, counter: Any) -> None:
+        self.app, self.counter = app, counter
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("path") not in self.PATHS:
+            await self.app(scope, receive, send)
+            return
+        self.counter.count += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.counter.count -= 1
+
+
 class BodySizeLimit:
     """Refuse a request body over ``max_bytes`` with 413 before it is parsed: by its ``Content-Length``, or, for a
     body sent without one (chunked), by counting while reading it."""
