@@ -4,6 +4,7 @@ the queue is bounded, a failing batch fails only its requests, and closing finis
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -84,3 +85,23 @@ def test_close_finishes_queued_items_then_refuses() -> None:
     assert [f.result(0)[0].diagnostics["seen"] for f in futures] == [f"r{i}" for i in range(5)]
     with pytest.raises(ShuttingDown):
         batcher.submit(_items("late"))
+
+
+def test_no_waiting_when_no_other_request_is_in_flight() -> None:
+    detector = EchoDetector()
+    batcher = MicroBatcher(detector.detect_batch, max_batch=8, max_wait_ms=60_000, in_flight=lambda: 1).start()
+    # the only request in flight is already queued: it runs at once instead of waiting a minute for company
+    assert batcher.submit(_items("alone")).result(10)[0].diagnostics["seen"] == "alone"
+    batcher.close(5)
+
+
+def test_waits_for_a_request_still_on_its_way() -> None:
+    detector = EchoDetector()
+    batcher = MicroBatcher(detector.detect_batch, max_batch=8, max_wait_ms=60_000, in_flight=lambda: 2).start()
+    first = batcher.submit(_items("first"))
+    time.sleep(0.2)
+    assert not first.done()  # a second request is in flight and not queued yet: the batch waits for it
+    second = batcher.submit(_items("second"))
+    assert len(first.result(10)) == len(second.result(10)) == 1
+    assert detector.batches == [["first", "second"]]
+    batcher.close(5)
