@@ -218,11 +218,23 @@ def test_generative_run_end_to_end(overfit_run) -> None:
         model = client.get("/v1/model").json()
         answer = client.post("/v1/detect", json=[{"context": r.context, "question": r.question, "response": r.response,
                                                   "task": r.task_type, "id": r.id} for r in records])
+        clean = records[1]
+        chosen = client.post("/v1/select", json={"context": clean.context, "question": clean.question, "task": "QA",
+                                                 "candidates": [clean.response, clean.response + " It is 9 km high."],
+                                                 "strategy": "max-confidence"})
     assert model["fingerprint"] == run_info["fingerprint"] and model["detector"]["kind"] == "generative"
     assert model["run_info"]["kind"] == "generative"
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert body["detector"] == {"kind": "generative", "name": None, "fingerprint": run_info["fingerprint"]}
+    assert chosen.status_code == 200, chosen.text
+    selection = chosen.json()
+    assert selection["index"] in (0, 1) and len(selection["candidates"]) == 2
+    assert all(0.0 <= c["score"] <= 1.0 for c in selection["candidates"])  # max-confidence: the response scores
+    failed = selection["detection_failed"]  # a candidate the detector could not judge ranks last (score None)
+    assert selection["scores"] == [None if i in failed else c["score"] for i, c in enumerate(selection["candidates"])]
+    assert 0 not in failed and (selection["index"] == 0 or not failed)
+    assert selection["detector"]["fingerprint"] == run_info["fingerprint"]
     for result, record in zip(body["results"], records):
         assert [(s["start"], s["end"], s["text"]) for s in result["spans"]] == \
                [(s.start, s.end, s.text) for s in record.spans], record.id
