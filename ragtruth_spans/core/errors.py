@@ -15,6 +15,7 @@ class InputError(ValueError):
 
     def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None,
                  field: str | None = None) -> None:
+        self.message = message
         self.path = str(path) if path is not None else None
         self.line = line
         self.field = field

@@ -5,7 +5,7 @@ Four steps, all written under one work directory (default ``./ragtruth-spans-qui
     data/{train,dev,test}.jsonl, stats.json   1. prepare the embedded sample (1 dev source per task)
     model/                                    2. train the ``tiny-cpu`` recipe (tiny random Llama, real 4-bit QLoRA)
     predictions.jsonl                         3. predict spans on data/test.jsonl (HF backend)
-    report.json                               4. evaluate predictions against the gold test spans
+    report.json, report.html                  4. evaluate predictions against the gold test spans; HTML report
 
 Re-running reuses what is finished: the prepared data when ``data/stats.json`` exists, the model when
 ``model/adapter_model.safetensors`` exists (training itself resumes from its last checkpoint), and the
@@ -48,6 +48,10 @@ class QuickstartPaths:
     @property
     def report(self) -> Path:
         return self.workdir / "report.json"
+
+    @property
+    def report_html(self) -> Path:
+        return self.workdir / "report.html"
 
 
 def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | None = None,
@@ -109,8 +113,10 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     report.settings["predictions"] = str(paths.predictions)
     print_evaluation(report.to_dict(), console)
     write_json(paths.report, report.to_dict())
+    _write_html_report(paths, gold, pred_file, console)
     console.print(f"\n[bold green]done[/] in {time.perf_counter() - started:.0f} s. Files: data {paths.data}, "
-                  f"model {paths.model}, predictions {paths.predictions}, report {paths.report}", highlight=False)
+                  f"model {paths.model}, predictions {paths.predictions}, report {paths.report}, {paths.report_html}",
+                  highlight=False)
     console.print("The tiny random model only shows that the pipeline runs end to end; its scores say nothing "
                   "about a real detector.", style="dim")
     return report
@@ -121,9 +127,19 @@ def _step(console: Console, number: int, title: str, target: Path) -> None:
     console.print(f"  → {target}", highlight=False)
 
 
+def _write_html_report(paths: QuickstartPaths, gold, pred_file, console: Console) -> None:
+    """The HTML report of the predictions (``report.html``, open it in a browser); its path is printed."""
+    from ragtruth_spans.reporting.html import report_from_files, write_report
+
+    data = report_from_files(gold, {"tiny-cpu": (str(paths.predictions), pred_file)}, bootstrap=1000,
+                             gold_source=str(paths.data / "test.jsonl"))
+    data.title = "ragtruth-spans quickstart report"
+    console.print(f"HTML report: {write_report(paths.report_html, data)}", highlight=False)
+
+
 def _remove_outputs(paths: QuickstartPaths, console: Console) -> None:
     """Delete the quickstart's own outputs (and nothing else) under the work directory."""
-    for path in (paths.data, paths.model, paths.predictions, paths.report):
+    for path in (paths.data, paths.model, paths.predictions, paths.report, paths.report_html):
         if path.is_dir():
             shutil.rmtree(path)
         elif path.exists():

@@ -241,3 +241,34 @@ def predict_summary(summary: Mapping[str, Any]) -> str:
     if summary.get("repaired_last_line"):
         lines.append("note: removed an incomplete last line (interrupted write) before resuming")
     return "\n".join(lines)
+
+
+# --- detect ------------------------------------------------------------------------------------------------
+
+SPAN_STYLES = {"Evident Conflict": "bold black on dark_orange", "Subtle Conflict": "bold black on yellow",
+               "Evident Baseless Info": "bold black on sky_blue1", "Subtle Baseless Info": "bold black on plum2"}
+"""Styles of predicted spans by type (underlined too, so the view does not rely on colour alone)."""
+
+
+def detection_view(response: str, detection: Mapping[str, Any], title: str | None = None) -> Group:
+    """One detection (a ``detect`` output line: ``spans`` with character offsets of ``response``, half-open,
+    ``score``, ``error``) as the response with its spans highlighted and a table of the spans."""
+    text = Text(response)
+    for span in detection["spans"]:
+        style = SPAN_STYLES.get(span.get("type") or "", "bold black on grey70")
+        text.stylize(f"{style} underline", span["start"], span["end"])
+    score = detection.get("score")
+    head = Text(f"{title + ' — ' if title else ''}response score {_fmt(score)} · {len(detection['spans'])} span(s)",
+                style="bold")
+    parts: list[Any] = [head, text]
+    if detection.get("error"):
+        parts.append(Text(f"the detector could not judge this response: {detection['error']}", style="red"))
+    if detection["spans"]:
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        for column in ("[start, end)", "type", "score", "text"):
+            table.add_column(column)
+        for span in detection["spans"]:
+            table.add_row(f"[{span['start']}, {span['end']})", span.get("type") or "–", _fmt(span.get("score")),
+                          Text(response[span["start"]:span["end"]]))
+        parts.append(table)
+    return Group(*parts)

@@ -31,6 +31,9 @@ def test_quickstart_runs_every_step_then_reuses_them(tmp_path: Path, monkeypatch
     saved = json.loads((workdir / "report.json").read_text(encoding="utf-8"))
     assert saved["overall"]["responses"] == len(test) == report.overall["responses"]
     assert f"responses: {len(test)} ({len(test)} predicted, 0 skipped" in out
+    html = (workdir / "report.html").read_text(encoding="utf-8")
+    assert "HTML report: " in out and str(workdir / "report.html") in out.replace("\n", "")
+    assert 'id="report-data"' in html and all(f'"id": "{r.id}"' in html for r in test)
 
     console = Console(record=True, width=140)
     run_quickstart(max_steps=3, max_new_tokens=24, console=console)

@@ -1,0 +1,140 @@
+"""``ragtruth-spans detect``: ad-hoc detection with any detector, from arguments or JSON lines on stdin.
+
+Input: ``--context/--question/--response`` (each text, or ``@FILE`` for a UTF-8 file's content), or, without them,
+JSON lines on stdin, one ``{"context", "question"?, "response", "task", "id"?}`` per line. Output: one JSON line
+per item on stdout, ``{"id"?, "spans": [{"start", "end", "type"?, "score"?, "text"}], "score", "error"?, ...}``
+(offsets are characters of the response, half-open), or on a terminal a highlighted view. Every line of stdin is
+checked before any detection runs: a bad line stops with one error naming ``<stdin>:LINE`` and the field, exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from typing import Any, Optional, TextIO
+
+import typer
+
+from ragtruth_spans.cli.common import app, fail, out, user_errors
+from ragtruth_spans.core.errors import InputError, check_choice
+
+STDIN = "<stdin>"
+OUTPUTS = ("auto", "json", "view")
+
+
+def argument_text(value: str | None, option: str) -> str | None:
+    """An option's text: ``@FILE`` reads the file (UTF-8), anything else is the text itself."""
+    if value is None or not value.startswith("@"):
+        return value
+    from ragtruth_spans.core.jsonl import read_text
+
+    try:
+        return read_text(value[1:])
+    except InputError as exc:
+        raise InputError(exc.message, path=exc.path, line=exc.line, field=option) from None
+
+
+def read_items(lines: Iterable[str], source: str = STDIN) -> list[tuple[Any, Any]]:
+    """``[(id or None, DetectItem)]`` from JSON lines (blank lines skipped); a bad line raises :class:`InputError`
+    naming ``source``, the 1-based line and the field."""
+    from ragtruth_spans.detectors.base import DetectItem
+
+    items = []
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=source, line=lineno) from None
+        if not isinstance(obj, dict):
+            raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=source, line=lineno)
+        item_id = obj.get("id")
+        if item_id is not None and (isinstance(item_id, bool) or not isinstance(item_id, (str, int))):
+            raise InputError("must be a string or an integer", path=source, line=lineno, field="id")
+        try:
+            items.append((item_id, DetectItem.of(obj)))
+        except InputError as exc:
+            raise InputError(exc.message, path=source, line=lineno, field=exc.field) from None
+    if not items:
+        raise InputError("no input: give --context and --response, or JSON lines on stdin", path=source)
+    return items
+
+
+def output_row(item_id: Any, response: str, detection: Any) -> dict[str, Any]:
+    """One output line: ``id`` (when the input had one), then the detection with each span's ``text``."""
+    row = ({"id": item_id} if item_id is not None else {}) | detection.to_dict()
+    row["spans"] = [s | {"text": response[s["start"]:s["end"]]} for s in row["spans"]]
+    return row
+
+
+def _argument_item(context: str | None, question: str | None, response: str | None, task: str | None) -> Any:
+    from ragtruth_spans.core.types import TASK_TYPES
+    from ragtruth_spans.detectors.base import DetectItem
+
+    context, question = argument_text(context, "--context"), argument_text(question, "--question")
+    response = argument_text(response, "--response")
+    for value, option in ((context, "--context"), (response, "--response")):
+        if value is None:
+            raise InputError("missing: give --context and --response (or JSON lines on stdin)", field=option)
+    if task is None and question is None:
+        raise InputError("--task is required (QA, Summary or Data2txt) when no --question is given", field="--task")
+    task = task or "QA"
+    check_choice(task, TASK_TYPES, "task", field="--task")
+    return DetectItem(context=context, response=response, task=task, question=question)
+
+
+def _write(rows: list[tuple[dict[str, Any], str]], view: bool, stream: TextIO) -> None:
+    if view:
+        from ragtruth_spans.reporting.console import detection_view
+
+        for row, response in rows:
+            out.print(detection_view(response, row, title=None if row.get("id") is None else f"id {row['id']}"))
+        return
+    for row, _ in rows:
+        stream.write(json.dumps(row, ensure_ascii=False) + "\n")
+    stream.flush()
+
+
+@app.command("detect")
+def detect_command(
+    model: str = typer.Option(..., "--model", help="A run directory written by `train`, or a detector name "
+                              "(numbers, flag-all, flag-none)."),
+    context: Optional[str] = typer.Option(None, "--context", help="The context (passages, article or data), or "
+                                          "@FILE."),
+    question: Optional[str] = typer.Option(None, "--question", help="The question (QA), or @FILE."),
+    response: Optional[str] = typer.Option(None, "--response", help="The response to check, or @FILE."),
+    task: Optional[str] = typer.Option(None, "--task", help="QA, Summary or Data2txt (default QA when --question "
+                                       "is given)."),
+    output: str = typer.Option("auto", "--output", help="auto (a highlighted view on a terminal, JSON lines "
+                               "otherwise) | json | view."),
+    chunk_size: int = typer.Option(32, "--chunk-size", min=1, help="Stdin items per detect_batch call."),
+    device: Optional[str] = typer.Option(None, "--device", help="torch device (default: cuda if available)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Responses the detector runs "
+                                             "together (default: the detector's)."),
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
+                                                 help="Generative runs: generation budget per response."),
+) -> None:
+    """Detect hallucinated spans in responses given as arguments or as JSON lines on stdin; print JSON lines (or
+    a highlighted view on a terminal). Exit status 0, or 2 for bad input."""
+    from ragtruth_spans.detectors.loader import load_detector
+
+    with user_errors():
+        check_choice(output, OUTPUTS, "output", field="--output")
+        if any(v is not None for v in (context, question, response)):
+            items = [(None, _argument_item(context, question, response, task))]
+        elif sys.stdin is None or sys.stdin.isatty():
+            raise InputError("no input: give --context and --response, or pipe JSON lines into stdin")
+        else:
+            items = read_items(sys.stdin)
+        try:
+            detector = load_detector(model, device=device, batch_size=batch_size, max_new_tokens=max_new_tokens)
+        except OSError as exc:
+            fail(exc)
+        view = output == "view" or (output == "auto" and out.is_terminal)
+        for start in range(0, len(items), chunk_size):
+            chunk = items[start:start + chunk_size]
+            detections = detector.detect_batch([item for _, item in chunk])
+            _write([(output_row(item_id, item.response, d), item.response) for (item_id, item), d
+                    in zip(chunk, detections)], view, sys.stdout)

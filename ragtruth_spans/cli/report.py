@@ -1,0 +1,77 @@
+"""``ragtruth-spans report``: one self-contained HTML page with the evaluation of one or more predictions files and
+a browser of the responses with their spans highlighted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragtruth_spans.cli.common import app, note, user_errors
+from ragtruth_spans.core.errors import InputError
+
+
+def detector_names(preds: list[Path], names: list[str]) -> list[str]:
+    """The name of each predictions file: ``--name`` values when given (one per ``--pred``), else the file's stem,
+    or its parent folder and stem when two stems collide."""
+    if names:
+        if len(names) != len(preds):
+            raise InputError(f"give one --name per --pred ({len(names)} names for {len(preds)} files)",
+                             field="--name")
+        chosen = names
+    else:
+        stems = [p.stem for p in preds]
+        chosen = [f"{p.parent.name}/{p.stem}" if stems.count(p.stem) > 1 else p.stem for p in preds]
+    duplicates = sorted({n for n in chosen if chosen.count(n) > 1})
+    if duplicates:
+        raise InputError(f"two predictions files have the same name {duplicates[0]!r}; tell them apart with --name",
+                         field="--name")
+    return chosen
+
+
+@app.command("report")
+def report_command(
+    gold: Path = typer.Option(..., "--gold", help="Prepared split file (e.g. OUT/test.jsonl) or a RAGTruth "
+                              "dataset directory (its test split, quality 'good')."),
+    preds: list[Path] = typer.Option(..., "--pred", help="Predictions JSONL; repeat to compare detectors side "
+                                     "by side."),
+    names: list[str] = typer.Option([], "--name", help="A name for each --pred, in order (default: file stems)."),
+    out_path: Path = typer.Option(Path("report.html"), "--out", help="The HTML file to write."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Resamples for 95% intervals (0 = none)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    ignore_implicit_true: bool = typer.Option(False, "--ignore-implicit-true",
+                                              help="Drop gold spans marked implicit_true (RAGTruth §3.4)."),
+    ignore_due_to_null: bool = typer.Option(False, "--ignore-due-to-null",
+                                            help="Drop gold spans marked due_to_null (RAGTruth §3.4)."),
+    allow_missing: bool = typer.Option(False, "--allow-missing",
+                                       help="A gold response with no prediction line counts as no spans."),
+    title: Optional[str] = typer.Option(None, "--title", help="Page title (default: ragtruth-spans report)."),
+) -> None:
+    """Write an HTML report: metrics overall / by task / by model / per type with intervals, charts, and every
+    response with correct, missed and false-alarm characters highlighted. Self-contained: open it offline."""
+    from ragtruth_spans.cli.evaluate import diagnostics_notes
+    from ragtruth_spans.core.predictions import read_prediction_file
+    from ragtruth_spans.evaluation import load_gold
+    from ragtruth_spans.reporting.html import ReportInput, evaluate_detector, write_report
+
+    with user_errors():
+        records, gold_info = load_gold(gold)
+        lengths = {r.id: len(r.response) for r in records}
+        results = []
+        for name, pred in zip(detector_names(preds, names), preds):
+            pred_file = read_prediction_file(pred, response_lengths=lengths)
+            try:
+                result = evaluate_detector(name, str(pred), records, pred_file, bootstrap=bootstrap, seed=seed,
+                                           ignore_implicit_true=ignore_implicit_true,
+                                           ignore_due_to_null=ignore_due_to_null, allow_missing=allow_missing)
+            except InputError as exc:  # what evaluate() rejects here is about the predictions (e.g. a missing id)
+                raise InputError(str(exc), path=pred) from None
+            result.report["notes"].extend(diagnostics_notes(pred_file.diagnostics))
+            result.report["settings"]["gold"] = gold_info
+            results.append(result)
+        data = ReportInput(gold=records, detectors=results, gold_source=str(gold), title=title or
+                           "ragtruth-spans report", ignore_implicit_true=ignore_implicit_true,
+                           ignore_due_to_null=ignore_due_to_null)
+        path = write_report(out_path, data)
+    note(f"wrote {path} ({len(records)} responses, {len(results)} detector(s)); open it in a browser")

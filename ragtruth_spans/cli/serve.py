@@ -1,0 +1,76 @@
+"""``ragtruth-spans serve``: a detector behind an HTTP endpoint (FastAPI + uvicorn)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragtruth_spans.cli.common import app, fail, note, user_errors
+from ragtruth_spans.core.errors import InputError
+
+
+def api_key_from_env(variable: str | None) -> str | None:
+    """The bearer token in environment variable ``variable`` (None: no auth); unset or empty is an error."""
+    if variable is None:
+        return None
+    key = os.environ.get(variable, "")
+    if not key.strip():
+        raise InputError(f"environment variable {variable} is not set or empty (it must hold the API key)",
+                         field="--api-key-env")
+    return key.strip()
+
+
+@app.command("serve")
+def serve_command(
+    model: str = typer.Option(..., "--model", help="A run directory written by `train`, or a detector name "
+                              "(numbers, flag-all, flag-none)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port to listen on."),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Require 'Authorization: Bearer KEY' "
+                                              "on /v1/*, KEY read from this environment variable."),
+    max_batch: int = typer.Option(32, "--max-batch", min=1, help="Items per detect_batch call at most."),
+    max_wait_ms: float = typer.Option(10.0, "--max-wait-ms", min=0, help="How long the oldest queued item waits "
+                                      "for others to fill a batch."),
+    max_queue: int = typer.Option(1024, "--max-queue", min=1, help="Queued items at most; beyond, 503."),
+    max_items: int = typer.Option(64, "--max-items", min=1, help="Items (or candidates) per request at most; "
+                                  "beyond, 413."),
+    max_chars: int = typer.Option(100_000, "--max-chars", min=1, help="Characters per item (context + question + "
+                                  "response) at most; beyond, 413."),
+    max_body_mb: float = typer.Option(16.0, "--max-body-mb", min=0.001, help="Request body size at most (MiB); "
+                                      "beyond, 413."),
+    graceful_timeout: float = typer.Option(30.0, "--graceful-timeout", min=0, help="On shutdown, seconds to wait "
+                                           "for requests in flight."),
+    device: Optional[str] = typer.Option(None, "--device", help="torch device (default: cuda if available)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Generative runs: responses "
+                                             "generated together inside one batch."),
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
+                                                 help="Generative runs: generation budget per response."),
+    log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
+) -> None:
+    """Serve a detector over HTTP: POST /v1/detect, POST /v1/select, GET /v1/model, GET /health, docs at /docs.
+    Concurrent requests are micro-batched; Ctrl-C or SIGTERM finishes the requests in flight, then stops."""
+    import uvicorn
+
+    from ragtruth_spans.detectors.loader import load_detector
+    from ragtruth_spans.serving.app import ServeSettings, create_app
+    from ragtruth_spans.training.run_dir import read_run_info
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    with user_errors():
+        settings = ServeSettings(max_batch=max_batch, max_wait_ms=max_wait_ms, max_queue=max_queue,
+                                 max_items=max_items, max_chars=max_chars,
+                                 max_body_bytes=int(max_body_mb * 1024 * 1024), api_key=api_key_from_env(api_key_env))
+        run_info = read_run_info(model) if Path(model).is_dir() else None
+        try:
+            detector = load_detector(model, device=device, batch_size=batch_size, max_new_tokens=max_new_tokens)
+        except OSError as exc:
+            fail(exc)
+    note(f"serving {detector.kind} detector {model} on http://{host}:{port} (docs: /docs; auth: "
+         f"{'bearer token from $' + api_key_env if api_key_env else 'none'})")
+    config = uvicorn.Config(create_app(detector, settings=settings, run_info=run_info), host=host, port=port,
+                            log_level=log_level.lower(), timeout_graceful_shutdown=graceful_timeout)
+    uvicorn.Server(config).run()

@@ -1,0 +1,218 @@
+/* The response browser of a ragtruth-spans report. Reads the embedded JSON (see reporting/html.py), filters it
+   and renders one page of responses at a time. Offsets in the data are Unicode code points of the response
+   (Python str indices), so the text is sliced as Array.from(response), never by UTF-16 units. */
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("report-data").textContent);
+  var KIND_LABEL = { correct: "correct (gold and predicted)", missed: "missed (gold only)",
+                     false: "false alarm (predicted only)" };
+  var state = { det: 0, task: "", model: "", show: "all", query: "", page: 0, size: 25, focus: -1 };
+  var matches = [];
+  var $ = function (id) { return document.getElementById(id); };
+
+  function make(tag, attrs, text) {
+    var el = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { el.setAttribute(k, attrs[k]); });
+    if (text !== undefined && text !== null) { el.textContent = text; }
+    return el;
+  }
+
+  function typesOf(mask) {
+    return data.types.filter(function (_, i) { return mask & (1 << i); });
+  }
+
+  function detectorsShown() {
+    return state.det < 0 ? data.detectors.map(function (_, i) { return i; }) : [state.det];
+  }
+
+  function keep(r) {
+    if (state.task && r.task !== state.task) { return false; }
+    if (state.model && r.model !== state.model) { return false; }
+    if (state.query) {
+      var hay = (r.id + "\n" + r.response + "\n" + (r.question || "")).toLowerCase();
+      if (hay.indexOf(state.query) < 0) { return false; }
+    }
+    if (state.show === "all") { return true; }
+    if (state.show === "gold") { return r.gold.length > 0; }
+    if (state.show === "clean") { return r.gold.length === 0; }
+    return detectorsShown().some(function (d) {
+      var det = r.det[d];
+      if (state.show === "false") { return det.chars[2] > 0; }
+      if (state.show === "missed") { return det.chars[1] > 0; }
+      if (state.show === "wrong") { return det.chars[1] > 0 || det.chars[2] > 0; }
+      if (state.show === "failed") { return det.error !== null || det.missing; }
+      return true;
+    });
+  }
+
+  function markTitle(run) {
+    var kind = data.kinds[run[2]];
+    var parts = [KIND_LABEL[kind]];
+    var types = typesOf(run[3]);
+    if (types.length) { parts.push("gold: " + types.join(", ")); }
+    if (run[5].length) { parts.push("predicted type: " + run[5].join(", ")); }
+    if (run[4] !== null) { parts.push("predicted score " + run[4].toFixed(3)); }
+    return parts.join(" · ");
+  }
+
+  function renderText(response, runs) {
+    var chars = Array.from(response);
+    var p = make("p", { "class": "response" });
+    var at = 0;
+    runs.forEach(function (run) {
+      if (run[0] > at) { p.appendChild(document.createTextNode(chars.slice(at, run[0]).join(""))); }
+      var kind = data.kinds[run[2]];
+      var types = typesOf(run[3]);
+      var cls = "hl k-" + kind + (types.length ? " gt-" + data.types.indexOf(types[0]) : "");
+      var title = markTitle(run);
+      var mark = make("mark", { "class": cls, "data-kind": kind, "data-types": types.join("|"), "title": title,
+                                "aria-label": title }, chars.slice(run[0], run[1]).join(""));
+      if (run[4] !== null) { mark.setAttribute("data-score", run[4]); }
+      p.appendChild(mark);
+      at = run[1];
+    });
+    if (at < chars.length) { p.appendChild(document.createTextNode(chars.slice(at).join(""))); }
+    return p;
+  }
+
+  function badges(det) {
+    var text = "score " + (det.score === null ? "–" : det.score.toFixed(3)) + " · correct " + det.chars[0] +
+      " · missed " + det.chars[1] + " · false alarm " + det.chars[2] + " chars";
+    return text;
+  }
+
+  function renderCard(r, index) {
+    var card = make("article", { "class": "card", "tabindex": "-1", "data-index": index, "data-id": r.id,
+                                 "data-task": r.task, "data-model": r.model });
+    var head = make("header");
+    head.appendChild(make("h3", {}, r.id + " · " + r.task + " · " + r.model));
+    if (state.det >= 0) { head.appendChild(make("span", { "class": "badges" }, badges(r.det[state.det]))); }
+    card.appendChild(head);
+    if (r.question) {
+      var q = make("p", { "class": "question" });
+      q.appendChild(make("strong", {}, "Question: "));
+      q.appendChild(document.createTextNode(r.question));
+      card.appendChild(q);
+    }
+    var ctx = make("details", { "class": "context" });
+    ctx.appendChild(make("summary", {}, "Context (" + Array.from(r.context).length + " characters)"));
+    ctx.appendChild(make("pre", {}, r.context));
+    card.appendChild(ctx);
+    detectorsShown().forEach(function (d) {
+      var det = r.det[d];
+      var block = make("div", { "class": "det", "data-detector": data.detectors[d] });
+      if (state.det < 0) { block.appendChild(make("div", { "class": "det-name" }, data.detectors[d] + " — " +
+                                                  badges(det))); }
+      if (det.error !== null) { block.appendChild(make("p", { "class": "failure" }, "detector failure: " + det.error)); }
+      if (det.missing) { block.appendChild(make("p", { "class": "failure" }, "no prediction for this response")); }
+      block.appendChild(renderText(r.response, det.runs));
+      card.appendChild(block);
+    });
+    return card;
+  }
+
+  function applyFilters() {
+    matches = [];
+    data.responses.forEach(function (r, i) { if (keep(r)) { matches.push(i); } });
+    state.page = 0;
+    state.focus = -1;
+    render();
+  }
+
+  function pages() { return Math.max(1, Math.ceil(matches.length / state.size)); }
+
+  function render() {
+    var cards = $("cards");
+    cards.textContent = "";
+    var first = state.page * state.size;
+    var shown = matches.slice(first, first + state.size);
+    var frag = document.createDocumentFragment();
+    shown.forEach(function (i) { frag.appendChild(renderCard(data.responses[i], i)); });
+    if (!shown.length) { frag.appendChild(make("p", { "class": "empty" }, "No response matches these filters.")); }
+    cards.appendChild(frag);
+    $("status").textContent = matches.length ?
+      "Showing " + (first + 1) + "–" + (first + shown.length) + " of " + matches.length + " responses" +
+      (matches.length < data.responses.length ? " (filtered from " + data.responses.length + ")" : "") +
+      " · page " + (state.page + 1) + " of " + pages() : "0 of " + data.responses.length + " responses";
+    $("prev").disabled = state.page === 0;
+    $("next").disabled = state.page >= pages() - 1;
+  }
+
+  function goPage(delta) {
+    var next = Math.min(pages() - 1, Math.max(0, state.page + delta));
+    if (next !== state.page) { state.page = next; state.focus = -1; render(); $("cards").scrollIntoView(); }
+  }
+
+  function moveFocus(delta) {
+    var cards = document.querySelectorAll("#cards article.card");
+    if (!cards.length) { return; }
+    var next = state.focus + delta;
+    if (next >= cards.length) { goPage(1); next = 0; cards = document.querySelectorAll("#cards article.card"); }
+    if (next < 0) {
+      if (state.page === 0) { next = 0; } else { goPage(-1); cards = document.querySelectorAll("#cards article.card");
+                                                 next = cards.length - 1; }
+    }
+    state.focus = next;
+    cards[next].focus();
+    cards[next].scrollIntoView({ block: "nearest" });
+  }
+
+  function fillSelect(select, values) {
+    values.forEach(function (v) { select.appendChild(make("option", { value: v }, v)); });
+  }
+
+  function setup() {
+    var tasks = [], models = [];
+    data.responses.forEach(function (r) {
+      if (tasks.indexOf(r.task) < 0) { tasks.push(r.task); }
+      if (models.indexOf(r.model) < 0) { models.push(r.model); }
+    });
+    fillSelect($("f-task"), tasks.sort());
+    fillSelect($("f-model"), models.sort());
+    var det = $("f-det");
+    data.detectors.forEach(function (name, i) { det.appendChild(make("option", { value: String(i) }, name)); });
+    if (data.detectors.length > 1) { det.appendChild(make("option", { value: "-1" }, "all, side by side")); }
+    det.addEventListener("change", function () { state.det = parseInt(det.value, 10); applyFilters(); });
+    $("f-task").addEventListener("change", function (e) { state.task = e.target.value; applyFilters(); });
+    $("f-model").addEventListener("change", function (e) { state.model = e.target.value; applyFilters(); });
+    $("f-show").addEventListener("change", function (e) { state.show = e.target.value; applyFilters(); });
+    $("f-size").addEventListener("change", function (e) { state.size = parseInt(e.target.value, 10); applyFilters(); });
+    var timer = null;
+    var onQuery = function (e) {
+      clearTimeout(timer);
+      timer = setTimeout(function () {
+        var query = e.target.value.trim().toLowerCase();
+        if (query !== state.query) { state.query = query; applyFilters(); }
+      }, 150);
+    };
+    ["input", "search", "change"].forEach(function (name) { $("f-query").addEventListener(name, onQuery); });
+    $("prev").addEventListener("click", function () { goPage(-1); });
+    $("next").addEventListener("click", function () { goPage(1); });
+    $("controls").addEventListener("submit", function (e) { e.preventDefault(); });
+    document.addEventListener("keydown", function (e) {
+      var tag = (e.target.tagName || "").toLowerCase();
+      if (e.ctrlKey || e.metaKey || e.altKey) { return; }
+      if (tag === "input" || tag === "select" || tag === "textarea") {
+        if (e.key === "Escape") { e.target.blur(); }
+        return;
+      }
+      var actions = {
+        j: function () { moveFocus(1); }, k: function () { moveFocus(-1); },
+        n: function () { goPage(1); }, p: function () { goPage(-1); },
+        "/": function () { $("f-query").focus(); },
+        c: function () {
+          var card = document.activeElement;
+          var ctx = card && card.classList && card.classList.contains("card") ? card.querySelector("details") : null;
+          if (ctx) { ctx.open = !ctx.open; }
+        }
+      };
+      if (actions[e.key]) { e.preventDefault(); actions[e.key](); }
+    });
+    $("controls").hidden = false;
+    $("keys").hidden = false;
+    applyFilters();
+    document.body.setAttribute("data-ready", "true");
+  }
+
+  setup();
+})();

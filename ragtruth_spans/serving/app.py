@@ -1,0 +1,243 @@
+"""The HTTP service around one loaded detector (FastAPI): ``create_app(detector, ...)``.
+
+Endpoints: ``POST /v1/detect`` (one item or a list), ``POST /v1/select`` (best-of-N selection),
+``GET /v1/model`` (the detector and its run), ``GET /health``, and the OpenAPI docs at ``/docs``.
+
+- Every detection goes through one :class:`~ragtruth_spans.serving.batcher.MicroBatcher`: concurrent requests
+  share ``detect_batch`` calls; a full queue answers 503 (with ``Retry-After``). The batcher knows how many
+  detection requests are in flight, so it waits ``max_wait_ms`` only when another request may still join.
+- Errors: 422 for a malformed body (one message per problem, naming the field), 413 for a body, an item or a
+  list beyond the limits, 401 without the bearer token (when the server has one), 500 with an ``error_id`` and
+  no stack trace when the detector fails (the trace is logged server-side with the same id).
+- Shutdown (the lifespan's end, after uvicorn has stopped taking connections and waited for the requests in
+  flight) closes the batcher, which finishes every queued item first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ragtruth_spans import __version__
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
+from ragtruth_spans.serving.batcher import MicroBatcher, Overloaded, ShuttingDown
+from ragtruth_spans.serving.limits import BearerAuth, BodySizeLimit, InFlight, validation_errors
+from ragtruth_spans.serving.models import (
+    DetectionOut,
+    DetectItemIn,
+    DetectMany,
+    DetectOne,
+    DetectorRef,
+    ErrorOut,
+    SelectRequest,
+)
+
+logger = logging.getLogger("ragtruth_spans.serving")
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """Limits and batching of the service. ``api_key``: the bearer token required on ``/v1/*`` (None: open)."""
+
+    max_batch: int = 32
+    max_wait_ms: float = 10.0
+    max_queue: int = 1024
+    max_items: int = 64
+    max_chars: int = 100_000
+    max_body_bytes: int = 16 * 1024 * 1024
+    api_key: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k != "api_key"} | {"auth": self.api_key is not None}
+
+
+class ServiceError(Exception):
+    """An answer other than 200: ``status``, a message, optional headers."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers
+
+
+class BatchedDetector(Detector):
+    """The served detector as seen by code that calls ``detect_batch`` itself (``select_best``): its calls go
+    through the micro-batcher (call it from a worker thread, never from the event loop)."""
+
+    def __init__(self, inner: Detector, batcher: MicroBatcher) -> None:
+        self.kind = inner.kind  # type: ignore[misc]
+        self._inner, self._batcher = inner, batcher
+
+    def detect_batch(self, items: Any) -> list[Detection]:
+        return self._batcher.submit([DetectItem.of(item) for item in items]).result()
+
+    def describe(self) -> dict[str, Any]:
+        return self._inner.describe()
+
+
+def detection_out(item_id: Any, response: str, detection: Detection) -> DetectionOut:
+    spans = [{"text": response[s.start:s.end], **s.to_dict()} for s in detection.spans]
+    return DetectionOut(id=item_id, spans=spans, score=detection.score, error=detection.error,
+                        diagnostics=detection.diagnostics)
+
+
+def _error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **{k: v for k, v in extra.items() if k != "headers"}},
+                        status_code=status, headers=extra.get("headers"))
+
+
+def _unavailable(exc: Overloaded | ShuttingDown) -> ServiceError:
+    """503: the queue is full (retry in a second) or the server is shutting down."""
+    if isinstance(exc, Overloaded):
+        return ServiceError(503, f"server busy: {exc}; retry later", {"Retry-After": "1"})
+    return ServiceError(503, str(exc), {"Retry-After": "5"})
+
+
+def _internal_error(exc: BaseException, where: str) -> ServiceError:
+    error_id = uuid.uuid4().hex[:12]
+    logger.error("internal error %s in %s", error_id, where, exc_info=exc)
+    return ServiceError(500, f"internal error (error_id {error_id}); the server log has the details")
+
+
+class Service:
+    """The state behind the routes: detector, batcher, settings, the detector reference put in every answer."""
+
+    def __init__(self, detector: Detector, settings: ServeSettings, run_info: dict[str, Any] | None) -> None:
+        self.detector, self.settings, self.run_info = detector, settings, run_info
+        described = detector.describe()
+        self.ref = DetectorRef(kind=detector.kind, name=described.get("name"),
+                               fingerprint=(run_info or {}).get("fingerprint"))
+        self.in_flight = SimpleNamespace(count=0)  # detection requests being served (the InFlight middleware)
+        self.batcher = MicroBatcher(detector.detect_batch, max_batch=settings.max_batch,
+                                    max_wait_ms=settings.max_wait_ms, max_queue=settings.max_queue,
+                                    in_flight=lambda: self.in_flight.count)
+
+    def check_size(self, n_items: int, chars: list[int]) -> None:
+        if n_items > self.settings.max_items:
+            raise ServiceError(413, f"{n_items} items in one request; the limit is {self.settings.max_items}")
+        for i, n in enumerate(chars):
+            if n > self.settings.max_chars:
+                raise ServiceError(413, f"item {i} has {n} characters (context + question + response); the limit "
+                                   f"is {self.settings.max_chars}")
+
+    async def detect(self, items: list[DetectItem]) -> list[Detection]:
+        try:
+            return await asyncio.wrap_future(self.batcher.submit(items))
+        except (Overloaded, ShuttingDown) as exc:
+            raise _unavailable(exc) from None
+        except Exception as exc:
+            raise _internal_error(exc, "detect_batch") from None
+
+    async def select(self, body: SelectRequest) -> Any:
+        """``select_best`` over the candidates, in a worker thread, its detections through the batcher."""
+        from ragtruth_spans.selection.select import select_best
+
+        candidates = [c.model_dump(exclude_none=True) for c in body.candidates]
+        try:
+            return await run_in_threadpool(
+                select_best, candidates, strategy=body.strategy, seed=body.seed, tie_break=body.tie_break,
+                detector=BatchedDetector(self.detector, self.batcher), context=body.context, task=body.task,
+                question=body.question)
+        except (Overloaded, ShuttingDown) as exc:
+            raise _unavailable(exc) from None
+        except InputError as exc:
+            raise ServiceError(422, f"invalid request: {exc}") from None
+        except Exception as exc:
+            raise _internal_error(exc, "select") from None
+
+
+def _install_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def service_error(_: Request, exc: ServiceError) -> JSONResponse:
+        return _error(exc.status, exc.message, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_body(_: Request, exc: RequestValidationError) -> JSONResponse:
+        detail = validation_errors(exc.errors(), exc.body)
+        summary = "; ".join(f"{d['field']}: {d['message']}" for d in detail[:5])
+        return _error(422, f"invalid request: {summary}", detail=detail)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        error = _internal_error(exc, f"{request.method} {request.url.path}")
+        return _error(500, error.message)
+
+
+def create_app(detector: Detector, *, settings: ServeSettings | None = None,
+               run_info: dict[str, Any] | None = None) -> FastAPI:
+    """The FastAPI application serving ``detector`` (see the module docstring). ``run_info``: the run's
+    ``run_info.json`` (for ``/v1/model`` and the fingerprint in every answer), None for a named detector."""
+    service = Service(detector, settings or ServeSettings(), run_info)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        service.batcher.start()
+        logger.info("serving %s (max batch %d, max wait %g ms, queue %d)", service.ref.model_dump(exclude_none=True),
+                    service.settings.max_batch, service.settings.max_wait_ms, service.settings.max_queue)
+        yield
+        logger.info("shutting down: finishing %d queued item(s)", service.batcher.pending)
+        await run_in_threadpool(service.batcher.close)
+
+    app = FastAPI(title="ragtruth-spans", version=__version__, lifespan=lifespan,
+                  description="Hallucinated character spans in RAG answers. Offsets are characters (Unicode code "
+                              "points) of the response, half-open [start, end).")
+    app.state.service = service
+    app.add_middleware(InFlight, counter=service.in_flight)  # innermost: counts what passed the checks below
+    app.add_middleware(BodySizeLimit, max_bytes=service.settings.max_body_bytes)
+    if service.settings.api_key is not None:
+        app.add_middleware(BearerAuth, api_key=service.settings.api_key)  # added last: runs first
+    _install_handlers(app)
+    _add_routes(app, service)
+    return app
+
+
+def _add_routes(app: FastAPI, service: Service) -> None:
+    errors = {code: {"model": ErrorOut} for code in (401, 413, 422, 500, 503)}
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        """Liveness and load: queue length and batching totals (no auth)."""
+        return {"status": "shutting down" if service.batcher.closing else "ok", "detector": service.ref.model_dump(),
+                "pending_items": service.batcher.pending, "stats": service.batcher.stats.to_dict()}
+
+    @app.get("/v1/model", responses=errors)
+    async def model() -> dict[str, Any]:
+        """The detector's description, its run metadata (run_info.json, with the fingerprint) and the limits."""
+        return {"detector": service.detector.describe(), "fingerprint": service.ref.fingerprint,
+                "run_info": service.run_info, "serving": service.settings.public(), "version": __version__}
+
+    @app.post("/v1/detect", response_model=DetectOne | DetectMany, responses=errors)
+    async def detect(body: DetectItemIn | list[DetectItemIn]) -> DetectOne | DetectMany:
+        """Hallucinated spans of one item (answer: one detection) or a list of items (answer: ``results``)."""
+        items = body if isinstance(body, list) else [body]
+        if not items:
+            raise ServiceError(422, "invalid request: the list of items is empty")
+        service.check_size(len(items), [item.chars() for item in items])
+        detections = await service.detect([DetectItem(context=i.context, response=i.response, task=i.task,
+                                                      question=i.question) for i in items])
+        outs = [detection_out(i.id, i.response, d) for i, d in zip(items, detections)]
+        if isinstance(body, list):
+            return DetectMany(results=outs, detector=service.ref)
+        return DetectOne(**outs[0].model_dump(), detector=service.ref)
+
+    @app.post("/v1/select", responses=errors)
+    async def select(body: SelectRequest) -> dict[str, Any]:
+        """Best-of-N selection: the index of the least hallucinated candidate and each candidate's spans."""
+        service.check_size(len(body.candidates), [body.chars()])
+        return (await service.select(body)).to_dict() | {"detector": service.ref.model_dump()}

@@ -1,0 +1,110 @@
+"""Request and response bodies of the HTTP service (pydantic). Offsets in every answer are characters of the
+response (Unicode code points, as Python ``str`` indices), half-open ``[start, end)``.
+
+Wrong types, missing or unknown fields and empty texts are refused by these models (422); sizes beyond the
+server's limits (characters per item, items per request, request bytes) are checked by the app (413).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ragtruth_spans.core.types import TASK_TYPES
+from ragtruth_spans.selection.select import STRATEGIES, TIE_BREAKS
+
+Task = Literal[TASK_TYPES]  # type: ignore[valid-type]
+Strategy = Literal[STRATEGIES]  # type: ignore[valid-type]
+TieBreak = Literal[TIE_BREAKS]  # type: ignore[valid-type]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DetectItemIn(_Strict):
+    """One response to check, with the context it was written from."""
+
+    context: str = Field(min_length=1, description="The passages (QA), the article (Summary) or the data (Data2txt).")
+    response: str = Field(min_length=1, description="The response to check.")
+    task: Task = Field(description="QA, Summary or Data2txt.")
+    question: str | None = Field(default=None, description="The question (QA).")
+    id: str | int | None = Field(default=None, description="Your id, echoed in the answer.")
+
+    def chars(self) -> int:
+        return len(self.context) + len(self.response) + len(self.question or "")
+
+
+class SpanOut(BaseModel):
+    start: int
+    end: int
+    text: str
+    type: str | None = None
+    score: float | None = None
+
+
+class DetectorRef(BaseModel):
+    """Which detector answered: its kind, its name (named detectors) and the run fingerprint (trained runs)."""
+
+    kind: str
+    name: str | None = None
+    fingerprint: str | None = None
+
+
+class DetectionOut(BaseModel):
+    id: str | int | None = None
+    spans: list[SpanOut]
+    score: float | None = Field(description="Response score in [0, 1], higher = more likely hallucinated.")
+    error: str | None = Field(default=None, description="Set when the detector could not judge the response.")
+    diagnostics: dict[str, Any] = Field(default_factory=dict)
+
+
+class DetectOne(DetectionOut):
+    """The answer to one item."""
+
+    detector: DetectorRef
+
+
+class DetectMany(BaseModel):
+    """The answer to a list of items, in their order."""
+
+    results: list[DetectionOut]
+    detector: DetectorRef
+
+
+class CandidateIn(_Strict):
+    response: str = Field(min_length=1)
+    id: str | None = None
+
+
+class SelectRequest(_Strict):
+    """Best-of-N selection: N candidate responses to one input."""
+
+    context: str = Field(min_length=1)
+    task: Task
+    question: str | None = None
+    candidates: list[CandidateIn] = Field(min_length=1, description="Responses: strings, or {response, id?} "
+                                          "objects.")
+    strategy: Strategy = "fewest-spans"
+    tie_break: TieBreak = "random"
+    seed: int = 0
+
+    @field_validator("candidates", mode="before")
+    @classmethod
+    def _strings_are_responses(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        for i, candidate in enumerate(value):
+            if not isinstance(candidate, (str, dict)):
+                raise ValueError(f"candidate {i} must be a response string or an object {{response, id?}}")
+        return [{"response": c} if isinstance(c, str) else c for c in value]
+
+    def chars(self) -> int:
+        return len(self.context) + len(self.question or "") + sum(len(c.response) for c in self.candidates)
+
+
+class ErrorOut(BaseModel):
+    error: str
+    detail: list[dict[str, Any]] | None = None
+    error_id: str | None = None

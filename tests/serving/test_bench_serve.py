@@ -1,0 +1,26 @@
+"""scripts/bench_serve.py at toy scale: it starts and stops its own server, sends exactly the requests asked for
+and records that each was answered once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_bench_serve_counts_every_request_once(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_serve.py"), "--model", "numbers",
+                             "--requests", "12", "--concurrency", "1,4", "--max-wait-ms", "2", "--json", str(out),
+                             "--server-log", str(tmp_path / "server.log")],
+                            capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert [r["clients"] for r in report["rows"]] == [1, 4]
+    for row in report["rows"]:
+        assert row["requests"] == 12 and row["lost"] == 0 and row["answered_twice"] == 0 and row["failures"] == {}
+        assert row["changed"] == 0 and row["p50_ms"] <= row["p99_ms"] and row["batches"] >= 1
+    assert "throughput at 4 clients / at 1" in result.stdout
