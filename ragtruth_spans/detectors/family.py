@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 BUILTIN_FAMILIES: dict[str, str] = {
     "generative": "ragtruth_spans.detectors.generative.family",
     "rules": "ragtruth_spans.detectors.rules",
+    "similarity": "ragtruth_spans.detectors.similarity.family",
 }
 """``{kind: module defining FAMILY}`` of the families shipped with ragtruth-spans."""
 

@@ -1,0 +1,103 @@
+"""Sentences of a response and evidence units of a context, for the detectors that judge whole sentences
+(the similarity family, the two-tier claim detector).
+
+- :func:`split_sentences` cuts a text into sentences with ``pysbd`` (rule-based sentence boundary detection, no
+  downloads) after cutting it at line breaks, so list items and headings are sentences of their own. Offsets are
+  **characters of the text, half-open** ``[start, end)``; each sentence is **trimmed**: its leading and trailing
+  whitespace (``str.isspace``) is left out, so ``text[start:end] == text[start:end].strip()``; sentences that are
+  only whitespace are dropped.
+- :func:`evidence_units` turns a context (and the QA question) into the short texts a response sentence is
+  compared with: the context's sentences, or, for a Data2txt context that is JSON, one ``key: value`` line per
+  field (long string values, such as reviews, cut into sentences).
+- :func:`tokens` are the lower-cased word tokens the overlap ratio and the keyword match compare.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from typing import Any
+
+Interval = tuple[int, int]
+TOKEN = re.compile(r"\w+(?:[.,]\d+)*")
+"""A token: a run of word characters, with decimal or thousands parts kept (``3.5``, ``1,200``)."""
+LONG_VALUE_CHARS = 120
+"""A JSON string value longer than this is cut into sentences (reviews, descriptions)."""
+
+
+@cache
+def _segmenter() -> Any:
+    import pysbd
+
+    return pysbd.Segmenter(language="en", clean=False)
+
+
+def _trimmed(text: str, start: int, end: int) -> Interval | None:
+    piece = text[start:end]
+    stripped = piece.strip()
+    if not stripped:
+        return None
+    lead = len(piece) - len(piece.lstrip())
+    return start + lead, start + lead + len(stripped)
+
+
+def split_sentences(text: str) -> list[Interval]:
+    """Trimmed sentence intervals ``[start, end)`` of ``text`` in order (see the module docstring)."""
+    out: list[Interval] = []
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        if line.strip():
+            position = offset
+            for piece in _segmenter().segment(line):
+                # pysbd with clean=False returns pieces that concatenate to its input; find() guards the rare
+                # case where it does not, so offsets always index the original text.
+                found = text.find(piece, position) if piece else -1
+                start = found if found >= 0 else position
+                interval = _trimmed(text, start, min(start + len(piece), len(text)))
+                if interval is not None:
+                    out.append(interval)
+                position = start + len(piece)
+        offset += len(line)
+    return out
+
+
+def sentence_texts(text: str) -> list[str]:
+    """The trimmed sentences of ``text``."""
+    return [text[a:b] for a, b in split_sentences(text)]
+
+
+def _json_lines(value: Any, key: str = "") -> list[str]:
+    if isinstance(value, dict):
+        return [line for k, v in value.items() for line in _json_lines(v, str(k))]
+    if isinstance(value, list):
+        return [line for item in value for line in _json_lines(item, key)]
+    if isinstance(value, str) and len(value) > LONG_VALUE_CHARS:
+        return sentence_texts(value)
+    shown = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+    return [f"{key}: {shown}" if key else shown]
+
+
+def evidence_units(context: str, task: str, question: str | None = None) -> list[str]:
+    """The texts a response sentence is compared with: the question (QA), then the context's sentences, or one
+    ``key: value`` line per field of a Data2txt JSON context (a context that is not JSON is cut into sentences)."""
+    units = [question.strip()] if question and question.strip() else []
+    if task == "Data2txt":
+        try:
+            data = json.loads(context)
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, (dict, list)):
+            return units + [line for line in _json_lines(data) if line.strip()]
+    return units + sentence_texts(context)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens of ``text`` (:data:`TOKEN`)."""
+    return [m.group().lower() for m in TOKEN.finditer(text)]
+
+
+def overlaps(interval: Interval, spans: Any) -> bool:
+    """Whether ``interval`` shares at least one character with any of ``spans`` (objects with start/end)."""
+    start, end = interval
+    return any(s.start < end and start < s.end for s in spans)
