@@ -7,25 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from ragtruth_spans.training.recipe import Recipe, Section
-from ragtruth_spans.training.tuning import PAPER_GRID
-
-
-class TuningSection(Section):
-    """Thresholds are tuned on ``data.eval_split``: every value of ``grid`` (every combination for two
-    thresholds), keeping the best ``criterion`` as the evaluator computes it (ties: the first, ascending)."""
-
-    criterion: Literal["span_f1", "response_macro_f1", "response_f1"] = Field(
-        "span_f1", description="span_f1: the project's primary metric (characters); response_macro_f1: "
-                               "DelucionQA's response-level macro F1 over both classes.")
-    grid: list[float] = Field(default_factory=lambda: list(PAPER_GRID), min_length=1,
-                              description="Candidate values of each threshold, each in (0, 1).")
-
-    @model_validator(mode="after")
-    def _in_range(self) -> TuningSection:
-        bad = [v for v in self.grid if not 0.0 < v < 1.0]
-        if bad:
-            raise ValueError(f"grid values must be strictly between 0 and 1, got {bad}")
-        return self
+from ragtruth_spans.training.tuning import TuningSection
 
 
 class KeywordSection(Section):
