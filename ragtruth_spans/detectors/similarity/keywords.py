@@ -59,7 +59,8 @@ def _phrase_pattern(phrase: str) -> re.Pattern[str]:
 
 
 def response_keywords(response: str, *, max_ngram: int = DEFAULT_MAX_NGRAM, top: int = DEFAULT_TOP) -> list[Keyword]:
-    """YAKE's top keyphrases of ``response`` (up to ``max_ngram`` words) and its numbers, each once."""
+    """The numbers of ``response`` and YAKE's top keyphrases (up to ``max_ngram`` words), each once; a single
+    word that is part of a kept keyphrase is not counted again (YAKE returns "Grand Hotel", "Grand", "Hotel")."""
     found: list[Keyword] = []
     seen: set[str] = set()
     for start, end, value in numbers_in(response):
@@ -67,9 +68,12 @@ def response_keywords(response: str, *, max_ngram: int = DEFAULT_MAX_NGRAM, top:
             seen.add("#" + value)
             occurrences = tuple((a, b) for a, b, v in numbers_in(response) if v == value)
             found.append(Keyword(text=response[start:end], number=True, occurrences=occurrences))
-    for phrase, _score in _extractor(max_ngram, top).extract_keywords(response) if response.strip() else []:
-        key = " ".join(tokens(phrase))
-        if not key or key in seen:
+    candidates = [p for p, _ in _extractor(max_ngram, top).extract_keywords(response)] if response.strip() else []
+    in_phrases = {t for p in candidates if len(tokens(p)) > 1 for t in tokens(p)}
+    for phrase in candidates:
+        words = tokens(phrase)
+        key = " ".join(words)
+        if not key or key in seen or (len(words) == 1 and words[0] in in_phrases):
             continue
         seen.add(key)
         occurrences = tuple(m.span() for m in _phrase_pattern(phrase).finditer(response))
