@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import make_record
 from typer.testing import CliRunner
 
-from conftest import make_record
 from ragtruth_spans.cli import app
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_records

@@ -26,6 +26,14 @@ class PremiseSection(Section):
     top_k: int = Field(4, ge=1, le=32)
 
 
+class PairsSection(Section):
+    """Which tier-2 training pairs are kept: supported sentences far outnumber unsupported ones in RAGTruth, so at
+    most ``supported_per_unsupported`` supported pairs are kept per unsupported pair (a seeded sample, ``data.seed``;
+    null keeps all)."""
+
+    supported_per_unsupported: float | None = Field(None, gt=0)
+
+
 class EncoderTrainingSection(TrainingSection):
     """:class:`TrainingSection` with defaults for fine-tuning a small encoder on CPU."""
 
@@ -53,6 +61,7 @@ class TwoTierRecipe(Recipe):
     kind: Literal["two-tier"] = "two-tier"
     model: EncoderModelSection = Field(default_factory=EncoderModelSection)
     premise: PremiseSection = Field(default_factory=PremiseSection)
+    pairs: PairsSection = Field(default_factory=PairsSection)
     training: EncoderTrainingSection = Field(default_factory=EncoderTrainingSection)
     tuning: TuningSection = Field(default_factory=TuningSection)
 

@@ -44,6 +44,7 @@ class PairStats(RecordStats):
     tier1_filtered: int = 0
     unsupported_pairs: int = 0
     supported_pairs: int = 0
+    supported_pairs_dropped: int = 0
 
 
 def pair_rows(checks: list[list[SentenceCheck]], stats: PairStats | None = None) -> list[dict[str, Any]]:
@@ -61,6 +62,24 @@ def pair_rows(checks: list[list[SentenceCheck]], stats: PairStats | None = None)
         stats.supported_pairs = len(rows) - stats.unsupported_pairs
         stats.examples = len(rows)
     return rows
+
+
+def subsample_supported(rows: list[dict[str, Any]], ratio: float | None, seed: int,
+                        stats: PairStats) -> list[dict[str, Any]]:
+    """Keep every unsupported pair and at most ``ratio`` supported pairs per unsupported one (seeded sample, order
+    kept); the dropped ones are counted."""
+    import random
+
+    if ratio is None:
+        return rows
+    supported = [i for i, r in enumerate(rows) if r["label"] == 0.0]
+    keep = min(len(supported), round(ratio * stats.unsupported_pairs))
+    kept = set(random.Random(seed).sample(supported, keep))
+    out = [r for i, r in enumerate(rows) if r["label"] == 1.0 or i in kept]
+    stats.supported_pairs_dropped = len(supported) - keep
+    stats.supported_pairs = keep
+    stats.examples = len(out)
+    return out
 
 
 def base_model_path(recipe: TwoTierRecipe, output_dir: Path, records: list[Record]) -> str:
@@ -140,6 +159,7 @@ def train(recipe: TwoTierRecipe, *, console: Console | None = None, resume: bool
     console.print(f"building premises ({recipe.premise.top_k} units by {recipe.premise.retriever}) for "
                   f"{len(records)} training and {len(eval_records)} eval responses")
     rows = pair_rows(sentence_checks(records, encoder, recipe.premise.top_k), stats)
+    rows = subsample_supported(rows, recipe.pairs.supported_per_unsupported, recipe.data.seed, stats)
     console.print(training_data_summary(stats, source, recipe.data.max_length))
     if not rows or not stats.unsupported_pairs or not stats.supported_pairs:
         raise InputError(f"tier 2 needs supported and unsupported sentences to learn from; {source} gives "

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import make_record
+
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.loader import load_detector
 from ragtruth_spans.detectors.sentences import evidence_units, split_sentences, tokens

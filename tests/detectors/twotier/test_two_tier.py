@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import make_record
+
 from ragtruth_spans.detectors.twotier.checks import sentence_checks
 from ragtruth_spans.detectors.twotier.tier1 import no_info_rule, tier1_report
 
@@ -103,3 +103,16 @@ def test_a_tiny_two_tier_run_trains_tunes_loads_and_never_flags_tier1(tmp_path):
     assert detector.describe()["threshold_from"] == "option"
     only_greeting = detector.detect(context=CONTEXT, response="Hello!", task="QA")
     assert only_greeting.spans == [] and only_greeting.score == 0.0
+
+
+def test_supported_pairs_are_subsampled_per_unsupported_pair():
+    from ragtruth_spans.detectors.twotier.train import PairStats, subsample_supported
+
+    rows = [{"premise": "p", "sentence": str(i), "label": float(i % 5 == 0)} for i in range(20)]  # 4 of 20 unsupported
+    stats = PairStats(unsupported_pairs=4, supported_pairs=16)
+    kept = subsample_supported(rows, 2.0, seed=0, stats=stats)
+    assert sum(r["label"] == 1.0 for r in kept) == 4 and sum(r["label"] == 0.0 for r in kept) == 8
+    assert stats.supported_pairs == 8 and stats.supported_pairs_dropped == 8 and stats.examples == 12
+    assert [r["sentence"] for r in kept] == [r["sentence"] for r in rows if r in kept]  # order kept
+    assert kept == subsample_supported(rows, 2.0, seed=0, stats=PairStats(unsupported_pairs=4))
+    assert subsample_supported(rows, None, seed=0, stats=PairStats()) is rows
