@@ -13,7 +13,7 @@ from ragtruth_spans.cli.common import app, err, note, user_errors
 @app.command("predict")
 def predict_command(
     model: str = typer.Option(..., "--model", help="Run directory written by `train`, or a detector name "
-                              "(numbers, flag-all, flag-none)."),
+                              "(numbers, flag-all, flag-none, sim-cosine, sim-overlap, sim-hybrid, keyword-match)."),
     data: Path = typer.Option(..., "--data", help="Prepared split file, e.g. OUT/test.jsonl."),
     out_path: Path = typer.Option(..., "--out", help="Predictions JSONL to write; ids already in it are skipped."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Responses the detector runs "
