@@ -1,7 +1,9 @@
 """The ``ragtruth-spans`` command line (Typer). Each command is a thin wrapper over a module's function, in one
 file per concern; heavy imports (torch, transformers) happen inside the commands so ``--help`` stays fast."""
 
-from ragtruth_spans.cli import data, train, predict, detect, evaluate, report, select, serve, quickstart  # noqa: F401,I001  (registers them, in pipeline order)
+from ragtruth_spans.cli import (  # noqa: F401,I001  (registers them, in pipeline order)
+    data, train, predict, detect, evaluate, benchmark, report, select, serve, quickstart,
+)
 from ragtruth_spans.cli.common import app
 
 

@@ -3,25 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
 from ragtruth_spans.cli.common import app, note, out, user_errors
-from ragtruth_spans.core.errors import InputError
-
-
-def diagnostics_notes(diagnostics: dict[str, Any]) -> list[str]:
-    """The notes a predictions file's diagnostics call for (detector failures, the detector's own counters)."""
-    notes = []
-    if diagnostics["errors"]:
-        notes.append(f"{diagnostics['errors']} of {diagnostics['lines']} prediction lines are detector failures "
-                     "(their 'error' is set): they count as predicting no span")
-    counters = {k: v for k, v in diagnostics["counters"].items() if v}
-    if counters:
-        notes.append("detector diagnostics (counted by name over the prediction lines): "
-                     + ", ".join(f"{k} {v}" for k, v in counters.items()))
-    return notes
 
 
 @app.command("evaluate")
@@ -43,24 +29,13 @@ def evaluate_command(
     """Score predicted spans against gold: character-overlap P/R/F1, response-level P/R/F1, type recall,
     seqeval, AUROC, by task and by model."""
     from ragtruth_spans.core.jsonl import write_json
-    from ragtruth_spans.core.predictions import read_prediction_file
-    from ragtruth_spans.evaluation import evaluate, load_gold
+    from ragtruth_spans.evaluation.files import evaluate_files
     from ragtruth_spans.reporting.console import print_evaluation
 
     with user_errors():
-        records, gold_info = load_gold(gold)
-        pred_file = read_prediction_file(pred, response_lengths={r.id: len(r.response) for r in records})
-        try:
-            report = evaluate(records, pred_file.spans, ignore_implicit_true=ignore_implicit_true,
-                              ignore_due_to_null=ignore_due_to_null, allow_missing=allow_missing,
-                              bootstrap=bootstrap, seed=seed, response_scores=pred_file.response_scores)
-        except InputError as exc:  # what evaluate() rejects here is about the predictions (e.g. a missing id)
-            raise InputError(str(exc), path=pred) from None
-    report.settings.update(gold=gold_info, predictions=str(pred), prediction_diagnostics=pred_file.diagnostics)
-    report.notes.extend(diagnostics_notes(pred_file.diagnostics))
-    if gold_info.get("labels_unrepairable_dropped"):
-        report.notes.append(f"{gold_info['labels_unrepairable_dropped']} gold label(s) of the RAGTruth test split "
-                            "could not be aligned to the response and were dropped by the conversion")
+        report = evaluate_files(gold, pred, ignore_implicit_true=ignore_implicit_true,
+                                ignore_due_to_null=ignore_due_to_null, allow_missing=allow_missing,
+                                bootstrap=bootstrap, seed=seed)
     print_evaluation(report.to_dict(), out)
     if json_out is not None:
         write_json(json_out, report.to_dict())

@@ -27,6 +27,8 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "generative": "ragtruth_spans.detectors.generative.family",
     "llm-judge": "ragtruth_spans.detectors.judge.family",
     "rules": "ragtruth_spans.detectors.rules",
+    "similarity": "ragtruth_spans.detectors.similarity.family",
+    "two-tier": "ragtruth_spans.detectors.twotier.family",
 }
 """``{kind: module defining FAMILY}`` of the families shipped with ragtruth-spans."""
 

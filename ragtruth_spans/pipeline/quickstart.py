@@ -1,11 +1,12 @@
 """``ragtruth-spans quickstart``: the whole pipeline on the embedded RAGTruth-format sample, on CPU.
 
-Four steps, all written under one work directory (default ``./ragtruth-spans-quickstart``)::
+Five steps, all written under one work directory (default ``./ragtruth-spans-quickstart``)::
 
     data/{train,dev,test}.jsonl, stats.json   1. prepare the embedded sample (1 dev source per task)
     model/                                    2. train the ``tiny-cpu`` recipe (tiny random Llama, real 4-bit QLoRA)
     predictions.jsonl                         3. predict spans on data/test.jsonl (HF backend)
     report.json, report.html                  4. evaluate predictions against the gold test spans; HTML report
+    leaderboard/                              5. benchmark the trained model beside cheap baselines on the test split
 
 Re-running reuses what is finished: the prepared data when ``data/stats.json`` exists, the model when
 ``model/adapter_model.safetensors`` exists (training itself resumes from its last checkpoint), and the
@@ -26,6 +27,9 @@ from pathlib import Path
 from rich.console import Console
 
 QUICKSTART_RECIPE = "tiny-cpu"
+LEADERBOARD_DETECTORS = ("numbers", "sim-overlap", "flag-all")
+"""Cheap baselines ranked beside the quickstart's trained model in step 5 (no model download, seconds on CPU)."""
+STEPS = 5
 DEFAULT_WORKDIR = Path("ragtruth-spans-quickstart")
 
 
@@ -52,6 +56,10 @@ class QuickstartPaths:
     @property
     def report_html(self) -> Path:
         return self.workdir / "report.html"
+
+    @property
+    def leaderboard(self) -> Path:
+        return self.workdir / "leaderboard"
 
 
 def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | None = None,
@@ -114,16 +122,30 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     print_evaluation(report.to_dict(), console)
     write_json(paths.report, report.to_dict())
     _write_html_report(paths, gold, pred_file, console)
+    _step(console, 5, "rank the trained model beside baselines", paths.leaderboard)
+    _leaderboard(paths, {"batch_size": batch_size, "max_new_tokens": max_new_tokens, "device": "cpu"}, console)
     console.print(f"\n[bold green]done[/] in {time.perf_counter() - started:.0f} s. Files: data {paths.data}, "
-                  f"model {paths.model}, predictions {paths.predictions}, report {paths.report}, {paths.report_html}",
-                  highlight=False)
+                  f"model {paths.model}, predictions {paths.predictions}, report {paths.report}, {paths.report_html}, "
+                  f"leaderboard {paths.leaderboard}", highlight=False)
     console.print("The tiny random model only shows that the pipeline runs end to end; its scores say nothing "
                   "about a real detector.", style="dim")
     return report
 
 
+def _leaderboard(paths: QuickstartPaths, model_options: dict, console: Console) -> None:
+    """Step 5: ``ragtruth-spans benchmark`` on the test split with the trained model and the cheap baselines."""
+    from ragtruth_spans.pipeline.benchmark import DetectorSpec, parse_detectors, run_benchmark
+    from ragtruth_spans.reporting.leaderboard import overall_table
+
+    specs = [DetectorSpec(label=QUICKSTART_RECIPE, source=str(paths.model), options=model_options),
+             *parse_detectors(list(LEADERBOARD_DETECTORS))]
+    payload = run_benchmark(paths.data / "test.jsonl", specs, paths.leaderboard, bootstrap=200, progress=False,
+                            console=console)
+    console.print("\n".join(overall_table(payload)), highlight=False, markup=False, soft_wrap=True)
+
+
 def _step(console: Console, number: int, title: str, target: Path) -> None:
-    console.rule(f"[bold]step {number}/4[/]: {title}")
+    console.rule(f"[bold]step {number}/{STEPS}[/]: {title}")
     console.print(f"  → {target}", highlight=False)
 
 
@@ -139,7 +161,7 @@ def _write_html_report(paths: QuickstartPaths, gold, pred_file, console: Console
 
 def _remove_outputs(paths: QuickstartPaths, console: Console) -> None:
     """Delete the quickstart's own outputs (and nothing else) under the work directory."""
-    for path in (paths.data, paths.model, paths.predictions, paths.report, paths.report_html):
+    for path in (paths.data, paths.model, paths.predictions, paths.report, paths.report_html, paths.leaderboard):
         if path.is_dir():
             shutil.rmtree(path)
         elif path.exists():

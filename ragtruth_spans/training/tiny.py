@@ -111,3 +111,53 @@ def build_tiny_llama(out_dir: str | Path, *, seed: int = 0, texts: Iterable[str]
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return out_dir
+
+
+BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def train_wordpiece_tokenizer(texts: Iterable[str], *, vocab_size: int = 1024):
+    """A lower-casing BERT-style WordPiece ``PreTrainedTokenizerFast`` trained on ``texts``; pairs are encoded as
+    ``[CLS] A [SEP] B [SEP]`` with token type ids 0 / 1, as BERT cross-encoders expect."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=1, show_progress=False,
+                                        special_tokens=list(BERT_SPECIAL_TOKENS))
+    corpus = [*texts] or ["the context supports the response sentence"]
+    tok.train_from_iterator(corpus, trainer=trainer)
+    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]",
+                                   model_input_names=["input_ids", "token_type_ids", "attention_mask"])
+    fast.model_max_length = 512
+    return fast
+
+
+def build_tiny_bert(out_dir: str | Path, *, seed: int = 0, texts: Iterable[str] = (), vocab_size: int = 1024,
+                    hidden_size: int = 64, num_hidden_layers: int = 2, num_attention_heads: int = 4,
+                    intermediate_size: int = 128, max_position_embeddings: int = 512) -> Path:
+    """Build a random tiny BERT encoder (``BertModel``) + WordPiece tokenizer (trained on ``texts``) and
+    ``save_pretrained`` both to ``out_dir``; task heads (sequence or token classification) are added by the
+    ``from_pretrained`` of the task class. Deterministic given ``seed``. Returns ``out_dir``."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    out_dir = Path(out_dir)
+    tokenizer = train_wordpiece_tokenizer(texts, vocab_size=vocab_size)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden_size, num_hidden_layers=num_hidden_layers,
+                        num_attention_heads=num_attention_heads, intermediate_size=intermediate_size,
+                        max_position_embeddings=max_position_embeddings, pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(seed)
+    model = BertModel(config).to(torch.float32)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir

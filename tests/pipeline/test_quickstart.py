@@ -19,8 +19,8 @@ def test_quickstart_runs_every_step_then_reuses_them(tmp_path: Path, monkeypatch
     out = console.export_text()
 
     workdir = tmp_path / DEFAULT_WORKDIR
-    for number in range(1, 5):
-        assert f"step {number}/4" in out
+    for number in range(1, 6):
+        assert f"step {number}/5" in out
     test = read_records(workdir / "data" / "test.jsonl")
     assert test and {r.task_type for r in test} == {"QA", "Summary", "Data2txt"}
     assert (workdir / "model" / "adapter_model.safetensors").is_file()
@@ -34,6 +34,9 @@ def test_quickstart_runs_every_step_then_reuses_them(tmp_path: Path, monkeypatch
     html = (workdir / "report.html").read_text(encoding="utf-8")
     assert "HTML report: " in out and str(workdir / "report.html") in out.replace("\n", "")
     assert 'id="report-data"' in html and all(f'"id": "{r.id}"' in html for r in test)
+    board = json.loads((workdir / "leaderboard" / "leaderboard.json").read_text(encoding="utf-8"))
+    assert {e["label"] for e in board["detectors"]} == {"tiny-cpu", "numbers", "sim-overlap", "flag-all"}
+    assert (workdir / "leaderboard" / "leaderboard.md").is_file() and "| `flag-all` |" in out
 
     console = Console(record=True, width=140)
     run_quickstart(max_steps=3, max_new_tokens=24, console=console)

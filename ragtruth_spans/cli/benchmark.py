@@ -1,0 +1,40 @@
+"""``ragtruth-spans benchmark``: run several detectors on one labelled split and rank them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragtruth_spans.cli.common import app, err, note, user_errors
+
+
+@app.command("benchmark")
+def benchmark_command(
+    data: Path = typer.Option(..., "--data", help="Prepared split file with gold spans, e.g. OUT/test.jsonl."),
+    detectors: str = typer.Option(..., "--detectors", help="Comma-separated detector names or run directories, "
+                                  "e.g. numbers,sim-cosine,sim-cosine@dev,runs/two-tier (NAME@dev: tune its "
+                                  "thresholds on --dev first)."),
+    out_dir: Path = typer.Option(..., "--out", help="Directory for predictions/, tuning/, leaderboard.{md,json,svg} "
+                                 "(re-running resumes)."),
+    dev: Optional[Path] = typer.Option(None, "--dev", help="Prepared dev split for the NAME@dev detectors."),
+    criterion: str = typer.Option("span_f1", "--criterion", help="What dev tuning maximises: span_f1, "
+                                  "response_macro_f1 or response_f1."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Resamples for the 95% intervals (0: none)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="Responses per detect_batch call "
+                                             "(default: each detector's preferred size)."),
+) -> None:
+    """Run every detector on --data (resumably), tune the NAME@dev ones on --dev, score them exactly as
+    `evaluate` does and write the leaderboard (Markdown, JSON, SVG plot)."""
+    from ragtruth_spans.pipeline.benchmark import BenchmarkPaths, run_benchmark
+    from ragtruth_spans.reporting.leaderboard import overall_table
+
+    with user_errors():
+        payload = run_benchmark(data, detectors, out_dir, dev=dev, criterion=criterion, bootstrap=bootstrap,
+                                seed=seed, chunk_size=chunk_size, console=err)
+    sys.stdout.write("\n".join(overall_table(payload)) + "\n")
+    paths = BenchmarkPaths(out_dir)
+    note(f"leaderboard written to {paths.markdown}, {paths.json} and {paths.plot}")

@@ -1,0 +1,71 @@
+"""Sentence embeddings for the sentence-level detectors: a sentence-transformers model (all-MiniLM-L6-v2 by
+default, resolved offline and sha256-verified by :func:`ragtruth_spans.training.pretrained.resolve_model`), with
+a cache of context embeddings (the responses of one source share their context)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ragtruth_spans.training.pretrained import MINILM
+
+CONTEXT_CACHE_SIZE = 256
+"""Contexts whose unit embeddings are kept (a RAGTruth source has 6 responses to the same context)."""
+
+
+class SentenceEncoder:
+    """L2-normalised sentence embeddings (so a dot product is the cosine similarity)."""
+
+    def __init__(self, name_or_path: str = MINILM, *, device: str | None = None, batch_size: int = 64) -> None:
+        from ragtruth_spans.training.hf_models import is_local_reference, loading
+        from ragtruth_spans.training.pretrained import resolve_model
+
+        self.name_or_path = name_or_path
+        path, self.revision = resolve_model(name_or_path)
+        self.batch_size = batch_size
+        with loading(path, "sentence encoder"):
+            from sentence_transformers import SentenceTransformer
+
+            self.model = SentenceTransformer(path, device=device or "cpu",
+                                             local_files_only=is_local_reference(path))
+        self._cache: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """``len(texts) x dim`` float32 array of unit-length embeddings (``0 x dim`` for no text)."""
+        if not texts:
+            return np.zeros((0, self.model.get_sentence_embedding_dimension() or 0), dtype=np.float32)
+        return np.asarray(self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                                            convert_to_numpy=True, show_progress_bar=False), dtype=np.float32)
+
+    def encode_units(self, units: Sequence[str]) -> np.ndarray:
+        """:meth:`encode` of a context's evidence units, cached by their texts."""
+        key = tuple(units)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        embeddings = self.encode(units)
+        self._cache[key] = embeddings
+        if len(self._cache) > CONTEXT_CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return embeddings
+
+    def describe(self) -> dict[str, Any]:
+        return {"encoder": self.name_or_path, "encoder_revision": self.revision}
+
+
+def max_cosine(sentences: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """For each sentence embedding, its highest cosine similarity with any unit (0.0 when there is no unit)."""
+    if len(units) == 0 or len(sentences) == 0:
+        return np.zeros(len(sentences), dtype=np.float32)
+    return (sentences @ units.T).max(axis=1)
+
+
+def top_units(sentence: np.ndarray, units: np.ndarray, k: int) -> list[int]:
+    """Indices of the ``k`` units most similar to one sentence embedding, in their original order."""
+    if len(units) == 0:
+        return []
+    order = np.argsort(-(units @ sentence), kind="stable")[:k]
+    return sorted(int(i) for i in order)

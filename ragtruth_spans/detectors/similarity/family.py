@@ -1,0 +1,57 @@
+"""The similarity family (``kind: similarity``): DelucionQA's sentence-similarity and keyword baselines.
+
+By name, with the paper's thresholds: ``sim-cosine``, ``sim-overlap``, ``sim-hybrid``, ``keyword-match``. From a
+run directory (``ragtruth-spans train`` on a ``kind: similarity`` recipe): the thresholds tuned on its dev split.
+Options: ``device`` and ``batch_size`` (the sentence encoder of the cosine and hybrid methods).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.detectors.base import Detector
+from ragtruth_spans.detectors.family import Family, check_options
+from ragtruth_spans.detectors.similarity.recipe import SimilarityRecipe
+
+OPTIONS = {"device", "batch_size"}
+
+
+def load(run_dir: str | Path, **options: Any) -> Detector:
+    """The detector a similarity run directory describes (its recipe and tuned thresholds)."""
+    from ragtruth_spans.detectors.similarity.train import detector_from_recipe
+    from ragtruth_spans.training.run_dir import read_run_info, read_run_recipe
+
+    check_options("similarity", options, OPTIONS)
+    run_dir = Path(run_dir)
+    recipe = read_run_recipe(run_dir)
+    info = read_run_info(run_dir)
+    if not isinstance(recipe, SimilarityRecipe) or not isinstance(info.get("thresholds"), dict):
+        raise InputError("not a finished similarity run (run_info.json has no thresholds)", path=run_dir)
+    detector = detector_from_recipe(recipe, info["thresholds"], **options)
+    tuning = info.get("tuning") or {}
+    detector.source = {"run_dir": str(run_dir.resolve()), "fingerprint": info.get("fingerprint"),
+                       "thresholds_from": f"tuned on {tuning.get('split')}", "criterion": tuning.get("criterion")}
+    return detector
+
+
+def _named(name: str):
+    def build(**options: Any) -> Detector:
+        from ragtruth_spans.detectors.similarity.detector import NAMES, SimilarityDetector
+
+        check_options(name, options, OPTIONS)
+        return SimilarityDetector(NAMES[name], **options)
+    return build
+
+
+def train(recipe: SimilarityRecipe, **kwargs: Any) -> Any:
+    from ragtruth_spans.detectors.similarity.train import train as train_similarity
+
+    return train_similarity(recipe, **kwargs)
+
+
+FAMILY = Family(kind="similarity", summary="DelucionQA baselines: unsupported sentences by cosine, overlap, both, "
+                                           "or missing keywords",
+                load=load, recipe=SimilarityRecipe, train=train,
+                named={name: _named(name) for name in ("sim-cosine", "sim-overlap", "sim-hybrid", "keyword-match")})

@@ -1,0 +1,32 @@
+"""The similarity family's recipe: which DelucionQA method, and how its thresholds are tuned on the dev split."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from ragtruth_spans.training.recipe import Recipe, Section
+from ragtruth_spans.training.tuning import TuningSection
+
+
+class KeywordSection(Section):
+    max_ngram: int = Field(2, ge=1, le=5, description="Longest YAKE keyphrase, in words.")
+    top: int = Field(10, ge=1, description="YAKE keyphrases per response (numbers are added to these).")
+
+
+class SimilarityRecipe(Recipe):
+    """``kind: similarity`` — no weights are trained; "training" tunes the method's thresholds on the dev split."""
+
+    kind: Literal["similarity"] = "similarity"
+    method: Literal["cosine", "overlap", "hybrid", "keywords"]
+    encoder: str = Field("sentence-transformers/all-MiniLM-L6-v2",
+                         description="Sentence-transformers model of the cosine and hybrid methods.")
+    keywords: KeywordSection = Field(default_factory=KeywordSection)
+    tuning: TuningSection = Field(default_factory=TuningSection)
+
+    @model_validator(mode="after")
+    def _needs_eval_split(self) -> SimilarityRecipe:
+        if self.data.eval_split is None:
+            raise ValueError("data.eval_split must name the split the thresholds are tuned on (e.g. dev)")
+        return self

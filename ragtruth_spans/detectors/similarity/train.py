@@ -1,0 +1,62 @@
+"""``ragtruth-spans train`` for the similarity family: tune the method's thresholds on ``data.eval_split`` and
+write the run directory (``recipe.yaml``, ``run_info.json`` with the thresholds and the whole tuning grid)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.detectors.similarity.detector import PAPER_THRESHOLDS, SimilarityDetector
+from ragtruth_spans.detectors.similarity.recipe import SimilarityRecipe
+from ragtruth_spans.training.data import load_eval_records
+from ragtruth_spans.training.run import TrainResult
+from ragtruth_spans.training.run_dir import write_run_files
+
+
+def detector_from_recipe(recipe: SimilarityRecipe, thresholds: dict[str, float] | None = None,
+                         **options: Any) -> SimilarityDetector:
+    """The recipe's detector with ``thresholds`` (default: the paper's)."""
+    return SimilarityDetector(recipe.method, thresholds or PAPER_THRESHOLDS[recipe.method], encoder=recipe.encoder,
+                              max_ngram=recipe.keywords.max_ngram, top_keywords=recipe.keywords.top, **options)
+
+
+def train(recipe: SimilarityRecipe, *, console: Console | None = None, resume: bool = False,
+          fingerprint: dict[str, Any] | None = None) -> TrainResult:
+    """Tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`)."""
+    console = console or Console(stderr=True)
+    loaded = load_eval_records(recipe.data)
+    assert loaded is not None  # the recipe requires data.eval_split
+    records, source = loaded
+    kept = [r for r in records if r.task_type in recipe.data.tasks]
+    if not kept:
+        raise InputError(f"no {'/'.join(recipe.data.tasks)} responses in {source} to tune on",
+                         field="data.eval_split")
+    console.print(f"tuning the {recipe.method} thresholds on {len(kept)} responses of {source} "
+                  f"({recipe.tuning.criterion}, {len(recipe.tuning.grid)} values per threshold)")
+    started = time.perf_counter()
+    detector = detector_from_recipe(recipe)
+    paper = {r.id: d for r, d in zip(kept, detector.detect_batch(kept))}
+    tuned, result = detector.tune(kept, criterion=recipe.tuning.criterion, split=recipe.data.eval_split or "",
+                                  values=recipe.tuning.grid)
+    seconds = round(time.perf_counter() - started, 2)
+    paper_row = next((row for row in result.table if all(row[k] == v for k, v in detector.thresholds.items())),
+                     None)
+    output_dir = Path(recipe.output_dir)
+    write_run_files(output_dir, recipe, fingerprint=fingerprint, info={
+        "method": recipe.method,
+        "thresholds": tuned.thresholds,
+        "paper_thresholds": PAPER_THRESHOLDS[recipe.method],
+        "tuning": result.to_dict() | {"source": source, "other_tasks_skipped": len(records) - len(kept),
+                                      "paper_thresholds_figures": paper_row, "seconds": seconds},
+        "paper_flagged_responses": sum(bool(d.spans) for d in paper.values()),
+    })
+    console.print(f"[bold green]done[/]: {recipe.method} thresholds {tuned.thresholds} "
+                  f"({result.criterion} {result.value:.4f} on {result.split}; paper thresholds "
+                  f"{detector.thresholds}: {paper_row[result.criterion] if paper_row else float('nan'):.4f}) "
+                  f"→ {output_dir}", highlight=False)
+    return TrainResult(output_dir=output_dir, stats={"responses": len(kept)}, metrics=result.to_dict(),
+                       resumed_from=None)

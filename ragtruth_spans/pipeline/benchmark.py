@@ -1,0 +1,229 @@
+"""``ragtruth-spans benchmark``: run several detectors on one labelled split and rank them.
+
+Each detector is named like ``--model`` of ``predict``: a detector name (``numbers``, ``sim-cosine``, ...) or a run
+directory; ``NAME@dev`` is the named detector with its thresholds tuned on ``--dev`` first (detectors that
+implement :class:`~ragtruth_spans.training.tuning.Tunable`; the tuning record is written to
+``OUT/tuning/<label>.json``). Run directories are used as trained (their own dev tuning included).
+
+For every detector, in order: predictions go to ``OUT/predictions/<label>.jsonl`` through
+:func:`~ragtruth_spans.pipeline.predict.predict_file` (resumable: a re-run predicts only what is missing, and
+refuses a file written by another detector or other data), the throughput is accumulated in
+``OUT/predictions/<label>.timing.json`` (so responses/s survives a resume), and the file is scored by
+:func:`~ragtruth_spans.evaluation.files.evaluate_files` — the very function behind ``ragtruth-spans evaluate``, so
+the figures are the same. ``OUT/leaderboard.json`` holds every report (overall, by task, by generating model,
+bootstrap intervals) and a precision-recall curve per scored detector; ``leaderboard.md`` and ``leaderboard.svg``
+render it (:mod:`ragtruth_spans.reporting.leaderboard`, :mod:`ragtruth_spans.reporting.leaderboard_plot`).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.jsonl import file_sha256, read_records, write_json
+from ragtruth_spans.training.tuning import CRITERIA, DEFAULT_CRITERION
+
+TUNE_SUFFIX = "@dev"
+DEFAULT_BOOTSTRAP = 1000
+
+
+@dataclass
+class DetectorSpec:
+    """One detector to benchmark: its ``label`` (row name and file stem), ``source`` (a detector name or run
+    directory), whether to ``tune`` it on the dev split first, and load ``options``."""
+
+    label: str
+    source: str
+    tune: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def _file_stem(label: str) -> str:
+    return re.sub(r"[^\w.@+-]+", "_", label).strip("_") or "detector"
+
+
+def parse_detectors(text: str | Sequence[str]) -> list[DetectorSpec]:
+    """Specs from ``"numbers,sim-cosine@dev,runs/two-tier"`` (or a list of such items): each item is checked
+    (a run directory, or a known detector name with an optional ``@dev``); labels are made unique."""
+    from ragtruth_spans.detectors.family import named_detectors
+
+    items = [part.strip() for part in (text.split(",") if isinstance(text, str) else text) if part.strip()]
+    if not items:
+        raise InputError("no detectors given (e.g. --detectors numbers,sim-overlap,flag-all)", field="--detectors")
+    names = named_detectors()
+    specs: list[DetectorSpec] = []
+    for item in items:
+        tune = item.endswith(TUNE_SUFFIX) and not Path(item).is_dir()
+        source = item[: -len(TUNE_SUFFIX)] if tune else item
+        path = Path(source)
+        if path.is_dir():
+            label = path.resolve().name
+        elif source in names:
+            label = source
+        else:
+            raise InputError(f"{item!r} is neither a run directory nor a detector name (names: "
+                             f"{', '.join(sorted(names))}; add {TUNE_SUFFIX} to a name to tune it on --dev)",
+                             field="--detectors")
+        label += TUNE_SUFFIX if tune else ""
+        taken = {s.label for s in specs}
+        unique, n = label, 2
+        while unique in taken:
+            unique, n = f"{label}-{n}", n + 1
+        specs.append(DetectorSpec(label=unique, source=source, tune=tune))
+    return specs
+
+
+@dataclass(frozen=True)
+class BenchmarkPaths:
+    out: Path
+
+    def predictions(self, label: str) -> Path:
+        return self.out / "predictions" / f"{_file_stem(label)}.jsonl"
+
+    def timing(self, label: str) -> Path:
+        return self.out / "predictions" / f"{_file_stem(label)}.timing.json"
+
+    def tuning(self, label: str) -> Path:
+        return self.out / "tuning" / f"{_file_stem(label)}.json"
+
+    @property
+    def json(self) -> Path:
+        return self.out / "leaderboard.json"
+
+    @property
+    def markdown(self) -> Path:
+        return self.out / "leaderboard.md"
+
+    @property
+    def plot(self) -> Path:
+        return self.out / "leaderboard.svg"
+
+
+def _load(spec: DetectorSpec, dev: Path | None, criterion: str, paths: BenchmarkPaths,
+          console: Console) -> tuple[Any, dict[str, Any] | None]:
+    from ragtruth_spans.detectors.loader import load_detector
+    from ragtruth_spans.training.tuning import Tunable
+
+    detector = load_detector(spec.source, **spec.options)
+    if not spec.tune:
+        return detector, None
+    if dev is None:
+        raise InputError(f"{spec.label} asks to be tuned on the dev split, but no --dev file was given",
+                         field="--dev")
+    if not isinstance(detector, Tunable):
+        raise InputError(f"{spec.source} has no thresholds to tune (drop {TUNE_SUFFIX})", field="--detectors")
+    console.print(f"  tuning {spec.source} on {dev} ({criterion})", highlight=False)
+    detector, result = detector.tune(read_records(dev), criterion=criterion, split="dev")
+    record = result.to_dict() | {"dev": str(dev), "dev_sha256": file_sha256(dev)}
+    write_json(paths.tuning(spec.label), record)
+    return detector, record
+
+
+def _throughput(paths: BenchmarkPaths, label: str, summary: Any) -> dict[str, Any]:
+    """Add this session's prediction count and time to the stored ones; responses/s over all sessions."""
+    stored = {"predicted": 0, "seconds": 0.0, "load_seconds": 0.0}
+    if paths.timing(label).is_file():
+        stored.update(json.loads(paths.timing(label).read_text(encoding="utf-8")))
+    stored["predicted"] += summary.predicted
+    stored["seconds"] = round(stored["seconds"] + summary.predict_seconds, 4)
+    stored["load_seconds"] = round(max(stored["load_seconds"], summary.load_seconds), 4)
+    write_json(paths.timing(label), stored)
+    rate = stored["predicted"] / stored["seconds"] if stored["seconds"] > 0 else None
+    return stored | {"responses_per_second": rate}
+
+
+def pr_curve(data: Path, pred: Path, max_points: int = 200) -> dict[str, Any] | None:
+    """Response-level precision-recall curve of a predictions file, ranking responses by the same scores as the
+    evaluator's AUROC (:func:`~ragtruth_spans.evaluation.evaluator.auroc_scores`); None without scores or
+    without both classes."""
+    import numpy as np
+    from sklearn.metrics import average_precision_score, precision_recall_curve
+
+    from ragtruth_spans.core.predictions import read_prediction_file
+    from ragtruth_spans.evaluation.evaluator import auroc_scores
+
+    gold = read_records(data)
+    pred_file = read_prediction_file(pred, response_lengths={r.id: len(r.response) for r in gold})
+    scores, source, _ = auroc_scores(gold, pred_file.spans, pred_file.response_scores)
+    if scores is None:
+        return None
+    keep = ~np.isnan(scores)
+    labels = np.array([bool(r.spans) for r in gold])[keep]
+    if labels.all() or not labels.any():
+        return None
+    precision, recall, _ = precision_recall_curve(labels, scores[keep])
+    step = max(1, len(precision) // max_points)
+    return {"scores": source, "precision": [round(float(p), 4) for p in precision[::step]],
+            "recall": [round(float(r), 4) for r in recall[::step]],
+            "average_precision": float(average_precision_score(labels, scores[keep]))}
+
+
+def benchmark_detector(spec: DetectorSpec, data: Path, paths: BenchmarkPaths, *, dev: Path | None, criterion: str,
+                       bootstrap: int, seed: int, chunk_size: int | None, progress: bool,
+                       console: Console) -> dict[str, Any]:
+    """Predict (resumably), score and describe one detector: its leaderboard entry."""
+    from ragtruth_spans.evaluation.files import evaluate_files
+    from ragtruth_spans.pipeline.predict import predict_file
+    from ragtruth_spans.reporting.console import predict_summary
+
+    detector, tuning = _load(spec, dev, criterion, paths, console)
+    pred = paths.predictions(spec.label)
+    summary = predict_file(None, data, pred, detector=detector, chunk_size=chunk_size, progress=progress)
+    console.print("  " + predict_summary(summary.to_dict()).replace("\n", "\n  "), highlight=False, markup=False)
+    report = evaluate_files(data, pred, bootstrap=bootstrap, seed=seed)
+    return {"label": spec.label, "source": spec.source, "tuned_on_dev": spec.tune, "detector": detector.describe(),
+            "tuning": tuning, "predictions": str(pred), "throughput": _throughput(paths, spec.label, summary),
+            "report": report.to_dict(), "pr_curve": pr_curve(data, pred)}
+
+
+def span_f1(entry: dict[str, Any]) -> float:
+    return entry["report"]["overall"]["span"]["f1"]
+
+
+def run_benchmark(data: str | Path, detectors: Sequence[DetectorSpec] | str, out: str | Path, *,
+                  dev: str | Path | None = None, criterion: str = DEFAULT_CRITERION,
+                  bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, chunk_size: int | None = None,
+                  progress: bool = True, console: Console | None = None) -> dict[str, Any]:
+    """Benchmark ``detectors`` on ``data`` into ``out`` (see the module docstring); return the leaderboard
+    payload (what ``leaderboard.json`` holds), detectors ranked by span F1."""
+    from ragtruth_spans.reporting.leaderboard import render_markdown
+    from ragtruth_spans.reporting.leaderboard_plot import plot_leaderboard
+
+    console = console or Console(stderr=True)
+    if criterion not in CRITERIA:
+        raise InputError(f"unknown criterion {criterion!r} (expected one of {', '.join(CRITERIA)})",
+                         field="--criterion")
+    if bootstrap < 0:
+        raise InputError(f"must be >= 0, got {bootstrap}", field="--bootstrap")
+    specs = parse_detectors(detectors) if isinstance(detectors, str) else list(detectors)
+    data, dev, paths = Path(data), Path(dev) if dev is not None else None, BenchmarkPaths(Path(out))
+    gold = read_records(data)
+    if dev is not None:
+        read_records(dev)  # fail now on a bad dev file, not after the first detectors ran
+    started = time.perf_counter()
+    entries = []
+    for i, spec in enumerate(specs, start=1):
+        console.rule(f"[bold]{i}/{len(specs)}[/] {spec.label}")
+        entries.append(benchmark_detector(spec, data, paths, dev=dev, criterion=criterion, bootstrap=bootstrap,
+                                          seed=seed, chunk_size=chunk_size, progress=progress, console=console))
+    entries.sort(key=span_f1, reverse=True)
+    payload = {"data": str(data), "data_sha256": file_sha256(data), "responses": len(gold),
+               "dev": str(dev) if dev else None, "dev_sha256": file_sha256(dev) if dev else None,
+               "criterion": criterion, "bootstrap": bootstrap, "seed": seed,
+               "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds": round(time.perf_counter() - started, 2),
+               "machine": {"platform": platform.platform(), "python": platform.python_version()},
+               "detectors": entries}
+    paths.out.mkdir(parents=True, exist_ok=True)
+    write_json(paths.json, payload)
+    paths.markdown.write_text(render_markdown(payload), encoding="utf-8")
+    plot_leaderboard(payload, paths.plot)
+    return payload

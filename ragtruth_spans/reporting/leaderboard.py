@@ -1,0 +1,91 @@
+"""The leaderboard of ``ragtruth-spans benchmark`` as Markdown, from its JSON payload (``leaderboard.json``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES
+
+TYPE_ABBREVIATIONS = {"Evident Conflict": "EC", "Subtle Conflict": "SC", "Evident Baseless Info": "EBI",
+                      "Subtle Baseless Info": "SBI"}
+PRF = ("precision", "recall", "f1")
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _with_ci(value: float | None, interval: list[float] | None) -> str:
+    if interval is None:
+        return _num(value)
+    return f"{_num(value)} [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
+def _rate(throughput: Mapping[str, Any]) -> str:
+    rate = throughput.get("responses_per_second")
+    return "–" if rate is None else (f"{rate:.1f}" if rate < 100 else f"{rate:.0f}")
+
+
+def _name(entry: Mapping[str, Any]) -> str:
+    detector = entry["detector"]
+    thresholds = detector.get("thresholds") or (
+        {"threshold": detector["threshold"]} if "threshold" in detector else None)
+    shown = f"`{entry['label']}`"
+    if thresholds:
+        shown += " (" + ", ".join(f"{k} {v:g}" for k, v in thresholds.items()) + ")"
+    return shown
+
+
+def overall_table(payload: Mapping[str, Any]) -> list[str]:
+    """The main table: one row per detector, best span F1 first."""
+    types = [t for t in HALLUCINATION_TYPES]
+    header = (["#", "detector", "span P", "span R", "span F1 [95% CI]", "resp. P", "resp. R", "resp. F1 [95% CI]",
+               "resp. macro-F1", "AUROC"] + [f"recall {TYPE_ABBREVIATIONS[t]}" for t in types] + ["responses/s"])
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(header) - 2)) + "|"]
+    for rank, entry in enumerate(payload["detectors"], start=1):
+        report = entry["report"]
+        overall, ci = report["overall"], (report.get("ci") or {}).get("overall", {})
+        cells = [str(rank), _name(entry), _num(overall["span"]["precision"]), _num(overall["span"]["recall"]),
+                 _with_ci(overall["span"]["f1"], ci.get("span", {}).get("f1")),
+                 _num(overall["response"]["precision"]), _num(overall["response"]["recall"]),
+                 _with_ci(overall["response"]["f1"], ci.get("response", {}).get("f1")),
+                 _num(overall["response_macro"]["f1"]), _num(overall["auroc"])]
+        cells += [_num(overall["type_recall"].get(t)) for t in types]
+        cells.append(_rate(entry["throughput"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def group_table(payload: Mapping[str, Any], group: str, keys: list[str], metric: tuple[str, str]) -> list[str]:
+    """One row per detector, one column per task or generating model: the chosen metric."""
+    level, name = metric
+    lines = ["| detector | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
+    for entry in payload["detectors"]:
+        groups = entry["report"][group]
+        cells = [_num(groups[k][level][name]) if k in groups else "–" for k in keys]
+        lines.append(f"| `{entry['label']}` | " + " | ".join(cells) + " |")
+    return lines
+
+
+def render_markdown(payload: Mapping[str, Any]) -> str:
+    """The whole ``leaderboard.md``: settings, the main table, span F1 by task and by generating model, notes."""
+    tasks = [t for t in TASK_TYPES if any(t in e["report"]["by_task"] for e in payload["detectors"])]
+    models = sorted({m for e in payload["detectors"] for m in e["report"]["by_model"]})
+    bootstrap = payload["bootstrap"]
+    out = [f"# Leaderboard: {payload['responses']} responses of `{payload['data']}`", "",
+           f"Ranked by span F1 (characters). Intervals: 95 % percentile bootstrap over responses ({bootstrap} "
+           f"resamples, seed {payload['seed']})." if bootstrap else "Ranked by span F1 (characters).",
+           "Thresholds tuned on the dev split are marked `@dev` "
+           f"(criterion {payload['criterion']}, dev file `{payload['dev']}`)." if payload.get("dev") else
+           "No dev split: detectors run with their own (paper or trained) thresholds.",
+           "Recall per type: share of the gold characters of that type covered by any predicted span. "
+           "responses/s: detection only, model loading excluded.", ""]
+    out += overall_table(payload)
+    out += ["", "## Span F1 by task", ""] + group_table(payload, "by_task", tasks, ("span", "f1"))
+    out += ["", "## Response F1 by task", ""] + group_table(payload, "by_task", tasks, ("response", "f1"))
+    out += ["", "## Span F1 by generating model", ""] + group_table(payload, "by_model", models, ("span", "f1"))
+    notes = [f"- `{e['label']}`: {note}" for e in payload["detectors"] for note in e["report"].get("notes", [])]
+    if notes:
+        out += ["", "## Notes", "", *notes]
+    return "\n".join(out) + "\n"

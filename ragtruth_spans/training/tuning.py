@@ -1,0 +1,116 @@
+"""Decision thresholds tuned on a labelled split (the dev split), as the sentence-level baselines need.
+
+Every candidate setting (a point of the grid, by default each threshold in {0.1, 0.2, …, 0.9} as in DelucionQA)
+turns the same precomputed evidence into detections; each candidate is scored by the project's evaluator
+(:func:`ragtruth_spans.evaluation.evaluate`), so the criterion is exactly the figure ``evaluate`` would report.
+The best candidate wins; ties go to the first in grid order (thresholds ascending). Families call
+:func:`tune_thresholds` from their ``train`` (the run directory records the result) and implement
+:class:`Tunable` so that ``ragtruth-spans benchmark`` can tune them on ``--dev``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import Field, model_validator
+
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.types import Record
+from ragtruth_spans.training.recipe import Section
+
+Criterion = Literal["span_f1", "response_macro_f1", "response_f1"]
+CRITERIA: dict[str, tuple[str, str]] = {"span_f1": ("span", "f1"), "response_macro_f1": ("response_macro", "f1"),
+                                         "response_f1": ("response", "f1")}
+"""Criterion name → (level, metric) of an evaluation report's ``overall``."""
+DEFAULT_CRITERION: Criterion = "span_f1"
+PAPER_GRID: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 10))
+"""{0.1, 0.2, …, 0.9}: the grid DelucionQA tuned its thresholds over."""
+
+
+class TuningSection(Section):
+    """Thresholds are tuned on ``data.eval_split``: every value of ``grid`` (every combination for two
+    thresholds), keeping the best ``criterion`` as the evaluator computes it (ties: the first, ascending)."""
+
+    criterion: Literal["span_f1", "response_macro_f1", "response_f1"] = Field(
+        "span_f1", description="span_f1: the project's primary metric (characters); response_macro_f1: "
+                               "DelucionQA's response-level macro F1 over both classes.")
+    grid: list[float] = Field(default_factory=lambda: list(PAPER_GRID), min_length=1,
+                              description="Candidate values of each threshold, each in (0, 1).")
+
+    @model_validator(mode="after")
+    def _in_range(self) -> TuningSection:
+        bad = [v for v in self.grid if not 0.0 < v < 1.0]
+        if bad:
+            raise ValueError(f"grid values must be strictly between 0 and 1, got {bad}")
+        return self
+
+
+@dataclass
+class TuningResult:
+    """The thresholds chosen, the criterion and its value, and every candidate's figures (``table``)."""
+
+    thresholds: dict[str, float]
+    criterion: str
+    value: float
+    split: str
+    responses: int
+    table: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"thresholds": self.thresholds, "criterion": self.criterion, "value": self.value,
+                "split": self.split, "responses": self.responses, "grid": self.table}
+
+
+@runtime_checkable
+class Tunable(Protocol):
+    """A detector whose decision thresholds can be tuned on labelled records (``benchmark --dev``)."""
+
+    def tune(self, records: Sequence[Record], *, criterion: Criterion = DEFAULT_CRITERION,
+             split: str = "dev") -> tuple[Any, TuningResult]:
+        """A copy of the detector with the thresholds that maximise ``criterion`` on ``records``, and the
+        tuning record."""
+
+
+def grid(names: Sequence[str], values: Sequence[float] = PAPER_GRID) -> list[dict[str, float]]:
+    """Every combination of ``values`` for the thresholds ``names``, in ascending order."""
+    return [dict(zip(names, combo)) for combo in itertools.product(sorted(values), repeat=len(names))]
+
+
+def criterion_value(report: Mapping[str, Any], criterion: str) -> float:
+    """The criterion's value in an evaluation report's ``overall`` section."""
+    level, metric = CRITERIA[criterion]
+    return float(report[level][metric])
+
+
+def tune_thresholds(records: Sequence[Record], candidates: Sequence[dict[str, float]],
+                    detect: Callable[[dict[str, float]], Sequence[Any]], *, criterion: str = DEFAULT_CRITERION,
+                    split: str = "dev") -> TuningResult:
+    """Evaluate ``detect(thresholds)`` (one :class:`~ragtruth_spans.detectors.base.Detection` per record, in
+    order) for each candidate and return the best (see the module docstring)."""
+    from ragtruth_spans.evaluation import evaluate
+
+    if criterion not in CRITERIA:
+        raise InputError(f"unknown tuning criterion {criterion!r} (expected one of {', '.join(CRITERIA)})",
+                         field="criterion")
+    if not records:
+        raise InputError(f"no labelled responses in the {split} split to tune thresholds on")
+    if not candidates:
+        raise InputError("no threshold candidates to tune over")
+    table: list[dict[str, Any]] = []
+    best: tuple[float, dict[str, float]] | None = None
+    for thresholds in candidates:
+        detections = list(detect(thresholds))
+        spans = {r.id: d.spans for r, d in zip(records, detections)}
+        scores = {r.id: d.score for r, d in zip(records, detections) if d.score is not None}
+        overall = evaluate(records, spans, response_scores=scores or None).overall
+        value = criterion_value(overall, criterion)
+        table.append({**thresholds, "span_f1": overall["span"]["f1"], "response_f1": overall["response"]["f1"],
+                      "response_macro_f1": overall["response_macro"]["f1"]})
+        if best is None or value > best[0]:
+            best = (value, thresholds)
+    assert best is not None
+    return TuningResult(thresholds=dict(best[1]), criterion=criterion, value=best[0], split=split,
+                        responses=len(records), table=table)

@@ -1,0 +1,91 @@
+"""`ragtruth-spans benchmark`: every detector's figures equal `ragtruth-spans evaluate`'s, runs resume, and bad
+input is one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import make_record
+from typer.testing import CliRunner
+
+from ragtruth_spans.cli import app
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.jsonl import write_records
+from ragtruth_spans.pipeline.benchmark import parse_detectors, run_benchmark
+
+DETECTORS = "numbers,flag-all,flag-none,sim-overlap,keyword-match,keyword-match@dev"
+
+
+@pytest.fixture()
+def dev_file(tmp_path: Path) -> Path:
+    context = "The Grand Hotel opened in 1999 on the harbour front. It has 120 rooms and a rooftop pool."
+    records = [make_record("d1", "Summary", context, "The Grand Hotel opened in 1999.", [], split="dev"),
+               make_record("d2", "Summary", context, "It opened in 2004 with 300 rooms.",
+                           [("2004", "Evident Conflict"), ("300 rooms", "Evident Conflict")], split="dev")]
+    path = tmp_path / "dev.jsonl"
+    write_records(path, records)
+    return path
+
+
+def test_benchmark_reproduces_evaluate_exactly_and_resumes(sample_test_file, dev_file, tmp_path):
+    data, records = sample_test_file
+    out = tmp_path / "bench"
+    runner = CliRunner()
+    result = runner.invoke(app, ["benchmark", "--data", str(data), "--dev", str(dev_file), "--detectors", DETECTORS,
+                                 "--out", str(out), "--bootstrap", "50"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
+    labels = [e["label"] for e in payload["detectors"]]
+    assert sorted(labels) == sorted(DETECTORS.split(","))
+    f1s = [e["report"]["overall"]["span"]["f1"] for e in payload["detectors"]]
+    assert f1s == sorted(f1s, reverse=True)
+    for entry in payload["detectors"]:
+        evaluated = runner.invoke(app, ["evaluate", "--gold", str(data), "--pred", entry["predictions"],
+                                        "--bootstrap", "50", "--json", str(tmp_path / "report.json")])
+        assert evaluated.exit_code == 0, evaluated.output
+        assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8")) == entry["report"]
+        assert entry["throughput"]["predicted"] == len(records)
+    tuned = next(e for e in payload["detectors"] if e["label"] == "keyword-match@dev")
+    assert tuned["tuning"]["split"] == "dev" and tuned["detector"]["thresholds_from"] == "tuned on dev"
+    assert (out / "tuning" / "keyword-match@dev.json").is_file()
+    markdown = (out / "leaderboard.md").read_text(encoding="utf-8")
+    assert "| `flag-all` |" in markdown and "## Span F1 by task" in markdown
+    assert (out / "leaderboard.svg").read_text(encoding="utf-8").lstrip().startswith("<?xml")
+    assert "| # | detector | span P |" in result.stdout
+
+    again = run_benchmark(data, DETECTORS, out, dev=dev_file, bootstrap=50, progress=False)
+    assert [e["report"] for e in again["detectors"]] == [e["report"] for e in payload["detectors"]]
+    assert all(e["throughput"]["predicted"] == len(records) for e in again["detectors"])  # nothing re-predicted
+
+
+def test_detector_specs_are_checked_before_anything_runs(tmp_path):
+    specs = parse_detectors("numbers, sim-overlap@dev ,numbers")
+    assert [(s.label, s.source, s.tune) for s in specs] == [
+        ("numbers", "numbers", False), ("sim-overlap@dev", "sim-overlap", True), ("numbers-2", "numbers", False)]
+    with pytest.raises(InputError, match="'nope' is neither a run directory nor a detector name"):
+        parse_detectors("numbers,nope")
+    with pytest.raises(InputError, match="no detectors given"):
+        parse_detectors(" , ")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--detectors", "numbers,quantum"], "'quantum' is neither a run directory nor a detector name"),
+    (["--detectors", "sim-overlap@dev"], "no --dev file was given"),
+    (["--detectors", "numbers@dev", "--dev", "DATA"], "numbers has no thresholds to tune"),
+    (["--detectors", "numbers", "--criterion", "accuracy"], "unknown criterion 'accuracy'"),
+])
+def test_cli_errors_are_one_line(sample_test_file, tmp_path, args, message):
+    data, _ = sample_test_file
+    args = [str(data) if a == "DATA" else a for a in args]
+    result = CliRunner().invoke(app, ["benchmark", "--data", str(data), "--out", str(tmp_path / "b"), *args])
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+    assert len([line for line in result.output.splitlines() if line.startswith("error:")]) == 1
+
+
+def test_missing_data_file_is_one_line(tmp_path):
+    result = CliRunner().invoke(app, ["benchmark", "--data", str(tmp_path / "none.jsonl"), "--detectors",
+                                      "numbers", "--out", str(tmp_path / "b")])
+    assert result.exit_code == 2 and "none.jsonl: file not found" in result.output
