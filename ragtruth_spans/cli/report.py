@@ -50,9 +50,9 @@ def report_command(
 ) -> None:
     """Write an HTML report: metrics overall / by task / by model / per type with intervals, charts, and every
     response with correct, missed and false-alarm characters highlighted. Self-contained: open it offline."""
-    from ragtruth_spans.cli.evaluate import diagnostics_notes
     from ragtruth_spans.core.predictions import read_prediction_file
     from ragtruth_spans.evaluation import load_gold
+    from ragtruth_spans.evaluation.files import diagnostics_notes
     from ragtruth_spans.reporting.html import ReportInput, evaluate_detector, write_report
 
     with user_errors():
