@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 BUILTIN_FAMILIES: dict[str, str] = {
     "generative": "ragtruth_spans.detectors.generative.family",
     "rules": "ragtruth_spans.detectors.rules",
+    "token-classification": "ragtruth_spans.detectors.token_classification.family",
 }
 """``{kind: module defining FAMILY}`` of the families shipped with ragtruth-spans."""
 
