@@ -30,6 +30,13 @@ def predict_command(
                                                 help="Override the recipe's 4-bit quantization of the base model."),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... (default: cuda if "
                                          "available)."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", min=0.0, max=1.0,
+                                              help="Token-classification runs: P(hallucinated) at or above which a "
+                                              "token is flagged (default: the threshold tuned on the run's dev "
+                                              "split)."),
+    aggregation: Optional[str] = typer.Option(None, "--aggregation", help="Token-classification runs: how a "
+                                              "token's probabilities from several context windows combine (mean, "
+                                              "max, min, by-type; default: the run's)."),
 ) -> None:
     """Detect hallucinated spans in each response and write the predictions file (resumable)."""
     from ragtruth_spans.pipeline.predict import predict_file
@@ -39,5 +46,5 @@ def predict_command(
     with user_errors():
         summary = predict_file(model, data, out_path, chunk_size=chunk_size, limit=limit, batch_size=batch_size,
                                backend=backend, max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit,
-                               device=device)
+                               device=device, threshold=threshold, aggregation=aggregation)
     note(predict_summary(summary.to_dict()))

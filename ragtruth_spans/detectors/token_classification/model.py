@@ -28,6 +28,9 @@ from ragtruth_spans.training.hf_models import (
 from ragtruth_spans.training.pretrained import resolve_model
 from ragtruth_spans.training.recipe import TINY
 
+HEADS = ("classifier", "score")
+"""Names of the token-classification heads (BERT-style, Llama-style): newly initialised, kept in full precision
+under 4-bit quantization, and trained in full under LoRA (PEFT's TOKEN_CLS ``modules_to_save``)."""
 BASE_MODEL_DIR = "base_model"
 """Where a run built on a tiny random model keeps that model (it exists nowhere else)."""
 
@@ -78,7 +81,7 @@ def _model_kwargs(recipe: TokenClassificationRecipe, revision: str | None, path:
         kwargs.update(attention_probs_dropout_prob=recipe.model.attention_dropout,
                       attention_dropout=recipe.model.attention_dropout)
     if quantize:
-        kwargs["quantization_config"] = bitsandbytes_config(recipe.quantization, device)
+        kwargs["quantization_config"] = bitsandbytes_config(recipe.quantization, device, skip_modules=list(HEADS))
     return kwargs
 
 
@@ -120,7 +123,7 @@ def load_for_training(recipe: TokenClassificationRecipe, path: str, revision: st
     lc = recipe.lora
     config = LoraConfig(r=lc.r, lora_alpha=lc.alpha, lora_dropout=lc.dropout, target_modules=lc.target_modules,
                         modules_to_save=list(lc.modules_to_save) if lc.modules_to_save else None, bias="none",
-                        task_type="TOKEN_CLS")
+                        exclude_modules=list(HEADS), task_type="TOKEN_CLS")
     return get_peft_model(model, config)
 
 

@@ -22,7 +22,7 @@ from ragtruth_spans.training.hf_models import (
 )
 from ragtruth_spans.training.pretrained import resolve_model
 from ragtruth_spans.training.recipe import TINY
-from ragtruth_spans.training.run_dir import read_run_info, read_run_recipe
+from ragtruth_spans.training.run_dir import FINGERPRINT_FILE, read_run_info, read_run_recipe
 
 
 def window_settings(recipe: TokenClassificationRecipe) -> WindowSettings:
@@ -76,10 +76,12 @@ def load_run(path: str | Path, *, device: str | None = None, batch_size: int = 1
     import torch
 
     path = Path(path)
-    recipe = read_recipe(path)
     info = read_run_info(path)
     if not info:
-        raise InputError("the run is not finished (no run_info.json); train it to the end first", path=path)
+        if (path / FINGERPRINT_FILE).is_file():
+            raise InputError("the run is not finished (no run_info.json); train it to the end first", path=path)
+        raise InputError("not a trained detector directory (no run_info.json)", path=path)
+    recipe = read_recipe(path)
     _check_weights(path, recipe)
     base, revision = (str(path), None) if recipe.finetuning == "full" else base_model_of(path, recipe, info)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -4,7 +4,7 @@ For one set of model outputs (each response's window probabilities, computed onc
 threshold of :data:`THRESHOLD_GRID` by character-level span F1 pooled over the responses (the project's headline
 metric, :mod:`ragtruth_spans.evaluation.metrics`), for each aggregation (with the run's edge rule) and each edge
 rule (with the run's aggregation). The run keeps the best threshold of its own aggregation and edge rule (ties:
-the lowest threshold); the other rows are measurements, recorded in ``run_info.json``.
+the middle of the tied thresholds); the other rows are measurements, recorded in ``run_info.json``.
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ def span_scores(records: Sequence[Record], probs: Sequence[np.ndarray], offsets:
 def best_threshold(records: Sequence[Record], probs: Sequence[np.ndarray],
                    offsets: Sequence[Sequence[tuple[int, int]]], *, scheme: str, span_edges: str,
                    grid: Sequence[float] = THRESHOLD_GRID) -> dict[str, Any]:
-    """``{"threshold", "precision", "recall", "f1"}`` of the grid threshold with the highest span F1."""
-    best: dict[str, Any] | None = None
-    for threshold in grid:
-        scores = span_scores(records, probs, offsets, threshold, scheme=scheme, span_edges=span_edges)
-        if best is None or scores["f1"] > best["f1"]:
-            best = {"threshold": threshold, **scores}
-    return best
+    """``{"threshold", "precision", "recall", "f1"}`` of the grid threshold with the highest span F1; when several
+    thresholds tie (a plateau: outputs well separated), the middle one of them."""
+    rows = [{"threshold": t, **span_scores(records, probs, offsets, t, scheme=scheme, span_edges=span_edges)}
+            for t in grid]
+    top = max(row["f1"] for row in rows)
+    tied = [row for row in rows if row["f1"] >= top - 1e-12]
+    return tied[len(tied) // 2]
 
 
 def tune(detector: Any, records: Sequence[Record], *, aggregation: str, span_edges: str,
