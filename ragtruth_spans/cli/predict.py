@@ -36,7 +36,7 @@ def predict_command(
                                               "split)."),
     aggregation: Optional[str] = typer.Option(None, "--aggregation", help="Token-classification runs: how a "
                                               "token's probabilities from several context windows combine (mean, "
-                                              "max, min, by-type; default: the run's)."),
+                                              "max, min, best, by-type; default: the run's)."),
 ) -> None:
     """Detect hallucinated spans in each response and write the predictions file (resumable)."""
     from ragtruth_spans.pipeline.predict import predict_file

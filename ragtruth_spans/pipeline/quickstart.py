@@ -1,11 +1,15 @@
 """``ragtruth-spans quickstart``: the whole pipeline on the embedded RAGTruth-format sample, on CPU.
 
-Four steps, all written under one work directory (default ``./ragtruth-spans-quickstart``)::
+Six steps, all written under one work directory (default ``./ragtruth-spans-quickstart``)::
 
     data/{train,dev,test}.jsonl, stats.json   1. prepare the embedded sample (1 dev source per task)
     model/                                    2. train the ``tiny-cpu`` recipe (tiny random Llama, real 4-bit QLoRA)
     predictions.jsonl                         3. predict spans on data/test.jsonl (HF backend)
     report.json                               4. evaluate predictions against the gold test spans
+    token-cls/                                5. train the all-MiniLM-L6-v2 token classifier (real weights) on
+                                                 data/train.jsonl, its threshold tuned on data/dev.jsonl
+    token-cls-predictions.jsonl, …-report.json 6. predict and evaluate it on data/test.jsonl; both families side
+                                                 by side
 
 Re-running reuses what is finished: the prepared data when ``data/stats.json`` exists, the model when
 ``model/adapter_model.safetensors`` exists (training itself resumes from its last checkpoint), and the
@@ -13,7 +17,10 @@ predictions already in ``predictions.jsonl`` (only missing ids are generated); e
 ``fresh=True`` (``--fresh``) to delete those four outputs first.
 
 The tiny model is random and trained for seconds on ~50 responses: its scores show that the pipeline works end
-to end, not how well a real detector performs (use a recipe for a 7-13B model on a GPU for that).
+to end, not how well a real detector performs (use a recipe for a 7-13B model on a GPU for that). The token
+classifier starts from real pretrained weights but sees only the sample's 44 training responses, with the
+recipe shortened for time (:data:`TOKEN_CLS_OVERRIDES`): its scores are real detection on invented text, not a
+benchmark (docs/BENCHMARKS.md has the measured ones).
 """
 
 from __future__ import annotations
@@ -27,6 +34,17 @@ from rich.console import Console
 
 QUICKSTART_RECIPE = "tiny-cpu"
 DEFAULT_WORKDIR = Path("ragtruth-spans-quickstart")
+TOTAL_STEPS = 6
+TOKEN_CLS_RECIPE = "all-minilm-l6-v2/token-cls"
+TOKEN_CLS_OVERRIDES = (
+    "data.max_length=256",          # the sample's contexts are short: one or two 256-token windows per response
+    "windows.min_context_tokens=64",
+    "training.num_epochs=6",        # 44 responses: 36 optimizer steps of 8 windows
+    "training.learning_rate=1e-4",
+    "training.eval_steps=1000",     # no mid-training evaluation; dev (1 source per task) tunes the threshold
+    "training.save_steps=1000",
+)
+"""How the quickstart shortens the MiniLM recipe to stay within a few minutes on 2 CPU cores."""
 
 
 @dataclass(frozen=True)
@@ -49,24 +67,35 @@ class QuickstartPaths:
     def report(self) -> Path:
         return self.workdir / "report.json"
 
+    @property
+    def token_model(self) -> Path:
+        return self.workdir / "token-cls"
+
+    @property
+    def token_predictions(self) -> Path:
+        return self.workdir / "token-cls-predictions.jsonl"
+
+    @property
+    def token_report(self) -> Path:
+        return self.workdir / "token-cls-report.json"
+
 
 def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | None = None,
                    max_new_tokens: int = 128, batch_size: int = 8, fresh: bool = False,
-                   console: Console | None = None):
+                   console: Console | None = None, token_max_steps: int | None = None):
     """Prepare → train → predict → evaluate under ``workdir``; print each step and the report; return the
     :class:`~ragtruth_spans.evaluation.Report`.
 
-    ``max_steps`` overrides the recipe's ``training.max_steps`` (tests use a few steps); ``max_new_tokens`` is the
+    ``max_steps`` / ``token_max_steps`` override the tiny-cpu / token-classifier recipes' ``training.max_steps``
+    (tests use a few steps); ``max_new_tokens`` is the
     generation budget per response (the sample's gold targets take at most ~80 tokens of the tiny tokenizer, and
     128 leaves the prompt 768 - 128 = 640 tokens, enough for every test prompt of the sample unshortened).
     """
-    from ragtruth_spans.core.jsonl import read_records, write_json
-    from ragtruth_spans.core.predictions import read_prediction_file
+    from ragtruth_spans.core.jsonl import write_json
     from ragtruth_spans.data.prepare import prepare
     from ragtruth_spans.data.ragtruth import sample_data_dir
-    from ragtruth_spans.evaluation import evaluate
     from ragtruth_spans.pipeline.predict import predict_file
-    from ragtruth_spans.reporting.console import predict_summary, print_evaluation
+    from ragtruth_spans.reporting.console import comparison_table, predict_summary, print_evaluation
     from ragtruth_spans.training.recipe import load_recipe
     from ragtruth_spans.training.run import train
 
@@ -102,28 +131,73 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     console.print(predict_summary(summary.to_dict()), highlight=False, markup=False)
 
     _step(console, 4, "evaluate against the gold spans", paths.report)
-    gold = read_records(paths.data / "test.jsonl")
-    pred_file = read_prediction_file(paths.predictions, response_lengths={r.id: len(r.response) for r in gold})
-    report = evaluate(gold, pred_file.spans, response_scores=pred_file.response_scores)
-    report.settings["gold"] = str(paths.data / "test.jsonl")
-    report.settings["predictions"] = str(paths.predictions)
+    report = _evaluate(paths.data / "test.jsonl", paths.predictions)
     print_evaluation(report.to_dict(), console)
     write_json(paths.report, report.to_dict())
+    token_report = _token_classifier(paths, console, max_steps=token_max_steps)
+    console.print(comparison_table({f"generative ({QUICKSTART_RECIPE}, tiny random Llama)": report.to_dict(),
+                                    f"token classification ({TOKEN_CLS_RECIPE})": token_report.to_dict()}))
     console.print(f"\n[bold green]done[/] in {time.perf_counter() - started:.0f} s. Files: data {paths.data}, "
-                  f"model {paths.model}, predictions {paths.predictions}, report {paths.report}", highlight=False)
+                  f"model {paths.model}, predictions {paths.predictions}, report {paths.report}; token classifier "
+                  f"{paths.token_model}, {paths.token_predictions}, {paths.token_report}", highlight=False)
     console.print("The tiny random model only shows that the pipeline runs end to end; its scores say nothing "
-                  "about a real detector.", style="dim")
+                  "about a real detector. The token classifier has real pretrained weights but saw 44 invented "
+                  "responses: real detection, not a benchmark (see docs/BENCHMARKS.md).", style="dim")
+    return report
+
+
+def _token_classifier(paths: QuickstartPaths, console: Console, *, max_steps: int | None):
+    """Steps 5 and 6: train the MiniLM token classifier on the sample's train split (threshold tuned on its dev
+    split), predict the test split, evaluate; return the report."""
+    from ragtruth_spans.core.jsonl import write_json
+    from ragtruth_spans.pipeline.predict import predict_file
+    from ragtruth_spans.reporting.console import predict_summary, print_evaluation
+    from ragtruth_spans.training.recipe import load_recipe
+    from ragtruth_spans.training.run import train
+
+    overrides = [*TOKEN_CLS_OVERRIDES, f"output_dir={paths.token_model}", f"data.prepared_dir={paths.data}",
+                 "data.split=train", "data.eval_split=dev"]
+    if max_steps is not None:
+        overrides.append(f"training.max_steps={max_steps}")
+    _step(console, 5, f"train the '{TOKEN_CLS_RECIPE}' token classifier (shortened for the quickstart)",
+          paths.token_model)
+    if (paths.token_model / "run_info.json").is_file():
+        console.print(f"  reusing the trained classifier in {paths.token_model} (delete it, or pass --fresh, to "
+                      "retrain)", highlight=False)
+    else:
+        train(load_recipe(TOKEN_CLS_RECIPE, overrides), console=console)
+    _step(console, 6, "predict and evaluate the token classifier on the test split", paths.token_report)
+    summary = predict_file(paths.token_model, paths.data / "test.jsonl", paths.token_predictions, device="cpu")
+    console.print(predict_summary(summary.to_dict()), highlight=False, markup=False)
+    report = _evaluate(paths.data / "test.jsonl", paths.token_predictions)
+    print_evaluation(report.to_dict(), console)
+    write_json(paths.token_report, report.to_dict())
+    return report
+
+
+def _evaluate(gold_path: Path, predictions: Path):
+    """The evaluation report of a predictions file against the gold records of ``gold_path``."""
+    from ragtruth_spans.core.jsonl import read_records
+    from ragtruth_spans.core.predictions import read_prediction_file
+    from ragtruth_spans.evaluation import evaluate
+
+    gold = read_records(gold_path)
+    pred_file = read_prediction_file(predictions, response_lengths={r.id: len(r.response) for r in gold})
+    report = evaluate(gold, pred_file.spans, response_scores=pred_file.response_scores)
+    report.settings["gold"] = str(gold_path)
+    report.settings["predictions"] = str(predictions)
     return report
 
 
 def _step(console: Console, number: int, title: str, target: Path) -> None:
-    console.rule(f"[bold]step {number}/4[/]: {title}")
+    console.rule(f"[bold]step {number}/{TOTAL_STEPS}[/]: {title}")
     console.print(f"  → {target}", highlight=False)
 
 
 def _remove_outputs(paths: QuickstartPaths, console: Console) -> None:
     """Delete the quickstart's own outputs (and nothing else) under the work directory."""
-    for path in (paths.data, paths.model, paths.predictions, paths.report):
+    for path in (paths.data, paths.model, paths.predictions, paths.report, paths.token_model,
+                 paths.token_predictions, paths.token_report):
         if path.is_dir():
             shutil.rmtree(path)
         elif path.exists():

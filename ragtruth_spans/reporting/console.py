@@ -92,6 +92,22 @@ def evaluation_tables(report: Mapping[str, Any]) -> list[Table]:
             _counts_table(report["counts"])]
 
 
+def comparison_table(reports: Mapping[str, Mapping[str, Any]], title: str = "Detectors side by side") -> Table:
+    """One row per detector (``{name: Report.to_dict()}``, all on the same gold data): span and response
+    P/R/F1 and AUROC, overall."""
+    table = Table(title=title)
+    table.add_column("detector")
+    table.add_column("responses", justify="right")
+    for column in ("span P", "span R", "span F1", "resp. P", "resp. R", "resp. F1", "AUROC"):
+        table.add_column(column, justify="right")
+    for name, report in reports.items():
+        overall = report["overall"]
+        table.add_row(name, str(overall["responses"]),
+                      *(_fmt(overall[level][m]) for level in ("span", "response") for m in PRF),
+                      _fmt(overall["auroc"]))
+    return table
+
+
 def print_evaluation(report: Mapping[str, Any], console: Console | None = None) -> None:
     """Print an evaluation report's tables and notes."""
     console = console or Console()

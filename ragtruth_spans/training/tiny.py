@@ -4,8 +4,9 @@
 The Llama's tokenizer is a byte-level BPE trained on the fly with ``tokenizers`` on the given texts plus the prompt
 templates and the target skeleton, so prompts tokenize compactly. The BERT's is the same BPE trained on the texts
 alone, with BERT's special tokens and pair template (``[CLS] A [SEP] B [SEP]``). The Llama's special tokens:
-``<s>`` (BOS), ``</s>`` (EOS), ``<pad>``, and role markers ``<|system|>``, ``<|user|>``, ``<|assistant|>``, ``<|end|>``; the chat template puts a
-special token at every message boundary, so a prompt's tokens are always a prefix of prompt + answer tokens.
+``<s>`` (BOS), ``</s>`` (EOS), ``<pad>``, and role markers ``<|system|>``, ``<|user|>``, ``<|assistant|>``,
+``<|end|>``; the chat template puts a special token at every message boundary, so a prompt's tokens are always a
+prefix of prompt + answer tokens.
 
 The Llama's linear weights are snapped to the 4-bit NF4 grid (quantised and dequantised once, blocksize 64),
 so loading ``base_model/`` in 4-bit or in full precision gives the same network. Everything is deterministic

@@ -9,18 +9,18 @@ import pytest
 from rich.console import Console
 
 from ragtruth_spans.core.jsonl import read_records
-from ragtruth_spans.pipeline.quickstart import DEFAULT_WORKDIR, run_quickstart
+from ragtruth_spans.pipeline.quickstart import DEFAULT_WORKDIR, TOTAL_STEPS, QuickstartPaths, run_quickstart
 
 
 def test_quickstart_runs_every_step_then_reuses_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # any working directory: nothing may depend on the repository checkout
     console = Console(record=True, width=140)
-    report = run_quickstart(max_steps=3, max_new_tokens=24, console=console)
+    report = run_quickstart(max_steps=3, max_new_tokens=24, console=console, token_max_steps=2)
     out = console.export_text()
 
     workdir = tmp_path / DEFAULT_WORKDIR
-    for number in range(1, 5):
-        assert f"step {number}/4" in out
+    for number in range(1, TOTAL_STEPS + 1):
+        assert f"step {number}/{TOTAL_STEPS}" in out
     test = read_records(workdir / "data" / "test.jsonl")
     assert test and {r.task_type for r in test} == {"QA", "Summary", "Data2txt"}
     assert (workdir / "model" / "adapter_model.safetensors").is_file()
@@ -33,9 +33,9 @@ def test_quickstart_runs_every_step_then_reuses_them(tmp_path: Path, monkeypatch
     assert f"responses: {len(test)} ({len(test)} predicted, 0 skipped" in out
 
     console = Console(record=True, width=140)
-    run_quickstart(max_steps=3, max_new_tokens=24, console=console)
+    run_quickstart(max_steps=3, max_new_tokens=24, console=console, token_max_steps=2)
     again = console.export_text()
-    assert again.count("reusing") == 2 and f"(0 predicted, {len(test)} skipped" in again
+    assert again.count("reusing") == 3 and again.count(f"(0 predicted, {len(test)} skipped") == 2
     assert json.loads((workdir / "report.json").read_text(encoding="utf-8")) == saved
 
 
@@ -50,3 +50,28 @@ def test_fresh_removes_only_quickstart_outputs(tmp_path: Path) -> None:
     keep.write_text("mine", encoding="utf-8")
     _remove_outputs(paths, Console(record=True))
     assert not paths.data.exists() and not paths.predictions.exists() and keep.read_text(encoding="utf-8") == "mine"
+
+
+def test_quickstart_token_classifier_step(tmp_path: Path) -> None:
+    """Steps 5-6: the MiniLM token classifier trains on the sample's train split (threshold tuned on its dev
+    split), predicts the test split and is printed beside the generative detector."""
+    from ragtruth_spans.data.prepare import prepare
+    from ragtruth_spans.data.ragtruth import sample_data_dir
+    from ragtruth_spans.pipeline.quickstart import TOKEN_CLS_RECIPE, _token_classifier
+
+    paths = QuickstartPaths(tmp_path)
+    prepare(sample_data_dir(), paths.data, dev_per_task=1)
+    console = Console(record=True, width=160)
+    report = _token_classifier(paths, console, max_steps=2)
+    out = console.export_text()
+    assert "step 5/" in out and "step 6/" in out and TOKEN_CLS_RECIPE in out
+    info = json.loads((paths.token_model / "run_info.json").read_text(encoding="utf-8"))
+    assert info["kind"] == "token-classification" and info["detection"]["tuned"]
+    assert info["data"]["source"].endswith("train.jsonl") and info["data"]["eval"]["split"] == "dev"
+    assert info["base_model"]["name_or_path"] == "sentence-transformers/all-MiniLM-L6-v2"
+    rows = [json.loads(line) for line in paths.token_predictions.read_text(encoding="utf-8").splitlines()]
+    test = read_records(paths.data / "test.jsonl")
+    assert sorted(r["id"] for r in rows) == sorted(r.id for r in test)
+    assert all(r["windows"] >= 1 and 0.0 <= r["score"] <= 1.0 for r in rows)
+    assert f"windows: {sum(r['windows'] for r in rows)}" in out
+    assert report.overall["responses"] == len(test) and report.overall["auroc"] is not None

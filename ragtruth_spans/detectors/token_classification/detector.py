@@ -13,7 +13,7 @@ is the highest P(hallucinated) of any response token (0.0 for an empty response)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +45,12 @@ DEFAULT_THRESHOLD = 0.5
 @dataclass
 class WindowProbabilities:
     """What the model said about one response: its token offsets and, per window, ``(first token, (count,
-    labels) probabilities)``."""
+    labels) probabilities)`` and the window's relevance (:attr:`~.windows.Window.overlap`)."""
 
     offsets: list[tuple[int, int]]
     pieces: list[tuple[int, np.ndarray]]
     segments: int
+    relevance: list[float] = field(default_factory=list)
 
     @property
     def windows(self) -> int:
@@ -110,6 +111,7 @@ class TokenClassificationDetector(Detector):
             chunk = flat[start:start + self.batch_size]
             for (i, window), probs in zip(chunk, self._forward([w for _, w in chunk])):
                 results[i].pieces.append((window.first, probs))
+                results[i].relevance.append(window.overlap)
         return results
 
     def _forward(self, windows: Sequence[Window]) -> list[np.ndarray]:
@@ -139,7 +141,8 @@ class TokenClassificationDetector(Detector):
 
     def token_probabilities(self, result: WindowProbabilities, aggregation: str | None = None) -> np.ndarray:
         """``(tokens, labels)`` probabilities of one response, its windows aggregated."""
-        return aggregate(len(result.offsets), result.pieces, aggregation or self.aggregation, self.labels)
+        return aggregate(len(result.offsets), result.pieces, aggregation or self.aggregation, self.labels,
+                         relevance=result.relevance)
 
     def to_detection(self, response: str, result: WindowProbabilities) -> Detection:
         diagnostics: dict[str, Any] = {"windows": result.windows}

@@ -2,7 +2,7 @@
 
 Options of :func:`load` (``load_detector(run_dir, **options)``): ``device`` (default: CUDA when available),
 ``batch_size`` (windows run together), ``threshold`` (P(hallucinated) at or above which a token is flagged;
-default: the one tuned on the run's eval split), ``aggregation`` (mean, max, min, by-type), ``span_edges``
+default: the one tuned on the run's eval split), ``aggregation`` (mean, max, min, best, by-type), ``span_edges``
 (tokens, trim-space, trim-punct, words) and ``load_in_4bit`` (LoRA runs: override the recipe's quantization).
 """
 

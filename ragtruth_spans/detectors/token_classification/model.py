@@ -118,8 +118,9 @@ def load_for_training(recipe: TokenClassificationRecipe, path: str, revision: st
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
     if quantize:
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=recipe.training.gradient_checkpointing,
-                                                gradient_checkpointing_kwargs={"use_reentrant": False})
+        model = prepare_model_for_kbit_training(
+            model, use_gradient_checkpointing=recipe.training.gradient_checkpointing,
+            gradient_checkpointing_kwargs={"use_reentrant": False})
     lc = recipe.lora
     config = LoraConfig(r=lc.r, lora_alpha=lc.alpha, lora_dropout=lc.dropout, target_modules=lc.target_modules,
                         modules_to_save=list(lc.modules_to_save) if lc.modules_to_save else None, bias="none",

@@ -25,7 +25,7 @@ from ragtruth_spans.training.recipe import (
 )
 
 LabelScheme = Literal["binary", "typed"]
-Aggregation = Literal["mean", "max", "min", "by-type"]
+Aggregation = Literal["mean", "max", "min", "best", "by-type"]
 SpanEdges = Literal["tokens", "trim-space", "trim-punct", "words"]
 
 

@@ -16,7 +16,8 @@ the text ``"\\n\\n"`` (decoders: the context comes first, so causal attention le
 **Aggregation** (:data:`AGGREGATIONS`) turns the label probabilities a token gets from the windows that hold it
 into one distribution: ``mean``; ``max`` / ``min`` (the distribution of the window most / least sure that the
 token is hallucinated: a contradiction seen in any window flags it / support found in any window clears it);
-``by-type`` (typed labels: the conflict types take their maximum over windows, the baseless types their
+``best`` (the window whose context shares most distinct token ids with the response segment: the likeliest
+evidence); ``by-type`` (typed labels: the conflict types take their maximum over windows, the baseless types their
 minimum, O the rest). Measurements: docs/TOKEN_CLASSIFICATION.md.
 """
 
@@ -32,7 +33,7 @@ import numpy as np
 from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.core.types import HALLUCINATION_TYPES
 
-AGGREGATIONS: tuple[str, ...] = ("mean", "max", "min", "by-type")
+AGGREGATIONS: tuple[str, ...] = ("mean", "max", "min", "best", "by-type")
 TEXT_SEPARATOR = "\n\n"
 CONFLICT_TYPES = tuple(t for t in HALLUCINATION_TYPES if "Conflict" in t)
 _SENTENCE_END = re.compile(r"[.!?]")
@@ -198,9 +199,10 @@ def plan_windows(tokenizer: Any, layout: Layout, settings: WindowSettings, *, co
 
 
 def aggregate(n_tokens: int, pieces: Sequence[tuple[int, np.ndarray]], method: str,
-              label_names: Sequence[str]) -> np.ndarray:
+              label_names: Sequence[str], relevance: Sequence[float] | None = None) -> np.ndarray:
     """``(n_tokens, labels)`` probabilities from ``pieces`` = ``(first token, (count, labels) probabilities)`` of
-    each window, combined per token by ``method`` (:data:`AGGREGATIONS`); label 0 is O."""
+    each window, combined per token by ``method`` (:data:`AGGREGATIONS`); label 0 is O. ``relevance``: one number
+    per window (:attr:`Window.overlap`), needed by ``best``."""
     check_choice(method, AGGREGATIONS, "aggregation", field="aggregation")
     n_labels = len(label_names)
     stack = np.full((len(pieces), n_tokens, n_labels), np.nan)
@@ -212,6 +214,11 @@ def aggregate(n_tokens: int, pieces: Sequence[tuple[int, np.ndarray]], method: s
         raise ValueError("a response token is in no window")
     if method == "mean":
         return np.nanmean(stack, axis=0)
+    if method == "best":
+        if relevance is None or len(relevance) != len(pieces):
+            raise ValueError("aggregation best needs one relevance value per window")
+        order = np.where(np.isnan(stack[:, :, 0]), -np.inf, np.asarray(relevance, dtype=float)[:, None])
+        return stack[np.argmax(order, axis=0), np.arange(n_tokens)]
     if method in ("max", "min"):
         p_hal = 1.0 - stack[:, :, 0]
         pick = np.nanargmax(p_hal, axis=0) if method == "max" else np.nanargmin(p_hal, axis=0)

@@ -148,7 +148,7 @@ def test_resume_after_a_kill_and_fixed_threshold(prepared, tmp_path, monkeypatch
     info = json.loads((out / "run_info.json").read_text())
     assert result.resumed_from.endswith("checkpoint-2") and info["resumed_from"].endswith("checkpoint-2")
     assert info["detection"]["threshold"] == 0.7 and not info["detection"]["tuned"]
-    assert set(info["detection"]["aggregations"]) == {"mean", "max", "min", "by-type"}
+    assert set(info["detection"]["aggregations"]) == {"mean", "max", "min", "best", "by-type"}
 
 
 def test_cli_train_predict_evaluate(prepared, tmp_path):

@@ -135,6 +135,8 @@ def test_aggregations():
     assert np.allclose(aggregate(3, pieces, "mean", binary)[:, 1], [0.1, 0.6, 0.3])
     assert np.allclose(aggregate(3, pieces, "max", binary)[:, 1], [0.1, 0.8, 0.3])
     assert np.allclose(aggregate(3, pieces, "min", binary)[:, 1], [0.1, 0.4, 0.3])
+    assert np.allclose(aggregate(3, pieces, "best", binary, relevance=[1, 5])[:, 1], [0.1, 0.4, 0.3])
+    assert np.allclose(aggregate(3, pieces, "best", binary, relevance=[5, 1])[:, 1], [0.1, 0.8, 0.3])
     with pytest.raises(ValueError, match="no window"):
         aggregate(4, pieces, "mean", binary)
     with pytest.raises(InputError, match="typed"):
