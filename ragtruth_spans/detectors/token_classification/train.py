@@ -3,8 +3,8 @@
 Pipeline: prepared records → (task filter, seeded clean-example subsampling) → windows (:mod:`.windows`; every
 window of a record, or only its best one with ``windows.train_windows: best``) labelled on the response tokens
 (-100 elsewhere) → model (full fine-tuning, or (Q)LoRA with a trainable head) → ``Trainer`` with class-weighted
-cross-entropy (with ``data.eval_split``: eval loss every ``eval_steps`` over every window of the dev records, and
-the best checkpoint kept) → ``output_dir`` with the weights, the tokenizer, ``recipe.yaml`` and ``run_info.json``
+cross-entropy (with ``data.eval_split``: every ``eval_steps``, the eval loss and the best token-level F1 over thresholds on
+every window of the dev records; the checkpoint of highest token F1 is kept) → ``output_dir`` with the weights, the tokenizer, ``recipe.yaml`` and ``run_info.json``
 → the threshold tuned on the dev records (:mod:`.tuning`) and written into ``run_info.json``. The run-directory
 rules (resume, refuse) are applied by :func:`ragtruth_spans.training.run.train`.
 """
@@ -111,6 +111,32 @@ def weighted_loss(n_labels: int, hallucinated_weight: float):
     return loss
 
 
+def hallucination_probabilities(logits: Any, labels: Any) -> Any:
+    """``preprocess_logits_for_metrics``: keep only P(hallucinated) per token (the eval loop gathers less)."""
+    import torch
+
+    return 1.0 - torch.softmax(logits.float(), dim=-1)[..., 0]
+
+
+def token_f1(eval_prediction: Any) -> dict[str, float]:
+    """``compute_metrics``: the best token-level F1 of "hallucinated" over the thresholds of the tuning grid, on
+    the labelled (response) tokens of the eval windows; the best checkpoint is the one with the highest."""
+    import numpy as np
+
+    from ragtruth_spans.detectors.token_classification.tuning import THRESHOLD_GRID
+    from ragtruth_spans.evaluation.metrics import prf
+
+    probs, labels = np.asarray(eval_prediction.predictions), np.asarray(eval_prediction.label_ids)
+    mask = labels != IGNORE_INDEX
+    p_hal, gold = probs[mask], labels[mask] > 0
+    best = (0.0, THRESHOLD_GRID[0])
+    for threshold in THRESHOLD_GRID:
+        flagged = p_hal >= threshold
+        f1 = float(prf((flagged & gold).sum(), flagged.sum(), gold.sum())[2])
+        best = max(best, (f1, threshold))
+    return {"token_f1": best[0], "token_f1_threshold": best[1]}
+
+
 @dataclass
 class _Prepared:
     tokenizer: Any
@@ -162,11 +188,15 @@ def _trainer(recipe: TokenClassificationRecipe, data: _Prepared, model: Any, out
     kwargs = trainer_arguments(recipe, recipe.training, output_dir, TrainingArguments, evaluate=bool(data.eval))
     kwargs["train_sampling_strategy"] = "group_by_length" if recipe.training.group_by_length else "random"
     kwargs["remove_unused_columns"] = False
+    if data.eval:  # keep the checkpoint that flags hallucinated tokens best, not the one of lowest weighted loss
+        kwargs.update(metric_for_best_model="token_f1", greater_is_better=True)
     return Trainer(model=model, args=TrainingArguments(**kwargs), train_dataset=_dataset(data.train),
                    eval_dataset=_dataset(data.eval) if data.eval else None, processing_class=data.tokenizer,
                    data_collator=DataCollatorForTokenClassification(data.tokenizer),
                    compute_loss_func=weighted_loss(len(label_names(recipe.labels.scheme)),
-                                                   recipe.training.hallucinated_weight))
+                                                   recipe.training.hallucinated_weight),
+                   compute_metrics=token_f1 if data.eval else None,
+                   preprocess_logits_for_metrics=hallucination_probabilities if data.eval else None)
 
 
 def train(recipe: TokenClassificationRecipe, *, console: Console | None = None, resume: bool = False,
@@ -192,7 +222,7 @@ def train(recipe: TokenClassificationRecipe, *, console: Console | None = None, 
     metrics["wall_s"] = round(time.time() - start, 2)
     metrics["train_loss_whole_run"] = whole_run_train_loss(trainer.state.log_history)
     if data.eval:
-        metrics["best_eval_loss"] = trainer.state.best_metric
+        metrics["best_eval_token_f1"] = trainer.state.best_metric
         metrics["best_checkpoint"] = trainer.state.best_model_checkpoint
     trainer.save_model(str(output_dir))  # weights (or adapter + head) and the tokenizer
     detection = _tune_threshold(recipe, trainer.model, data, console)
