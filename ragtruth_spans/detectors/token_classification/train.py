@@ -157,7 +157,10 @@ def _prepare(recipe: TokenClassificationRecipe, output_dir: Path, console: Conso
     if not records:
         raise InputError(f"no training records left from {source} (tasks={recipe.data.tasks}, "
                          f"clean_fraction={recipe.data.clean_fraction})")
-    base_path, revision = ensure_base_model(recipe, output_dir, records)
+    from accelerate import PartialState
+
+    with PartialState().main_process_first():  # under accelerate/torchrun, rank 0 builds a tiny base model
+        base_path, revision = ensure_base_model(recipe, output_dir, records)
     tokenizer = load_tokenizer(base_path, revision)
     examples = build_examples(records, tokenizer, recipe, stats, best_only=recipe.windows.train_windows == "best")
     console.print(training_data_summary(stats, source, recipe.data.max_length))
@@ -225,12 +228,13 @@ def train(recipe: TokenClassificationRecipe, *, console: Console | None = None, 
         metrics["best_eval_token_f1"] = trainer.state.best_metric
         metrics["best_checkpoint"] = trainer.state.best_model_checkpoint
     trainer.save_model(str(output_dir))  # weights (or adapter + head) and the tokenizer
-    detection = _tune_threshold(recipe, trainer.model, data, console)
-    write_run_files(output_dir, recipe, fingerprint=fingerprint,
-                    info=_run_info(recipe, data, metrics, last, detection))
-    console.print(f"[bold green]done[/]: model and run info in {output_dir} (train_loss over the whole run="
-                  f"{metrics['train_loss_whole_run'] or float('nan'):.4f}, {metrics['wall_s']} s; threshold "
-                  f"{detection['threshold']})")
+    if trainer.is_world_process_zero():
+        detection = _tune_threshold(recipe, trainer.model, data, console)
+        write_run_files(output_dir, recipe, fingerprint=fingerprint,
+                        info=_run_info(recipe, data, metrics, last, detection))
+        console.print(f"[bold green]done[/]: model and run info in {output_dir} (train_loss over the whole run="
+                      f"{metrics['train_loss_whole_run'] or float('nan'):.4f}, {metrics['wall_s']} s; threshold "
+                      f"{detection['threshold']})")
     return TrainResult(output_dir=output_dir, stats=data.stats, metrics=metrics, resumed_from=last)
 
 
