@@ -36,6 +36,13 @@ def predict_command(
                                                "value is YAML; a dotted key sets a nested one), e.g. for llm-judge: "
                                                "--option base_url=http://127.0.0.1:8000/v1 --option model=NAME "
                                                "--option mode=claims. See docs/JUDGE.md."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", min=0.0, max=1.0,
+                                              help="Token-classification runs: P(hallucinated) at or above which a "
+                                              "token is flagged (default: the threshold tuned on the run's dev "
+                                              "split)."),
+    aggregation: Optional[str] = typer.Option(None, "--aggregation", help="Token-classification runs: how a "
+                                              "token's probabilities from several context windows combine (mean, "
+                                              "max, min, best, by-type; default: the run's)."),
 ) -> None:
     """Detect hallucinated spans in each response and write the predictions file (resumable)."""
     from ragtruth_spans.pipeline.predict import predict_file
@@ -44,7 +51,8 @@ def predict_command(
     err.print(f"predicting with [bold]{model}[/] on {data} → {out_path}")
     with user_errors():
         flags = {"batch_size": batch_size, "backend": backend, "max_new_tokens": max_new_tokens,
-                 "load_in_4bit": load_in_4bit, "device": device}
+                 "load_in_4bit": load_in_4bit, "device": device,
+                 "threshold": threshold, "aggregation": aggregation}
         options = parse_options(option)
         both = sorted(key for key in options if flags.get(key) is not None)
         if both:

@@ -1,12 +1,15 @@
 """``ragtruth-spans quickstart``: the whole pipeline on the embedded RAGTruth-format sample, on CPU.
 
-Five steps, all written under one work directory (default ``./ragtruth-spans-quickstart``)::
+Six steps, all written under one work directory (default ``./ragtruth-spans-quickstart``)::
 
     data/{train,dev,test}.jsonl, stats.json   1. prepare the embedded sample (1 dev source per task)
     model/                                    2. train the ``tiny-cpu`` recipe (tiny random Llama, real 4-bit QLoRA)
     predictions.jsonl                         3. predict spans on data/test.jsonl (HF backend)
     report.json, report.html                  4. evaluate predictions against the gold test spans; HTML report
-    leaderboard/                              5. benchmark the trained model beside cheap baselines on the test split
+    token-cls/                                5. train the all-MiniLM-L6-v2 token classifier (real weights) on
+                                                 data/train.jsonl, its threshold tuned on data/dev.jsonl
+    leaderboard/                              6. benchmark both trained detectors beside cheap baselines on the
+                                                 test split (leaderboard.md/.json/.svg, one predictions file each)
 
 Re-running reuses what is finished: the prepared data when ``data/stats.json`` exists, the model when
 ``model/adapter_model.safetensors`` exists (training itself resumes from its last checkpoint), and the
@@ -14,7 +17,10 @@ predictions already in ``predictions.jsonl`` (only missing ids are generated); e
 ``fresh=True`` (``--fresh``) to delete those four outputs first.
 
 The tiny model is random and trained for seconds on ~50 responses: its scores show that the pipeline works end
-to end, not how well a real detector performs (use a recipe for a 7-13B model on a GPU for that).
+to end, not how well a real detector performs (use a recipe for a 7-13B model on a GPU for that). The token
+classifier starts from real pretrained weights but sees only the sample's 44 training responses, with the
+recipe shortened for time (:data:`TOKEN_CLS_OVERRIDES`): its scores are real detection on invented text, not a
+benchmark (docs/BENCHMARKS.md has the measured ones).
 """
 
 from __future__ import annotations
@@ -29,8 +35,18 @@ from rich.console import Console
 QUICKSTART_RECIPE = "tiny-cpu"
 LEADERBOARD_DETECTORS = ("numbers", "sim-overlap", "flag-all")
 """Cheap baselines ranked beside the quickstart's trained model in step 5 (no model download, seconds on CPU)."""
-STEPS = 5
 DEFAULT_WORKDIR = Path("ragtruth-spans-quickstart")
+TOTAL_STEPS = 6
+TOKEN_CLS_RECIPE = "all-minilm-l6-v2/token-cls"
+TOKEN_CLS_OVERRIDES = (
+    "data.max_length=256",          # the sample's contexts are short: one or two 256-token windows per response
+    "windows.min_context_tokens=64",
+    "training.num_epochs=6",        # 44 responses: 36 optimizer steps of 8 windows
+    "training.learning_rate=1e-4",
+    "training.eval_steps=1000",     # no mid-training evaluation; dev (1 source per task) tunes the threshold
+    "training.save_steps=1000",
+)
+"""How the quickstart shortens the MiniLM recipe to stay within a few minutes on 2 CPU cores."""
 
 
 @dataclass(frozen=True)
@@ -58,29 +74,28 @@ class QuickstartPaths:
         return self.workdir / "report.html"
 
     @property
+    def token_model(self) -> Path:
+        return self.workdir / "token-cls"
+
+    @property
     def leaderboard(self) -> Path:
         return self.workdir / "leaderboard"
 
 
 def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | None = None,
                    max_new_tokens: int = 128, batch_size: int = 8, fresh: bool = False,
-                   console: Console | None = None):
-    """Prepare → train → predict → evaluate under ``workdir``; print each step and the report; return the
-    :class:`~ragtruth_spans.evaluation.Report`.
+                   console: Console | None = None, token_max_steps: int | None = None):
+    """Prepare → train → predict → evaluate → train a token classifier → leaderboard, under ``workdir``; print
+    each step and the reports; return the generative model's :class:`~ragtruth_spans.evaluation.Report`.
 
-    ``max_steps`` overrides the recipe's ``training.max_steps`` (tests use a few steps); ``max_new_tokens`` is the
+    ``max_steps`` / ``token_max_steps`` override the tiny-cpu / token-classifier recipes' ``training.max_steps``
+    (tests use a few steps); ``max_new_tokens`` is the
     generation budget per response (the sample's gold targets take at most ~80 tokens of the tiny tokenizer, and
     128 leaves the prompt 768 - 128 = 640 tokens, enough for every test prompt of the sample unshortened).
     """
-    from ragtruth_spans.core.jsonl import read_records, write_json
-    from ragtruth_spans.core.predictions import read_prediction_file
-    from ragtruth_spans.data.prepare import prepare
-    from ragtruth_spans.data.ragtruth import sample_data_dir
-    from ragtruth_spans.evaluation import evaluate
+    from ragtruth_spans.core.jsonl import write_json
     from ragtruth_spans.pipeline.predict import predict_file
     from ragtruth_spans.reporting.console import predict_summary, print_evaluation
-    from ragtruth_spans.training.recipe import load_recipe
-    from ragtruth_spans.training.run import train
 
     console = console or Console()
     paths = QuickstartPaths(Path(workdir).resolve())
@@ -90,6 +105,36 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     console.print(f"[bold]ragtruth-spans quickstart[/] — writing under {paths.workdir}", highlight=False)
     started = time.perf_counter()
 
+    _prepare_sample(paths, console)
+    _train_generative(paths, console, max_steps=max_steps)
+
+    _step(console, 3, "predict spans on the test split", paths.predictions)
+    summary = predict_file(paths.model, paths.data / "test.jsonl", paths.predictions, batch_size=batch_size,
+                           max_new_tokens=max_new_tokens, device="cpu")
+    console.print(predict_summary(summary.to_dict()), highlight=False, markup=False)
+
+    _step(console, 4, "evaluate against the gold spans", paths.report)
+    gold, pred_file, report = _evaluate(paths.data / "test.jsonl", paths.predictions)
+    print_evaluation(report.to_dict(), console)
+    write_json(paths.report, report.to_dict())
+    _write_html_report(paths, gold, pred_file, console)
+    _train_token_classifier(paths, console, max_steps=token_max_steps)
+    _step(console, 6, "rank both trained detectors beside baselines", paths.leaderboard)
+    _leaderboard(paths, {"batch_size": batch_size, "max_new_tokens": max_new_tokens, "device": "cpu"}, console)
+    console.print(f"\n[bold green]done[/] in {time.perf_counter() - started:.0f} s. Files: data {paths.data}, "
+                  f"model {paths.model}, predictions {paths.predictions}, report {paths.report}, {paths.report_html}, "
+                  f"token classifier {paths.token_model}, leaderboard {paths.leaderboard}", highlight=False)
+    console.print("The tiny random model only shows that the pipeline runs end to end; its scores say nothing "
+                  "about a real detector. The token classifier has real pretrained weights but saw 44 invented "
+                  "responses: real detection, not a benchmark (see docs/BENCHMARKS.md).", style="dim")
+    return report
+
+
+def _prepare_sample(paths: QuickstartPaths, console: Console) -> None:
+    """Step 1: prepare the embedded sample into ``data/`` (one dev source per task)."""
+    from ragtruth_spans.data.prepare import prepare
+    from ragtruth_spans.data.ragtruth import sample_data_dir
+
     _step(console, 1, "prepare the embedded sample", paths.data)
     if (paths.data / "stats.json").is_file():
         console.print(f"  reusing {paths.data} (delete it, or pass --fresh, to prepare again)", highlight=False)
@@ -97,6 +142,12 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
         stats = prepare(sample_data_dir(), paths.data, dev_per_task=1)
         console.print("  " + ", ".join(f"{name}: {s.responses} responses" for name, s in stats.splits.items()),
                       highlight=False)
+
+
+def _train_generative(paths: QuickstartPaths, console: Console, *, max_steps: int | None) -> None:
+    """Step 2: train the tiny-cpu recipe (tiny random Llama, real 4-bit QLoRA) on the sample's train split."""
+    from ragtruth_spans.training.recipe import load_recipe
+    from ragtruth_spans.training.run import train
 
     overrides = [f"output_dir={paths.model}", f"data.prepared_dir={paths.data}", "data.split=train"]
     if max_steps is not None:
@@ -108,36 +159,46 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     else:
         train(load_recipe(QUICKSTART_RECIPE, overrides), console=console)
 
-    _step(console, 3, "predict spans on the test split", paths.predictions)
-    summary = predict_file(paths.model, paths.data / "test.jsonl", paths.predictions, batch_size=batch_size,
-                           max_new_tokens=max_new_tokens, device="cpu")
-    console.print(predict_summary(summary.to_dict()), highlight=False, markup=False)
 
-    _step(console, 4, "evaluate against the gold spans", paths.report)
-    gold = read_records(paths.data / "test.jsonl")
-    pred_file = read_prediction_file(paths.predictions, response_lengths={r.id: len(r.response) for r in gold})
+def _train_token_classifier(paths: QuickstartPaths, console: Console, *, max_steps: int | None) -> None:
+    """Step 5: train the MiniLM token classifier on the sample's train split (its threshold tuned on dev)."""
+    from ragtruth_spans.training.recipe import load_recipe
+    from ragtruth_spans.training.run import train
+
+    overrides = [*TOKEN_CLS_OVERRIDES, f"output_dir={paths.token_model}", f"data.prepared_dir={paths.data}",
+                 "data.split=train", "data.eval_split=dev"]
+    if max_steps is not None:
+        overrides.append(f"training.max_steps={max_steps}")
+    _step(console, 5, f"train the '{TOKEN_CLS_RECIPE}' token classifier (shortened for the quickstart)",
+          paths.token_model)
+    if (paths.token_model / "run_info.json").is_file():
+        console.print(f"  reusing the trained classifier in {paths.token_model} (delete it, or pass --fresh, to "
+                      "retrain)", highlight=False)
+    else:
+        train(load_recipe(TOKEN_CLS_RECIPE, overrides), console=console)
+
+
+def _evaluate(gold_path: Path, predictions: Path):
+    """``(gold records, prediction file, evaluation report)`` of a predictions file against ``gold_path``."""
+    from ragtruth_spans.core.jsonl import read_records
+    from ragtruth_spans.core.predictions import read_prediction_file
+    from ragtruth_spans.evaluation import evaluate
+
+    gold = read_records(gold_path)
+    pred_file = read_prediction_file(predictions, response_lengths={r.id: len(r.response) for r in gold})
     report = evaluate(gold, pred_file.spans, response_scores=pred_file.response_scores)
-    report.settings["gold"] = str(paths.data / "test.jsonl")
-    report.settings["predictions"] = str(paths.predictions)
-    print_evaluation(report.to_dict(), console)
-    write_json(paths.report, report.to_dict())
-    _write_html_report(paths, gold, pred_file, console)
-    _step(console, 5, "rank the trained model beside baselines", paths.leaderboard)
-    _leaderboard(paths, {"batch_size": batch_size, "max_new_tokens": max_new_tokens, "device": "cpu"}, console)
-    console.print(f"\n[bold green]done[/] in {time.perf_counter() - started:.0f} s. Files: data {paths.data}, "
-                  f"model {paths.model}, predictions {paths.predictions}, report {paths.report}, {paths.report_html}, "
-                  f"leaderboard {paths.leaderboard}", highlight=False)
-    console.print("The tiny random model only shows that the pipeline runs end to end; its scores say nothing "
-                  "about a real detector.", style="dim")
-    return report
+    report.settings["gold"] = str(gold_path)
+    report.settings["predictions"] = str(predictions)
+    return gold, pred_file, report
 
 
 def _leaderboard(paths: QuickstartPaths, model_options: dict, console: Console) -> None:
-    """Step 5: ``ragtruth-spans benchmark`` on the test split with the trained model and the cheap baselines."""
+    """Step 6: ``ragtruth-spans benchmark`` on the test split with both trained detectors and cheap baselines."""
     from ragtruth_spans.pipeline.benchmark import DetectorSpec, parse_detectors, run_benchmark
     from ragtruth_spans.reporting.leaderboard import overall_table
 
     specs = [DetectorSpec(label=QUICKSTART_RECIPE, source=str(paths.model), options=model_options),
+             DetectorSpec(label=TOKEN_CLS_RECIPE, source=str(paths.token_model), options={"device": "cpu"}),
              *parse_detectors(list(LEADERBOARD_DETECTORS))]
     payload = run_benchmark(paths.data / "test.jsonl", specs, paths.leaderboard, bootstrap=200, progress=False,
                             console=console)
@@ -145,7 +206,7 @@ def _leaderboard(paths: QuickstartPaths, model_options: dict, console: Console) 
 
 
 def _step(console: Console, number: int, title: str, target: Path) -> None:
-    console.rule(f"[bold]step {number}/{STEPS}[/]: {title}")
+    console.rule(f"[bold]step {number}/{TOTAL_STEPS}[/]: {title}")
     console.print(f"  → {target}", highlight=False)
 
 
@@ -161,7 +222,8 @@ def _write_html_report(paths: QuickstartPaths, gold, pred_file, console: Console
 
 def _remove_outputs(paths: QuickstartPaths, console: Console) -> None:
     """Delete the quickstart's own outputs (and nothing else) under the work directory."""
-    for path in (paths.data, paths.model, paths.predictions, paths.report, paths.report_html, paths.leaderboard):
+    for path in (paths.data, paths.model, paths.predictions, paths.report, paths.report_html, paths.token_model,
+                 paths.leaderboard):
         if path.is_dir():
             shutil.rmtree(path)
         elif path.exists():

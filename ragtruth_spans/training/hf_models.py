@@ -25,9 +25,11 @@ def torch_dtype(name: str, device: str | None = None) -> Any:
     return "auto" if name == "auto" else getattr(torch, name)
 
 
-def bitsandbytes_config(quantization: QuantizationSection, device: str | None = None) -> Any:
+def bitsandbytes_config(quantization: QuantizationSection, device: str | None = None,
+                        skip_modules: list[str] | None = None) -> Any:
     """The ``BitsAndBytesConfig`` of a recipe's ``quantization`` section: 4-bit weights (NF4 by default) with
-    the section's compute and storage dtypes (compute in float32 on CPU)."""
+    the section's compute and storage dtypes (compute in float32 on CPU). ``skip_modules``: modules kept in full
+    precision (e.g. a newly initialised classification head that is trained in full)."""
     import torch
     from transformers import BitsAndBytesConfig
 
@@ -35,7 +37,7 @@ def bitsandbytes_config(quantization: QuantizationSection, device: str | None = 
     return BitsAndBytesConfig(
         load_in_4bit=True, bnb_4bit_quant_type=q.quant_type, bnb_4bit_use_double_quant=q.double_quant,
         bnb_4bit_compute_dtype=torch_dtype(q.compute_dtype, device),
-        bnb_4bit_quant_storage=getattr(torch, q.quant_storage))
+        bnb_4bit_quant_storage=getattr(torch, q.quant_storage), llm_int8_skip_modules=skip_modules)
 
 
 def ensure_pad_token(tokenizer: Any) -> Any:

@@ -57,11 +57,14 @@ def read_run_info(run_dir: str | Path) -> dict[str, Any]:
 
 
 def run_kind(run_dir: str | Path) -> str:
-    """The detector family of a run directory: ``run_info.json``'s ``kind``, else the recipe's, else
-    ``generative`` (runs written before detectors had kinds)."""
+    """The detector family of a run directory: ``run_info.json``'s ``kind``, else the recipe's (``recipe.yaml``,
+    or ``fingerprint.json`` of an unfinished run), else ``generative`` (runs written before detectors had kinds)."""
     info = read_run_info(run_dir)
     if isinstance(info.get("kind"), str):
         return info["kind"]
+    started = _read_fingerprint(Path(run_dir) / FINGERPRINT_FILE)
+    if started is not None and isinstance((started.get("recipe") or {}).get("kind"), str):
+        return started["recipe"]["kind"]
     recipe = Path(run_dir) / RECIPE_FILE
     if recipe.is_file():
         try:

@@ -1,11 +1,14 @@
-"""A tiny random Llama and its tokenizer, built in code (no download) for CPU tests and the quickstart.
+"""Tiny random models and their tokenizers, built in code (no download) for CPU tests and the quickstart: a Llama
+(generative and token-classification decoders) and a BERT encoder (token classification).
 
-The tokenizer is a byte-level BPE trained on the fly with ``tokenizers`` on the given texts plus the prompt
-templates and the target skeleton, so prompts tokenize compactly. Special tokens: ``<s>`` (BOS), ``</s>`` (EOS),
-``<pad>``, and role markers ``<|system|>``, ``<|user|>``, ``<|assistant|>``, ``<|end|>``; the chat template puts a
-special token at every message boundary, so a prompt's tokens are always a prefix of prompt + answer tokens.
+The Llama's tokenizer is a byte-level BPE trained on the fly with ``tokenizers`` on the given texts plus the prompt
+templates and the target skeleton, so prompts tokenize compactly. The BERT's is the same BPE trained on the texts
+alone, with BERT's special tokens and pair template (``[CLS] A [SEP] B [SEP]``). The Llama's special tokens:
+``<s>`` (BOS), ``</s>`` (EOS), ``<pad>``, and role markers ``<|system|>``, ``<|user|>``, ``<|assistant|>``,
+``<|end|>``; the chat template puts a special token at every message boundary, so a prompt's tokens are always a
+prefix of prompt + answer tokens.
 
-The decoder's linear weights are snapped to the 4-bit NF4 grid (quantised and dequantised once, blocksize 64),
+The Llama's linear weights are snapped to the 4-bit NF4 grid (quantised and dequantised once, blocksize 64),
 so loading ``base_model/`` in 4-bit or in full precision gives the same network. Everything is deterministic
 given ``seed``.
 """
@@ -38,19 +41,26 @@ def _skeleton_texts() -> list[str]:
     return [SYSTEM_PROMPT, *TYPE_DEFINITIONS.values(), *_USER_TEMPLATES.values(), "[]", *targets]
 
 
-def train_tokenizer(texts: Iterable[str], *, vocab_size: int = 1024):
-    """A byte-level BPE ``PreTrainedTokenizerFast`` trained on ``texts`` (+ the prompt skeleton)."""
+def _train_bpe(corpus: Iterable[str], *, vocab_size: int, special_tokens: list[str]):
+    """A byte-level BPE ``tokenizers.Tokenizer`` trained on ``corpus`` (offsets of tokens with a leading space
+    include it, as in GPT-2 / Llama 3)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
-                                  special_tokens=[PAD, BOS, EOS, *ROLE_TOKENS],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    corpus = [*_skeleton_texts() * 20, *texts]
-    tok.train_from_iterator(corpus, trainer=trainer)
+                                  special_tokens=special_tokens, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(list(corpus), trainer=trainer)
+    return tok
+
+
+def train_tokenizer(texts: Iterable[str], *, vocab_size: int = 1024):
+    """A byte-level BPE ``PreTrainedTokenizerFast`` trained on ``texts`` (+ the prompt skeleton)."""
+    from transformers import PreTrainedTokenizerFast
+
+    tok = _train_bpe([*_skeleton_texts() * 20, *texts], vocab_size=vocab_size,
+                     special_tokens=[PAD, BOS, EOS, *ROLE_TOKENS])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=BOS, eos_token=EOS, pad_token=PAD,
                                    additional_special_tokens=list(ROLE_TOKENS), clean_up_tokenization_spaces=False)
     fast.chat_template = TINY_CHAT_TEMPLATE
@@ -116,7 +126,7 @@ def build_tiny_llama(out_dir: str | Path, *, seed: int = 0, texts: Iterable[str]
 BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
-def train_wordpiece_tokenizer(texts: Iterable[str], *, vocab_size: int = 1024):
+def train_bert_tokenizer(texts: Iterable[str], *, vocab_size: int = 1024):
     """A lower-casing BERT-style WordPiece ``PreTrainedTokenizerFast`` trained on ``texts``; pairs are encoded as
     ``[CLS] A [SEP] B [SEP]`` with token type ids 0 / 1, as BERT cross-encoders expect."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
@@ -151,7 +161,7 @@ def build_tiny_bert(out_dir: str | Path, *, seed: int = 0, texts: Iterable[str] 
     from transformers import BertConfig, BertModel
 
     out_dir = Path(out_dir)
-    tokenizer = train_wordpiece_tokenizer(texts, vocab_size=vocab_size)
+    tokenizer = train_bert_tokenizer(texts, vocab_size=vocab_size)
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden_size, num_hidden_layers=num_hidden_layers,
                         num_attention_heads=num_attention_heads, intermediate_size=intermediate_size,
                         max_position_embeddings=max_position_embeddings, pad_token_id=tokenizer.pad_token_id)

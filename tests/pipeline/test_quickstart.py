@@ -9,18 +9,24 @@ import pytest
 from rich.console import Console
 
 from ragtruth_spans.core.jsonl import read_records
-from ragtruth_spans.pipeline.quickstart import DEFAULT_WORKDIR, run_quickstart
+from ragtruth_spans.pipeline.quickstart import (
+    DEFAULT_WORKDIR,
+    TOKEN_CLS_RECIPE,
+    TOTAL_STEPS,
+    QuickstartPaths,
+    run_quickstart,
+)
 
 
 def test_quickstart_runs_every_step_then_reuses_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # any working directory: nothing may depend on the repository checkout
     console = Console(record=True, width=140)
-    report = run_quickstart(max_steps=3, max_new_tokens=24, console=console)
+    report = run_quickstart(max_steps=3, max_new_tokens=24, console=console, token_max_steps=2)
     out = console.export_text()
 
     workdir = tmp_path / DEFAULT_WORKDIR
-    for number in range(1, 6):
-        assert f"step {number}/5" in out
+    for number in range(1, TOTAL_STEPS + 1):
+        assert f"step {number}/{TOTAL_STEPS}" in out
     test = read_records(workdir / "data" / "test.jsonl")
     assert test and {r.task_type for r in test} == {"QA", "Summary", "Data2txt"}
     assert (workdir / "model" / "adapter_model.safetensors").is_file()
@@ -35,18 +41,30 @@ def test_quickstart_runs_every_step_then_reuses_them(tmp_path: Path, monkeypatch
     assert "HTML report: " in out and str(workdir / "report.html") in out.replace("\n", "")
     assert 'id="report-data"' in html and all(f'"id": "{r.id}"' in html for r in test)
     board = json.loads((workdir / "leaderboard" / "leaderboard.json").read_text(encoding="utf-8"))
-    assert {e["label"] for e in board["detectors"]} == {"tiny-cpu", "numbers", "sim-overlap", "flag-all"}
+    labels = {"tiny-cpu", TOKEN_CLS_RECIPE, "numbers", "sim-overlap", "flag-all"}
+    assert {e["label"] for e in board["detectors"]} == labels
     assert (workdir / "leaderboard" / "leaderboard.md").is_file() and "| `flag-all` |" in out
+    info = json.loads((workdir / "token-cls" / "run_info.json").read_text(encoding="utf-8"))
+    assert info["kind"] == "token-classification" and info["detection"]["tuned"]
+    assert info["data"]["source"].endswith("train.jsonl") and info["data"]["eval"]["split"] == "dev"
+    assert info["base_model"]["name_or_path"] == "sentence-transformers/all-MiniLM-L6-v2"
+    token_file = workdir / "leaderboard" / "predictions" / "all-minilm-l6-v2_token-cls.jsonl"
+    rows = [json.loads(line) for line in token_file.read_text(encoding="utf-8").splitlines()]
+    assert sorted(r["id"] for r in rows) == sorted(r.id for r in test)
+    assert all(r["windows"] >= 1 and 0.0 <= r["score"] <= 1.0 for r in rows)
+    token_entry = next(e for e in board["detectors"] if e["label"] == TOKEN_CLS_RECIPE)
+    token_overall = token_entry["report"]["overall"]
+    assert token_overall["responses"] == len(test) and token_overall["auroc"] is not None
 
     console = Console(record=True, width=140)
-    run_quickstart(max_steps=3, max_new_tokens=24, console=console)
+    run_quickstart(max_steps=3, max_new_tokens=24, console=console, token_max_steps=2)
     again = console.export_text()
-    assert again.count("reusing") == 2 and f"(0 predicted, {len(test)} skipped" in again
+    assert again.count("reusing") == 3 and again.count(f"(0 predicted, {len(test)} skipped") == 1 + len(labels)
     assert json.loads((workdir / "report.json").read_text(encoding="utf-8")) == saved
 
 
 def test_fresh_removes_only_quickstart_outputs(tmp_path: Path) -> None:
-    from ragtruth_spans.pipeline.quickstart import QuickstartPaths, _remove_outputs
+    from ragtruth_spans.pipeline.quickstart import _remove_outputs
 
     paths = QuickstartPaths(tmp_path)
     (paths.data).mkdir()

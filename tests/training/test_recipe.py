@@ -26,15 +26,43 @@ def write(tmp_path, data) -> str:
     return str(path)
 
 
+TOKEN_CLS_RECIPES = {"all-minilm-l6-v2/token-cls", "modernbert-large/token-cls",
+                     "llama-3.1-8b-instruct/qlora-token-cls"}
+BASELINE_RECIPES = {f"all-minilm-l6-v2/{name}" for name in ("similarity-cosine", "similarity-hybrid",
+                                                             "similarity-keywords", "similarity-overlap", "two-tier")}
+
+
 def test_every_shipped_recipe_validates():
     names = shipped_recipes()
-    assert set(names) == {"tiny-cpu", "llama-2-13b/qlora", "llama-3.1-8b-instruct/qlora",
-                          "mistral-7b-instruct/qlora", "qwen2.5-7b-instruct/qlora"}
+    assert set(names) == {"tiny-cpu", "llama-2-13b/qlora", "llama-3.1-8b-instruct/qlora", "mistral-7b-instruct/qlora",
+                          "qwen2.5-7b-instruct/qlora", *TOKEN_CLS_RECIPES, *BASELINE_RECIPES}
     for name in names:
         recipe = load_recipe(name)
         assert isinstance(recipe, Recipe)
+        if name in TOKEN_CLS_RECIPES:
+            assert recipe.kind == "token-classification"
+            continue
+        if name in BASELINE_RECIPES:
+            assert recipe.kind in {"similarity", "two-tier"}
+            continue
         assert recipe.quantization.enabled and recipe.quantization.quant_type == "nf4"
     assert load_recipe("llama-2-13b/qlora").model.name_or_path == "meta-llama/Llama-2-13b-chat-hf"
+
+
+def test_token_classification_recipes():
+    minilm = load_recipe("all-minilm-l6-v2/token-cls")
+    assert minilm.model.name_or_path == "sentence-transformers/all-MiniLM-L6-v2" and minilm.finetuning == "full"
+    assert minilm.data.max_length == 512 and minilm.data.eval_split == "dev"
+    assert load_recipe("modernbert-large/token-cls").data.max_length == 4096
+    qlora = load_recipe("llama-3.1-8b-instruct/qlora-token-cls")
+    assert qlora.finetuning == "lora" and qlora.quantization.enabled and qlora.quantization.quant_type == "nf4"
+    token_cls = {"kind": "token-classification", **MINIMAL}
+    with pytest.raises(InputError, match="needs finetuning=lora"):
+        validate_recipe({**token_cls, "quantization": {"enabled": True}})
+    with pytest.raises(InputError, match="needs labels.scheme=typed"):
+        validate_recipe({**token_cls, "detection": {"aggregation": "by-type"}})
+    with pytest.raises(InputError, match=r"detection\.threshold: Input should be less than 1"):
+        load_recipe("all-minilm-l6-v2/token-cls", ["detection.threshold=1.0"])
 
 
 def test_unknown_key_is_named(tmp_path):

@@ -134,7 +134,7 @@ def test_train_tunes_on_the_eval_split_and_the_run_directory_loads(tmp_path):
 
     write_records(tmp_path / "data" / "dev.jsonl", tuning_records())
     write_records(tmp_path / "data" / "train.jsonl", tuning_records()[:1])
-    recipe = load_recipe("minilm/similarity-overlap", [f"data.prepared_dir={tmp_path / 'data'}",
+    recipe = load_recipe("all-minilm-l6-v2/similarity-overlap", [f"data.prepared_dir={tmp_path / 'data'}",
                                                        f"output_dir={tmp_path / 'run'}"])
     train(recipe)
     info = json.loads((tmp_path / "run" / "run_info.json").read_text())
@@ -143,7 +143,7 @@ def test_train_tunes_on_the_eval_split_and_the_run_directory_loads(tmp_path):
     detector = load_detector(tmp_path / "run")
     assert detector.thresholds == {"overlap": 0.5} and detector.describe()["fingerprint"] == info["fingerprint"]
     with pytest.raises(InputError, match="data.eval_split must name the split"):
-        load_recipe("minilm/similarity-overlap", ["data.eval_split=null"])
+        load_recipe("all-minilm-l6-v2/similarity-overlap", ["data.eval_split=null"])
 
 
 @pytest.fixture(scope="module")

@@ -84,7 +84,7 @@ def test_a_tiny_two_tier_run_trains_tunes_loads_and_never_flags_tier1(tmp_path):
 
     for split in ("train", "dev"):
         write_records(tmp_path / "data" / f"{split}.jsonl", two_tier_records(split))
-    recipe = load_recipe("minilm/two-tier", [
+    recipe = load_recipe("all-minilm-l6-v2/two-tier", [
         "model.name_or_path=tiny", "model.tiny.vocab_size=300", f"data.prepared_dir={tmp_path / 'data'}",
         "data.max_length=64", "training.max_steps=4", "training.per_device_batch_size=4", "training.eval_steps=2",
         "training.save_steps=2", "training.logging_steps=1", f"output_dir={tmp_path / 'run'}"])

@@ -1,0 +1,175 @@
+"""Training token classifiers on CPU: a tiny random BERT (full fine-tuning) and the tiny random Llama with a real
+4-bit NF4 base + LoRA + a trainable head (QLoRA), through `ragtruth_spans.training.run.train`; both overfit four
+records, are loaded by `load_detector` and reproduce the gold spans; threshold tuning, resume, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import make_record, overfit_records
+from typer.testing import CliRunner
+
+from ragtruth_spans.cli import app
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.jsonl import write_records
+from ragtruth_spans.detectors.loader import load_detector
+from ragtruth_spans.detectors.token_classification.train import WindowStats, build_examples, weighted_loss
+from ragtruth_spans.training.recipe import validate_recipe
+from ragtruth_spans.training.run import train
+
+
+def token_cls_recipe(prepared: Path, output_dir: Path, architecture: str, **overrides) -> dict:
+    """A tiny-model token-classification recipe that memorises :func:`overfit_records` in 60 steps."""
+    recipe = {
+        "kind": "token-classification", "model": {"name_or_path": "tiny", "tiny": {"architecture": architecture}},
+        "labels": {"scheme": "typed"},
+        "data": {"prepared_dir": str(prepared), "eval_split": "dev", "max_length": 128},
+        "windows": {"min_context_tokens": 16, "response_overlap": 4},
+        "training": {"max_steps": 60, "learning_rate": 3e-3 if architecture == "bert" else 1e-2,
+                     "lr_scheduler": "constant", "warmup_ratio": 0.0, "per_device_batch_size": 4,
+                     "gradient_accumulation_steps": 1, "gradient_checkpointing": False, "bf16": False,
+                     "max_grad_norm": 1.0, "logging_steps": 10, "save_steps": 60, "eval_steps": 60, "seed": 0},
+        "output_dir": str(output_dir)}
+    if architecture == "llama":  # a random base: its embeddings learn too (as in the tiny-cpu recipe)
+        recipe.update(finetuning="lora", quantization={"enabled": True, "compute_dtype": "float32"},
+                      lora={"r": 16, "alpha": 16, "dropout": 0.0, "modules_to_save": ["embed_tokens"]})
+    for key, value in overrides.items():
+        recipe[key] = {**recipe.get(key, {}), **value} if isinstance(value, dict) else value
+    return recipe
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("token-cls-data")
+    write_records(root / "train.jsonl", overfit_records())
+    write_records(root / "dev.jsonl", overfit_records())
+    return root
+
+
+@pytest.fixture(scope="module", params=["bert", "llama"])
+def trained(request, prepared, tmp_path_factory) -> tuple[str, Path]:
+    out = tmp_path_factory.mktemp(f"token-cls-{request.param}") / "run"
+    train(validate_recipe(token_cls_recipe(prepared, out, request.param)))
+    return request.param, out
+
+
+def test_both_paths_memorise_the_records_and_load_back(trained):
+    architecture, out = trained
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["kind"] == "token-classification" and info["labels"][0] == "O" and len(info["labels"]) == 5
+    assert info["detection"]["tuned"] and info["detection"]["dev"]["f1"] == 1.0
+    detector = load_detector(out, device="cpu")
+    records = overfit_records()
+    for record, detection in zip(records, detector.detect_batch(records)):
+        assert [(s.start, s.end, s.type) for s in detection.spans] == [(s.start, s.end, s.type) for s in record.spans]
+        assert all(s.score > 0.9 for s in detection.spans) and detection.diagnostics == {"windows": 1}
+        assert (detection.score > 0.9) == bool(record.spans)
+    if architecture == "llama":  # QLoRA: the base is 4-bit NF4, the head and the embeddings are saved in full
+        import bitsandbytes as bnb
+
+        config = json.loads((out / "adapter_config.json").read_text())
+        assert config["task_type"] == "TOKEN_CLS" and "score" in config["modules_to_save"]
+        assert any(isinstance(m, bnb.nn.Linear4bit) for m in detector.model.modules())
+        assert (out / "base_model" / "config.json").is_file()
+    else:
+        assert (out / "model.safetensors").is_file() and not (out / "adapter_config.json").exists()
+
+
+def test_threshold_option_and_run_default(trained):
+    _, out = trained
+    info = json.loads((out / "run_info.json").read_text())
+    detector = load_detector(out, device="cpu")
+    assert detector.threshold == info["detection"]["threshold"]
+    assert detector.describe()["fingerprint"] == info["fingerprint"]
+    records = overfit_records()
+    strict = load_detector(out, device="cpu", threshold=0.99999)
+    assert sum(len(d.spans) for d in strict.detect_batch(records)) < sum(len(r.spans) for r in records)
+    with pytest.raises(InputError, match="threshold"):
+        load_detector(out, threshold=1.5)
+    with pytest.raises(InputError, match="do not apply"):
+        load_detector(out, max_new_tokens=5)
+
+
+def test_build_examples_label_response_tokens_only(prepared):
+    from ragtruth_spans.training.tiny import train_bert_tokenizer
+
+    record = make_record("x", "Summary", "Evidence sentence one. " * 40, "The park opens in June and has a zoo.",
+                         [("opens in June", "Evident Conflict")])
+    tokenizer = train_bert_tokenizer([record.context, record.response], vocab_size=300)
+    recipe = validate_recipe(token_cls_recipe(prepared, prepared / "unused", "bert",
+                                              data={"max_length": 64}, labels={"scheme": "binary"}))
+    stats = WindowStats()
+    examples = build_examples([record], tokenizer, recipe, stats, best_only=False)
+    assert stats.windows == len(examples) > 3 and stats.windows_used == stats.windows
+    for example in examples:
+        labelled = [label for label in example["labels"] if label != -100]
+        assert len(labelled) == len(tokenizer(record.response, add_special_tokens=False)["input_ids"])
+        assert 0 < sum(labelled) < len(labelled)
+        assert len(example["input_ids"]) <= 64 and len(example["token_type_ids"]) == len(example["input_ids"])
+    best = build_examples([record], tokenizer, recipe, WindowStats(), best_only=True)
+    assert len(best) == 1
+
+
+def test_weighted_loss_counts_hallucinated_tokens_more():
+    logits = torch.zeros(1, 3, 2)
+    labels = torch.tensor([[0, 1, -100]])
+    plain = weighted_loss(2, 1.0)({"logits": logits}, labels)
+    weighted = weighted_loss(2, 3.0)({"logits": logits}, labels)
+    assert plain.item() == pytest.approx(torch.log(torch.tensor(2.0)).item())
+    assert weighted.item() == pytest.approx(2 * plain.item())  # (1 + 3) / 2 labelled tokens
+    assert weighted_loss(2, 3.0)({"logits": logits}, labels, num_items_in_batch=4).item() == pytest.approx(
+        plain.item())
+
+
+def test_resume_after_a_kill_and_fixed_threshold(prepared, tmp_path, monkeypatch):
+    import transformers
+
+    out = tmp_path / "run"
+    recipe = validate_recipe(token_cls_recipe(prepared, out, "bert", detection={"threshold": 0.7},
+                                              training={"max_steps": 4, "save_steps": 2, "eval_steps": 2}))
+    original_step = transformers.Trainer.training_step
+
+    def killed_at_step_3(self, *args, **kwargs):
+        if self.state.global_step == 2:
+            raise KeyboardInterrupt
+        return original_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(transformers.Trainer, "training_step", killed_at_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        train(recipe)
+    assert (out / "checkpoint-2").is_dir() and not (out / "run_info.json").exists()
+    with pytest.raises(InputError, match="not finished"):
+        load_detector(out)
+    monkeypatch.setattr(transformers.Trainer, "training_step", original_step)
+    result = train(recipe)
+    info = json.loads((out / "run_info.json").read_text())
+    assert result.resumed_from.endswith("checkpoint-2") and info["resumed_from"].endswith("checkpoint-2")
+    assert info["detection"]["threshold"] == 0.7 and not info["detection"]["tuned"]
+    assert set(info["detection"]["aggregations"]) == {"mean", "max", "min", "best", "by-type"}
+
+
+def test_cli_train_predict_evaluate(prepared, tmp_path):
+    recipe = tmp_path / "recipe.yaml"
+    import yaml
+
+    recipe.write_text(yaml.safe_dump(token_cls_recipe(prepared, tmp_path / "run", "bert")), encoding="utf-8")
+    runner = CliRunner()
+    result = runner.invoke(app, ["train", str(recipe), "--set", "training.max_steps=2",
+                                 "--set", "training.save_steps=2", "--set", "training.eval_steps=2"])
+    assert result.exit_code == 0, result.output
+    pred = tmp_path / "pred.jsonl"
+    result = runner.invoke(app, ["predict", "--model", str(tmp_path / "run"), "--data", str(prepared / "dev.jsonl"),
+                                 "--out", str(pred), "--threshold", "0.5", "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    assert "windows: 4" in result.output
+    rows = [json.loads(line) for line in pred.read_text().splitlines()]
+    assert all(0.0 <= row["score"] <= 1.0 and row["windows"] == 1 for row in rows)
+    result = runner.invoke(app, ["evaluate", "--gold", str(prepared / "dev.jsonl"), "--pred", str(pred)])
+    assert result.exit_code == 0, result.output
+    assert "AUROC" in result.output
+    result = runner.invoke(app, ["predict", "--model", "numbers", "--data", str(prepared / "dev.jsonl"),
+                                 "--out", str(tmp_path / "n.jsonl"), "--threshold", "0.5"])
+    assert result.exit_code == 2 and "do not apply" in result.output
