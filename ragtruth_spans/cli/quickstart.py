@@ -19,7 +19,8 @@ def quickstart_command(
     fresh: bool = typer.Option(False, "--fresh", help="Delete the previous quickstart outputs in --workdir first "
                                "(by default finished steps are reused)."),
 ) -> None:
-    """Run the whole pipeline on the embedded sample on CPU: prepare → train tiny-cpu → predict → evaluate."""
+    """Run the whole pipeline on the embedded sample on CPU: prepare → train tiny-cpu → predict → evaluate →
+    train the MiniLM token classifier → leaderboard beside baselines."""
     from ragtruth_spans.pipeline.quickstart import run_quickstart
 
     with user_errors():

@@ -12,9 +12,10 @@ Six steps, all written under one work directory (default ``./ragtruth-spans-quic
                                                  test split (leaderboard.md/.json/.svg, one predictions file each)
 
 Re-running reuses what is finished: the prepared data when ``data/stats.json`` exists, the model when
-``model/adapter_model.safetensors`` exists (training itself resumes from its last checkpoint), and the
-predictions already in ``predictions.jsonl`` (only missing ids are generated); evaluation always reruns. Pass
-``fresh=True`` (``--fresh``) to delete those four outputs first.
+``model/adapter_model.safetensors`` exists (training itself resumes from its last checkpoint), the token
+classifier when ``token-cls/run_info.json`` exists, and the predictions already written (``predictions.jsonl``,
+``leaderboard/predictions/``: only missing ids are detected); evaluation always reruns. Pass ``fresh=True``
+(``--fresh``) to delete those outputs first.
 
 The tiny model is random and trained for seconds on ~50 responses: its scores show that the pipeline works end
 to end, not how well a real detector performs (use a recipe for a 7-13B model on a GPU for that). The token
@@ -34,7 +35,7 @@ from rich.console import Console
 
 QUICKSTART_RECIPE = "tiny-cpu"
 LEADERBOARD_DETECTORS = ("numbers", "sim-overlap", "flag-all")
-"""Cheap baselines ranked beside the quickstart's trained model in step 5 (no model download, seconds on CPU)."""
+"""Cheap baselines ranked beside the quickstart's two trained detectors in step 6 (no download, seconds on CPU)."""
 DEFAULT_WORKDIR = Path("ragtruth-spans-quickstart")
 TOTAL_STEPS = 6
 TOKEN_CLS_RECIPE = "all-minilm-l6-v2/token-cls"

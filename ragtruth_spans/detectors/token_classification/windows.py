@@ -172,11 +172,12 @@ def response_segments(n_tokens: int, length: int, overlap: int) -> list[tuple[in
 def plan_windows(tokenizer: Any, layout: Layout, settings: WindowSettings, *, context: str, response: str,
                  question: str | None = None) -> ResponseWindows:
     """Every window of one response (see the module docstring)."""
-    resp = tokenizer(response, add_special_tokens=False, return_offsets_mapping=True)
-    ctx = tokenizer(context, add_special_tokens=False, return_offsets_mapping=True)
+    resp = tokenizer(response, add_special_tokens=False, verbose=False, return_offsets_mapping=True)
+    ctx = tokenizer(context, add_special_tokens=False, verbose=False, return_offsets_mapping=True)
     resp_ids, offsets = resp["input_ids"], [tuple(o) for o in resp["offset_mapping"]]
     ctx_ids, ctx_offsets = ctx["input_ids"], [tuple(o) for o in ctx["offset_mapping"]]
-    prefix_q = (tokenizer(question, add_special_tokens=False)["input_ids"] + list(layout.sep)) if question else []
+    question_ids = tokenizer(question, add_special_tokens=False, verbose=False)["input_ids"] if question else []
+    prefix_q = question_ids + list(layout.sep) if question else []
     fixed = layout.fixed_length + len(prefix_q)
     room = settings.max_length - fixed - min(len(ctx_ids), settings.min_context_tokens)
     if room < 1:
