@@ -7,6 +7,7 @@ to stdout through :data:`out`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -21,6 +22,12 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Find the exact hallucinated spans in RAG answers (RAGTruth).")
 err = Console(stderr=True, soft_wrap=True, highlight=False)
 out = Console(soft_wrap=False, highlight=False)
+
+# bitsandbytes warns on import, on CPUs with AVX512-BF16, that its optional Hub-downloaded `kernels` package is
+# missing; ragtruth-spans never fetches code from the Hub and the built-in CPU kernels are used, so that one
+# message is dropped (every other bitsandbytes warning still shows).
+logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(
+    lambda record: "kernels-community" not in record.getMessage())
 
 
 def fail(exc: Exception) -> NoReturn:
