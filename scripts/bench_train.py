@@ -1,9 +1,10 @@
 """Measure QLoRA training peak memory and throughput for a model shape, with random weights.
 
 The model is a Llama of the chosen shape with random weights (no download), saved once and loaded through the
-training code path (``ragtruth_spans.train.load_model``: 4-bit NF4 bitsandbytes + ``prepare_model_for_kbit_training``,
-LoRA from the recipe, TRL ``SFTTrainer`` with the recipe's ``SFTConfig``). Sequences are exactly ``--max-length``
-random tokens, all trained on, so the compute equals a real batch of that length.
+training code path (``ragtruth_spans.detectors.generative.train.load_model``: 4-bit NF4 bitsandbytes +
+``prepare_model_for_kbit_training``, LoRA from the recipe, TRL ``SFTTrainer`` with the recipe's ``SFTConfig``).
+Sequences are exactly ``--max-length`` random tokens, all trained on, so the compute equals a real batch of that
+length.
 
 Usage:
     python scripts/bench_train.py --shape tiny --max-length 512            # CPU

@@ -38,18 +38,14 @@ def argument_text(value: str | None, option: str) -> str | None:
 def read_items(lines: Iterable[str], source: str = STDIN) -> list[tuple[Any, Any]]:
     """``[(id or None, DetectItem)]`` from JSON lines (blank lines skipped); a bad line raises :class:`InputError`
     naming ``source``, the 1-based line and the field."""
+    from ragtruth_spans.core.jsonl import parse_json_object
     from ragtruth_spans.detectors.base import DetectItem
 
     items = []
     for lineno, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=source, line=lineno) from None
-        if not isinstance(obj, dict):
-            raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=source, line=lineno)
+        obj = parse_json_object(raw, source, lineno)
         item_id = obj.get("id")
         if item_id is not None and (isinstance(item_id, bool) or not isinstance(item_id, (str, int))):
             raise InputError("must be a string or an integer", path=source, line=lineno, field="id")

@@ -52,24 +52,16 @@ def report_command(
     response with correct, missed and false-alarm characters highlighted. Self-contained: open it offline."""
     from ragtruth_spans.core.predictions import read_prediction_file
     from ragtruth_spans.evaluation import load_gold
-    from ragtruth_spans.evaluation.files import diagnostics_notes
     from ragtruth_spans.reporting.html import ReportInput, evaluate_detector, write_report
 
     with user_errors():
         records, gold_info = load_gold(gold)
         lengths = {r.id: len(r.response) for r in records}
-        results = []
-        for name, pred in zip(detector_names(preds, names), preds):
-            pred_file = read_prediction_file(pred, response_lengths=lengths)
-            try:
-                result = evaluate_detector(name, str(pred), records, pred_file, bootstrap=bootstrap, seed=seed,
-                                           ignore_implicit_true=ignore_implicit_true,
-                                           ignore_due_to_null=ignore_due_to_null, allow_missing=allow_missing)
-            except InputError as exc:  # what evaluate() rejects here is about the predictions (e.g. a missing id)
-                raise InputError(str(exc), path=pred) from None
-            result.report["notes"].extend(diagnostics_notes(pred_file.diagnostics))
-            result.report["settings"]["gold"] = gold_info
-            results.append(result)
+        results = [evaluate_detector(name, str(pred), records, read_prediction_file(pred, response_lengths=lengths),
+                                     gold_info=gold_info, bootstrap=bootstrap, seed=seed,
+                                     ignore_implicit_true=ignore_implicit_true, ignore_due_to_null=ignore_due_to_null,
+                                     allow_missing=allow_missing)
+                   for name, pred in zip(detector_names(preds, names), preds)]
         data = ReportInput(gold=records, detectors=results, gold_source=str(gold), title=title or
                            "ragtruth-spans report", ignore_implicit_true=ignore_implicit_true,
                            ignore_due_to_null=ignore_due_to_null)

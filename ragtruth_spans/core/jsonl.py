@@ -25,15 +25,20 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             except UnicodeDecodeError as exc:
                 raise InputError(f"not valid UTF-8 (byte {exc.start + 1} of the line)", path=path,
                                  line=lineno) from None
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno) from None
-            if not isinstance(obj, dict):
-                raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno)
-            yield lineno, obj
+            if raw.strip():
+                yield lineno, parse_json_object(raw, path, lineno)
+
+
+def parse_json_object(raw: str, path: str | Path, line: int) -> dict[str, Any]:
+    """One JSON line that must hold an object; bad JSON or another value raises :class:`InputError` naming
+    ``path`` (a file, or a label such as ``<stdin>``) and the 1-based ``line``."""
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=line) from None
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=line)
+    return obj
 
 
 def read_text(path: str | Path) -> str:

@@ -1,4 +1,4 @@
-"""Read the official RAGTruth files and turn every response into a :class:`~ragtruth_spans.schema.Record`.
+"""Read the official RAGTruth files and turn every response into a :class:`~ragtruth_spans.core.types.Record`.
 
 A RAGTruth directory (the ``dataset/`` folder of https://github.com/ParticleMedia/RAGTruth) holds:
 
@@ -21,7 +21,7 @@ Label policy (each case is counted in :class:`LabelReport`, nothing is dropped o
 - **unrepairable**: offsets inside the response but no unambiguous nearby occurrence (none, or several), or an
   empty label text; the label is dropped from ``spans`` and listed with its reason.
 - Offsets outside the response (``start < 0``, ``end < start`` or ``end > len(response)``) that cannot be
-  repaired as above are malformed input: :class:`~ragtruth_spans.schema.InputError`.
+  repaired as above are malformed input: :class:`~ragtruth_spans.core.errors.InputError`.
 - **duplicates**: after checking, labels with the same ``(start, end, type)`` are kept once (the first one,
   with its flags) and the others counted.
 - **overlaps**: overlapping labels (of the same or different types) are all kept; the evaluator merges

@@ -215,8 +215,8 @@ def training_data_summary(stats: Any, source: str, max_length: int) -> Text:
              f"  {d['examples']} examples"]
     if "shortened" in d:
         too_long = d.get("too_long_ids") or []
-        lines[-1] += (f"; {d['shortened']} contexts shortened to fit max_length={max_length}; {d['too_long']} "
-                      "dropped (response + target alone too long)"
+        lines[-1] += (f"; {d['shortened']} dropped (context too long for max_length={max_length}); "
+                      f"{d['too_long']} dropped (response + target alone too long)"
                       + (f": {', '.join(too_long[:5])}{' …' if len(too_long) > 5 else ''}" if too_long else ""))
     extra = {k: v for k, v in d.items() if k not in {"records", "other_tasks", "with_spans", "clean", "clean_kept",
                                                       "over_max_examples", "examples", "shortened", "too_long",

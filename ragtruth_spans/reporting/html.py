@@ -26,9 +26,9 @@ from markupsafe import Markup
 
 from ragtruth_spans.core.predictions import PredictionFile
 from ragtruth_spans.core.types import HALLUCINATION_TYPES, Record, Span
-from ragtruth_spans.evaluation import evaluate
 from ragtruth_spans.evaluation.counts import filter_gold
 from ragtruth_spans.evaluation.evaluator import auroc_scores
+from ragtruth_spans.evaluation.files import evaluate_prediction_file
 from ragtruth_spans.evaluation.metrics import UNTYPED
 from ragtruth_spans.reporting.highlight import KINDS, highlight_runs, run_totals
 from ragtruth_spans.reporting.plots import BarSeries, LineSeries, bar_chart, line_chart
@@ -61,12 +61,12 @@ class ReportInput:
     extra_notes: list[str] = field(default_factory=list)
 
 
-def evaluate_detector(name: str, source: str, gold: Sequence[Record], predictions: PredictionFile,
-                      **options: Any) -> DetectorResult:
-    """Evaluate one predictions file (``options`` go to :func:`~ragtruth_spans.evaluation.evaluate`)."""
-    report = evaluate(gold, predictions.spans, response_scores=predictions.response_scores, **options)
-    report.settings["predictions"] = source
-    report.settings["prediction_diagnostics"] = predictions.diagnostics
+def evaluate_detector(name: str, source: str, gold: Sequence[Record], predictions: PredictionFile, *,
+                      gold_info: dict[str, Any] | None = None, **options: Any) -> DetectorResult:
+    """Evaluate one predictions file as ``ragtruth-spans evaluate`` does
+    (:func:`~ragtruth_spans.evaluation.files.evaluate_prediction_file`; ``options`` go to
+    :func:`~ragtruth_spans.evaluation.evaluate`)."""
+    report = evaluate_prediction_file(gold, predictions, source, gold_info=gold_info, **options)
     return DetectorResult(name=name, source=source, predictions=predictions, report=report.to_dict())
 
 

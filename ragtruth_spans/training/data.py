@@ -43,10 +43,10 @@ def training_file(data: DataSection) -> Path | None:
     return split_file(data, data.split)
 
 
-def load_split(data: DataSection, split: str) -> tuple[list[Record], str]:
+def load_split(data: DataSection, split: str, *, field: str = "data.split") -> tuple[list[Record], str]:
     """The records of one split and a description of where they came from: ``<prepared_dir>/<split>.jsonl``
     written by ``ragtruth-spans prepare``, or, with ``prepared_dir: sample``, the embedded sample's RAGTruth split
-    (``train`` or ``test``; it has no dev split)."""
+    (``train`` or ``test``; it has no dev split). ``field``: the recipe field that named ``split`` (for errors)."""
     path = split_file(data, split)
     if path is None:
         from ragtruth_spans.data.ragtruth import RAGTRUTH_SPLITS, load_ragtruth, sample_data_dir
@@ -54,7 +54,7 @@ def load_split(data: DataSection, split: str) -> tuple[list[Record], str]:
         if split not in RAGTRUTH_SPLITS:
             raise InputError(f"the embedded sample has the splits {' and '.join(RAGTRUTH_SPLITS)}, not {split!r} "
                              "(prepare it with `ragtruth-spans prepare --sample` for a dev split)",
-                             field="data.split")
+                             field=field)
         return load_ragtruth(sample_data_dir(), split=split), f"embedded sample ({sample_data_dir()}), split {split}"
     return read_records(path), str(path)
 
@@ -66,7 +66,18 @@ def load_training_records(data: DataSection) -> tuple[list[Record], str]:
 
 def load_eval_records(data: DataSection) -> tuple[list[Record], str] | None:
     """The records evaluated during training (``data.eval_split``), or None when the recipe names none."""
-    return None if data.eval_split is None else load_split(data, data.eval_split)
+    return None if data.eval_split is None else load_split(data, data.eval_split, field="data.eval_split")
+
+
+def selected_training_records(data: DataSection, stats: RecordStats) -> tuple[list[Record], str]:
+    """The records to train on after :func:`select_records` (counted in ``stats``) and where they came from;
+    none left is an :class:`InputError`."""
+    records, source = load_training_records(data)
+    records = select_records(records, data, stats)
+    if not records:
+        raise InputError(f"no training records left from {source} (tasks={data.tasks}, "
+                         f"clean_fraction={data.clean_fraction})")
+    return records, source
 
 
 def select_records(records: Sequence[Record], data: DataSection, stats: RecordStats) -> list[Record]:

@@ -57,6 +57,42 @@ def is_local_reference(name_or_path: str) -> bool:
     return Path(name_or_path).expanduser().exists() or not HUB_ID.match(name_or_path)
 
 
+def resolve_base_model(name_or_path: str, revision: str | None = None) -> tuple[str, str | None]:
+    """``(path_or_id, revision)`` of a recipe's ``model.name_or_path`` (not the tiny model): a packaged model's
+    verified folder and its official revision (:func:`~ragtruth_spans.training.pretrained.resolve_model`); a local
+    folder, checked now (a missing one is an :class:`InputError` naming ``model.name_or_path``, not a hub lookup);
+    or a hub id with ``revision``."""
+    from ragtruth_spans.training.pretrained import resolve_model
+
+    base, packaged_revision = resolve_model(name_or_path)
+    if is_local_reference(base):
+        if not Path(base).expanduser().exists():
+            raise InputError(f"base model folder {base!r} not found (a name starting with ./, ../, / or ~, or with "
+                             "several slashes, is a local path; hub ids look like org/name)",
+                             field="model.name_or_path")
+        check_model_folder(base, what="base model")
+    return base, packaged_revision or revision
+
+
+def run_base_model(saved: Path, name_or_path: str, revision: str | None) -> tuple[str, str | None]:
+    """``(path_or_id, revision)`` of the base model a run directory was trained on: the run's own copy ``saved``
+    (its ``base_model/`` folder, where the tiny model lives; checked), else the recipe's ``name_or_path`` as a
+    packaged model's verified folder and its official revision, a local folder (checked) or a hub id with
+    ``revision``. A tiny run without its saved base is an :class:`InputError`."""
+    from ragtruth_spans.training.pretrained import resolve_model
+    from ragtruth_spans.training.recipe import TINY
+
+    if (saved / "config.json").is_file():
+        check_model_folder(saved, what="base model")
+        return str(saved), None
+    if name_or_path == TINY:
+        raise InputError(f"the tiny base model should be saved under {saved.name}/ but is missing", path=saved)
+    base, packaged_revision = resolve_model(name_or_path)
+    if is_local_reference(base):
+        check_model_folder(base, what="base model")
+    return base, packaged_revision or revision
+
+
 def check_model_folder(path: str | Path, *, what: str = "model") -> None:
     """A local model folder must exist and hold a readable ``config.json``; its ``*.safetensors`` weights must be
     complete. Anything else is an :class:`InputError` naming the file (instead of a traceback, or a hub lookup)."""

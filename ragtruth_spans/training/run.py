@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,8 +44,57 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     if recipe.data.eval_split is not None:
         data_files.append(split_file(recipe.data, recipe.data.eval_split))
     fingerprint = run_fingerprint(recipe, data_files)
-    resuming = claim_output_dir(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume)
+    resuming = _claim_on_main_process(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume)
     return family.train(recipe, console=console or Console(stderr=True), resume=resuming, fingerprint=fingerprint)
+
+
+def _claim_on_main_process(output_dir: str | Path, fingerprint: dict[str, Any], *, overwrite: bool,
+                           resume: bool) -> bool:
+    """:func:`claim_output_dir` once per run: under accelerate/torchrun (``WORLD_SIZE`` > 1) only the main process
+    claims (and may delete or write) the directory; the other ranks wait for its answer, a refusal included, so
+    that every rank raises the same :class:`InputError`. Claiming on every rank would race (one rank could delete
+    the directory another had just started) and make the later ranks resume the run rank 0 had just started."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return claim_output_dir(output_dir, fingerprint, overwrite=overwrite, resume=resume)
+    from accelerate import PartialState
+    from accelerate.utils import broadcast_object_list, parse_flag_from_env
+
+    answer: list[Any] = [None]
+    # the state the trainer will use (on CPU, accelerate needs ACCELERATE_USE_CPU, as TrainingArguments does)
+    if PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).is_main_process:
+        try:
+            answer[0] = claim_output_dir(output_dir, fingerprint, overwrite=overwrite, resume=resume)
+        except InputError as e:
+            answer[0] = {"message": e.message, "path": e.path, "line": e.line, "field": e.field}
+    broadcast_object_list(answer)  # the other ranks wait here for the main process's answer
+    if isinstance(answer[0], dict):
+        raise InputError(**answer[0])
+    return bool(answer[0])
+
+
+def last_checkpoint(output_dir: str | Path, resume: bool, console: Console) -> str | None:
+    """The checkpoint of ``output_dir`` a resumed run continues from (announced on ``console``); None for a new
+    run."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    last = get_last_checkpoint(str(output_dir)) if resume else None
+    if last:
+        console.print(f"[bold]resuming[/] from {last}")
+    return last
+
+
+def run_trainer(trainer: Any, last: str | None, *, best_metric: str | None = None) -> dict[str, Any]:
+    """Train (continuing from checkpoint ``last`` when not None) and return the trainer's metrics plus ``wall_s``
+    and ``train_loss_whole_run``; with ``best_metric`` (the name under which to record the best evaluation
+    figure, for a run with an eval split) also that figure and ``best_checkpoint``."""
+    start = time.time()
+    metrics = dict(trainer.train(resume_from_checkpoint=last).metrics)
+    metrics["wall_s"] = round(time.time() - start, 2)
+    metrics["train_loss_whole_run"] = whole_run_train_loss(trainer.state.log_history)
+    if best_metric is not None:
+        metrics[best_metric] = trainer.state.best_metric
+        metrics["best_checkpoint"] = trainer.state.best_model_checkpoint
+    return metrics
 
 
 def whole_run_train_loss(log_history: list[dict[str, Any]]) -> float | None:

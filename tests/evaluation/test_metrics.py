@@ -1,4 +1,4 @@
-"""The pure metric definitions (ragtruth_spans.metrics), with hand-computed cases."""
+"""The pure metric definitions (ragtruth_spans.evaluation.metrics), with hand-computed cases."""
 
 from __future__ import annotations
 

@@ -4,13 +4,16 @@ directory is never deleted; and the whole-run training loss."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
+import accelerate
+import accelerate.utils
 import pytest
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_json
 from ragtruth_spans.training.recipe import validate_recipe
-from ragtruth_spans.training.run import whole_run_train_loss
+from ragtruth_spans.training.run import _claim_on_main_process, whole_run_train_loss
 from ragtruth_spans.training.run_dir import claim_output_dir, run_fingerprint, write_run_files
 
 
@@ -63,6 +66,35 @@ def test_a_foreign_directory_is_refused_and_never_deleted(tmp_path):
     write_json(tmp_path / "empty" / "unused.json", {})
     (tmp_path / "empty" / "unused.json").unlink()
     assert claim_output_dir(tmp_path / "empty", fp) is False  # an empty directory is fine
+
+
+def test_under_ddp_only_the_main_process_claims_and_the_others_get_its_answer(tmp_path, monkeypatch):
+    """Every rank calls train(); rank 0 alone applies the rules (and writes), the others take its answer, a
+    refusal included. Claiming on every rank made rank 1 'resume' the run rank 0 had just started."""
+    out, fp = tmp_path / "run", run_fingerprint(recipe(tmp_path / "run"), [])
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    sent: list = []
+
+    def as_rank(rank: int) -> bool:
+        def broadcast(objects):  # rank 0 sends, the others receive what it sent
+            if rank == 0:
+                sent[:] = list(objects)
+            else:
+                objects[:] = sent
+            return objects
+
+        monkeypatch.setattr(accelerate, "PartialState", lambda **_: SimpleNamespace(is_main_process=rank == 0))
+        monkeypatch.setattr(accelerate.utils, "broadcast_object_list", broadcast)
+        return _claim_on_main_process(out, fp, overwrite=False, resume=False)
+
+    assert as_rank(0) is False and (out / "fingerprint.json").is_file()  # a new run
+    assert as_rank(1) is False  # the same answer, not "resume the run rank 0 just started"
+    write_json(out / "run_info.json", {})
+    with pytest.raises(InputError, match="this run is finished") as on_main:
+        as_rank(0)
+    with pytest.raises(InputError, match="this run is finished") as on_other:
+        as_rank(1)
+    assert str(on_other.value) == str(on_main.value) and on_other.value.path == str(out)
 
 
 def test_whole_run_loss_weights_each_logged_loss_by_its_steps():

@@ -8,14 +8,12 @@ from pathlib import Path
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.generative.recipe import GenerativeRecipe
 from ragtruth_spans.training.hf_models import (
-    check_model_folder,
     check_safetensors,
     check_tokenizer_folder,
     is_local_reference,
     read_json_object,
+    run_base_model,
 )
-from ragtruth_spans.training.pretrained import resolve_model
-from ragtruth_spans.training.recipe import TINY
 from ragtruth_spans.training.run_dir import read_run_info, read_run_recipe
 
 BASE_MODEL_DIR = "base_model"
@@ -60,19 +58,10 @@ class ModelDir:
         _check_adapter(path, read_json_object(adapter_config))
         check_tokenizer_folder(path)
         info = read_run_info(path)
-        fingerprint = info.get("fingerprint")
-        if (path / BASE_MODEL_DIR / "config.json").is_file():
-            check_model_folder(path / BASE_MODEL_DIR, what="base model")
-            return cls(path=path, base_model=str(path / BASE_MODEL_DIR), revision=None, recipe=recipe,
-                       fingerprint=fingerprint)
-        if recipe.model.name_or_path == TINY:
-            raise InputError("the tiny base model should be saved under base_model/ but is missing",
-                             path=path / BASE_MODEL_DIR)
-        base, _ = resolve_model(recipe.model.name_or_path)
-        if is_local_reference(base):
-            check_model_folder(base, what="base model")
-        revision = (info.get("base_model") or {}).get("resolved_revision") or recipe.model.revision
-        return cls(path=path, base_model=base, revision=revision, recipe=recipe, fingerprint=fingerprint)
+        base, revision = run_base_model(path / BASE_MODEL_DIR, recipe.model.name_or_path,
+                                        (info.get("base_model") or {}).get("resolved_revision")
+                                        or recipe.model.revision)
+        return cls(path=path, base_model=base, revision=revision, recipe=recipe, fingerprint=info.get("fingerprint"))
 
 
 def _check_adapter(path: Path, config: dict) -> None:

@@ -11,7 +11,6 @@ LoRA) → ``SFTTrainer`` (with ``data.eval_split``: eval loss every ``eval_steps
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -37,21 +36,20 @@ from ragtruth_spans.training.data import (
     RecordStats,
     examples_sha256,
     load_eval_records,
-    load_training_records,
     select_records,
+    selected_training_records,
 )
 from ragtruth_spans.training.hf_models import (
     bitsandbytes_config,
-    check_model_folder,
     check_report_to,
     ensure_pad_token,
     is_local_reference,
     loading,
+    resolve_base_model,
     torch_dtype,
 )
-from ragtruth_spans.training.pretrained import resolve_model
 from ragtruth_spans.training.recipe import TINY
-from ragtruth_spans.training.run import TrainResult, whole_run_train_loss
+from ragtruth_spans.training.run import TrainResult, last_checkpoint, run_trainer
 from ragtruth_spans.training.run_dir import write_run_files
 
 
@@ -102,10 +100,7 @@ def ensure_base_model(recipe: GenerativeRecipe, output_dir: Path, records: Seque
     """``(path_or_id, revision)`` of the base model: the tiny random Llama, built under ``output_dir/base_model``;
     a packaged model's verified folder; a local folder (checked now, not after a hub lookup); or a hub id."""
     if recipe.model.name_or_path != TINY:
-        base, packaged_revision = resolve_model(recipe.model.name_or_path)
-        if is_local_reference(base):
-            check_model_folder(base, what="base model")
-        return base, packaged_revision or recipe.model.revision
+        return resolve_base_model(recipe.model.name_or_path, recipe.model.revision)
     base = output_dir / BASE_MODEL_DIR
     if not (base / "config.json").is_file():
         from ragtruth_spans.training.tiny import build_tiny_llama
@@ -195,12 +190,8 @@ class _Prepared:
 def _prepare(recipe: GenerativeRecipe, output_dir: Path, console: Console) -> _Prepared:
     from accelerate import PartialState
 
-    records, source = load_training_records(recipe.data)
     stats = DataStats()
-    records = select_records(records, recipe.data, stats)
-    if not records:
-        raise InputError(f"no training records left from {source} (tasks={recipe.data.tasks}, "
-                         f"clean_fraction={recipe.data.clean_fraction})")
+    records, source = selected_training_records(recipe.data, stats)
     with PartialState().main_process_first():  # under accelerate/torchrun, rank 0 builds the tiny base model
         base_path, revision = ensure_base_model(recipe, output_dir, records)
     tokenizer = load_tokenizer(base_path, revision)
@@ -235,7 +226,6 @@ def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: b
     """Fine-tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`);
     ``resume``: continue from the directory's last checkpoint; ``fingerprint`` goes into ``run_info.json``."""
     from transformers import set_seed
-    from transformers.trainer_utils import get_last_checkpoint
     from trl import SFTTrainer
 
     console = console or Console(stderr=True)
@@ -243,22 +233,14 @@ def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: b
     check_report_to(recipe.logging.report_to)
     set_seed(recipe.training.seed)
     data = _prepare(recipe, output_dir, console)
-    last = get_last_checkpoint(str(output_dir)) if resume else None
-    if last:
-        console.print(f"[bold]resuming[/] from {last}")
+    last = last_checkpoint(output_dir, resume, console)
     model = load_model(recipe, data.base_path, data.revision)
     trainer = SFTTrainer(model=model, args=sft_config(recipe, output_dir, evaluate=bool(data.eval)),
                          train_dataset=_dataset(data.train), eval_dataset=_dataset(data.eval) if data.eval else None,
                          processing_class=data.tokenizer, peft_config=lora_config(recipe))
     if trainer.is_world_process_zero():
         trainer.model.print_trainable_parameters()
-    start = time.time()
-    metrics = dict(trainer.train(resume_from_checkpoint=last).metrics)
-    metrics["wall_s"] = round(time.time() - start, 2)
-    metrics["train_loss_whole_run"] = whole_run_train_loss(trainer.state.log_history)
-    if data.eval:
-        metrics["best_eval_loss"] = trainer.state.best_metric
-        metrics["best_checkpoint"] = trainer.state.best_model_checkpoint
+    metrics = run_trainer(trainer, last, best_metric="best_eval_loss" if data.eval else None)
 
     if trainer.is_fsdp_enabled:  # gather the sharded adapter into one file
         trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")

@@ -19,13 +19,12 @@ from ragtruth_spans.detectors.token_classification.labels import label_names
 from ragtruth_spans.detectors.token_classification.recipe import TokenClassificationRecipe
 from ragtruth_spans.training.hf_models import (
     bitsandbytes_config,
-    check_model_folder,
     ensure_pad_token,
     is_local_reference,
     loading,
+    resolve_base_model,
     torch_dtype,
 )
-from ragtruth_spans.training.pretrained import resolve_model
 from ragtruth_spans.training.recipe import TINY
 
 HEADS = ("classifier", "score")
@@ -40,10 +39,7 @@ def ensure_base_model(recipe: TokenClassificationRecipe, output_dir: Path,
     """``(path_or_id, revision)`` of the base model: a tiny random BERT or Llama built under
     ``output_dir/base_model``; a packaged model's verified folder; a local folder (checked); or a hub id."""
     if recipe.model.name_or_path != TINY:
-        base, packaged_revision = resolve_model(recipe.model.name_or_path)
-        if is_local_reference(base):
-            check_model_folder(base, what="base model")
-        return base, packaged_revision or recipe.model.revision
+        return resolve_base_model(recipe.model.name_or_path, recipe.model.revision)
     base = output_dir / BASE_MODEL_DIR
     if not (base / "config.json").is_file():
         from ragtruth_spans.training.tiny import build_tiny_bert, build_tiny_llama

@@ -18,10 +18,8 @@ from ragtruth_spans.training.hf_models import (
     check_model_folder,
     check_safetensors,
     check_tokenizer_folder,
-    is_local_reference,
+    run_base_model,
 )
-from ragtruth_spans.training.pretrained import resolve_model
-from ragtruth_spans.training.recipe import TINY
 from ragtruth_spans.training.run_dir import FINGERPRINT_FILE, read_run_info, read_run_recipe
 
 
@@ -57,16 +55,8 @@ def _check_weights(path: Path, recipe: TokenClassificationRecipe) -> None:
 
 def base_model_of(path: Path, recipe: TokenClassificationRecipe, info: dict[str, Any]) -> tuple[str, str | None]:
     """``(path_or_id, revision)`` of the base a LoRA run was trained on."""
-    if (path / BASE_MODEL_DIR / "config.json").is_file():
-        check_model_folder(path / BASE_MODEL_DIR, what="base model")
-        return str(path / BASE_MODEL_DIR), None
-    if recipe.model.name_or_path == TINY:
-        raise InputError("the tiny base model should be saved under base_model/ but is missing",
-                         path=path / BASE_MODEL_DIR)
-    base, packaged_revision = resolve_model(recipe.model.name_or_path)
-    if is_local_reference(base):
-        check_model_folder(base, what="base model")
-    return base, packaged_revision or (info.get("base_model") or {}).get("resolved_revision") or recipe.model.revision
+    return run_base_model(path / BASE_MODEL_DIR, recipe.model.name_or_path,
+                          (info.get("base_model") or {}).get("resolved_revision") or recipe.model.revision)
 
 
 def load_run(path: str | Path, *, device: str | None = None, batch_size: int = 16, threshold: float | None = None,

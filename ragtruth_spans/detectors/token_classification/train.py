@@ -12,7 +12,6 @@ the weights, the tokenizer, ``recipe.yaml`` and ``run_info.json`` → the thresh
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,12 +37,12 @@ from ragtruth_spans.training.data import (
     RecordStats,
     examples_sha256,
     load_eval_records,
-    load_training_records,
     select_records,
+    selected_training_records,
 )
 from ragtruth_spans.training.hf_models import check_report_to, is_local_reference
 from ragtruth_spans.training.recipe import TINY
-from ragtruth_spans.training.run import TrainResult, whole_run_train_loss
+from ragtruth_spans.training.run import TrainResult, last_checkpoint, run_trainer
 from ragtruth_spans.training.run_dir import write_run_files
 
 
@@ -152,12 +151,8 @@ class _Prepared:
 
 
 def _prepare(recipe: TokenClassificationRecipe, output_dir: Path, console: Console) -> _Prepared:
-    records, source = load_training_records(recipe.data)
     stats = WindowStats()
-    records = select_records(records, recipe.data, stats)
-    if not records:
-        raise InputError(f"no training records left from {source} (tasks={recipe.data.tasks}, "
-                         f"clean_fraction={recipe.data.clean_fraction})")
+    records, source = selected_training_records(recipe.data, stats)
     from accelerate import PartialState
 
     with PartialState().main_process_first():  # under accelerate/torchrun, rank 0 builds a tiny base model
@@ -208,7 +203,6 @@ def train(recipe: TokenClassificationRecipe, *, console: Console | None = None, 
     """Fine-tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`);
     ``resume``: continue from the directory's last checkpoint; ``fingerprint`` goes into ``run_info.json``."""
     from transformers import set_seed
-    from transformers.trainer_utils import get_last_checkpoint
 
     console = console or Console(stderr=True)
     output_dir = Path(recipe.output_dir)
@@ -216,18 +210,10 @@ def train(recipe: TokenClassificationRecipe, *, console: Console | None = None, 
     check_report_to(recipe.logging.report_to)
     set_seed(recipe.training.seed)
     data = _prepare(recipe, output_dir, console)
-    last = get_last_checkpoint(str(output_dir)) if resume else None
-    if last:
-        console.print(f"[bold]resuming[/] from {last}")
+    last = last_checkpoint(output_dir, resume, console)
     model = load_for_training(recipe, data.base_path, data.revision, data.tokenizer)
     trainer = _trainer(recipe, data, model, output_dir)
-    start = time.time()
-    metrics = dict(trainer.train(resume_from_checkpoint=last).metrics)
-    metrics["wall_s"] = round(time.time() - start, 2)
-    metrics["train_loss_whole_run"] = whole_run_train_loss(trainer.state.log_history)
-    if data.eval:
-        metrics["best_eval_token_f1"] = trainer.state.best_metric
-        metrics["best_checkpoint"] = trainer.state.best_model_checkpoint
+    metrics = run_trainer(trainer, last, best_metric="best_eval_token_f1" if data.eval else None)
     trainer.save_model(str(output_dir))  # weights (or adapter + head) and the tokenizer
     if trainer.is_world_process_zero():
         detection = _tune_threshold(recipe, trainer.model, data, console)

@@ -83,12 +83,12 @@ def subsample_supported(rows: list[dict[str, Any]], ratio: float | None, seed: i
 
 
 def base_model_path(recipe: TwoTierRecipe, output_dir: Path, records: list[Record]) -> str:
-    """The encoder to fine-tune: a packaged model's verified folder, the name given, or a tiny random BERT built
-    under ``output_dir/base_model``."""
-    from ragtruth_spans.training.pretrained import resolve_model
+    """The encoder to fine-tune: a packaged model's verified folder, a local folder (checked), a hub id, or a tiny
+    random BERT built under ``output_dir/base_model``."""
+    from ragtruth_spans.training.hf_models import resolve_base_model
 
     if recipe.model.name_or_path != TINY:
-        return resolve_model(recipe.model.name_or_path)[0]
+        return resolve_base_model(recipe.model.name_or_path)[0]
     base = output_dir / BASE_MODEL_DIR
     if not (base / "config.json").is_file():
         from ragtruth_spans.training.tiny import build_tiny_bert
@@ -118,10 +118,10 @@ def fit(recipe: TwoTierRecipe, base: str, train_rows: list[dict[str, Any]], eval
     from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
     from transformers import set_seed
-    from transformers.trainer_utils import get_last_checkpoint
 
     from ragtruth_spans.training.arguments import trainer_arguments
     from ragtruth_spans.training.hf_models import is_local_reference, loading
+    from ragtruth_spans.training.run import last_checkpoint
 
     set_seed(recipe.training.seed)
     with loading(base, "base encoder"):
@@ -133,9 +133,7 @@ def fit(recipe: TwoTierRecipe, base: str, train_rows: list[dict[str, Any]], eval
                                                              evaluate=bool(eval_rows)))
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=Dataset.from_list(train_rows),
                                   eval_dataset=Dataset.from_list(eval_rows) if eval_rows else None, loss=loss)
-    last = get_last_checkpoint(str(output_dir)) if resume else None
-    if last:
-        console.print(f"[bold]resuming[/] from {last}")
+    last = last_checkpoint(output_dir, resume, console)
     result = trainer.train(resume_from_checkpoint=last)
     metrics = dict(result.metrics) | {"resumed_from": last, "best_checkpoint": trainer.state.best_model_checkpoint}
     return model, metrics

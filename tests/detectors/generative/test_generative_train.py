@@ -11,6 +11,7 @@ from conftest import make_record
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.generative import prompts
 from ragtruth_spans.detectors.generative.train import DataStats, build_examples, select_records
+from ragtruth_spans.reporting.console import training_data_summary
 from ragtruth_spans.training.recipe import DataSection, load_recipe, validate_recipe
 from ragtruth_spans.training.run import train
 from ragtruth_spans.training.tiny import train_tokenizer
@@ -52,6 +53,8 @@ def test_build_examples_drops_what_does_not_fit_whole_and_counts_it():
                                          return_dict=True)["input_ids"]
     assert len(full) <= 600  # TRL's own truncation never fires, so target and EOS are always trained on
     assert len(build_examples(records, tokenizer, 5000, DataStats())) == 2  # with room, the long one is kept
+    summary = training_data_summary(stats, "test", 600).plain
+    assert "1 dropped (context too long for max_length=600)" in summary and "shortened" not in summary
 
     stats = DataStats()
     assert build_examples(records[:1], tokenizer, 120, stats) == []
