@@ -30,6 +30,12 @@ logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(
     lambda record: "kernels-community" not in record.getMessage())
 
 
+BATCH_SIZE_HELP = ("What the detector runs together in one forward pass, by family: token-classification: "
+                   "context windows [16]; generative (hf backend): responses [8]; two-tier: sentence pairs of the "
+                   "cross-encoder [32]; similarity: sentences of the encoder [64] (default: the detector's).")
+"""The help of ``--batch-size``, whose unit depends on the detector family (predict, detect, serve)."""
+
+
 def fail(exc: Exception) -> NoReturn:
     """Print a one-line error (no traceback) and exit with status 2."""
     message = " ".join(str(exc).split("\n"))

@@ -16,7 +16,7 @@ from typing import Any, Optional, TextIO
 
 import typer
 
-from ragtruth_spans.cli.common import app, fail, out, user_errors
+from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, fail, out, user_errors
 from ragtruth_spans.core.errors import InputError, check_choice
 
 STDIN = "<stdin>"
@@ -107,8 +107,7 @@ def detect_command(
                                "otherwise) | json | view."),
     chunk_size: int = typer.Option(32, "--chunk-size", min=1, help="Stdin items per detect_batch call."),
     device: Optional[str] = typer.Option(None, "--device", help="torch device (default: cuda if available)."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Responses the detector runs "
-                                             "together (default: the detector's)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help=BATCH_SIZE_HELP),
     max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
                                                  help="Generative runs: generation budget per response."),
 ) -> None:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from ragtruth_spans.cli.common import app, err, note, parse_options, user_errors
+from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, err, note, parse_options, user_errors
 from ragtruth_spans.core.errors import InputError
 
 
@@ -18,8 +18,7 @@ def predict_command(
                               "keyword-match, llm-judge)."),
     data: Path = typer.Option(..., "--data", help="Prepared split file, e.g. OUT/test.jsonl."),
     out_path: Path = typer.Option(..., "--out", help="Predictions JSONL to write; ids already in it are skipped."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Responses the detector runs "
-                                             "together (default: the detector's)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help=BATCH_SIZE_HELP),
     chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="Responses per detect_batch call, "
                                              "written and flushed together (default: the detector's; 64 for most, "
                                              "4096 for vLLM)."),
@@ -36,10 +35,10 @@ def predict_command(
                                                "value is YAML; a dotted key sets a nested one), e.g. for llm-judge: "
                                                "--option base_url=http://127.0.0.1:8000/v1 --option model=NAME "
                                                "--option mode=claims. See docs/JUDGE.md."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", min=0.0, max=1.0,
-                                              help="Token-classification runs: P(hallucinated) at or above which a "
-                                              "token is flagged (default: the threshold tuned on the run's dev "
-                                              "split)."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="Token-classification and two-tier runs: "
+                                              "P(hallucinated) at or above which a token (two-tier: a sentence) is "
+                                              "flagged, strictly between 0 and 1, i.e. in (0, 1) (default: the "
+                                              "threshold tuned on the run's dev split)."),
     aggregation: Optional[str] = typer.Option(None, "--aggregation", help="Token-classification runs: how a "
                                               "token's probabilities from several context windows combine (mean, "
                                               "max, min, best, by-type; default: the run's)."),
@@ -50,6 +49,8 @@ def predict_command(
 
     err.print(f"predicting with [bold]{model}[/] on {data} → {out_path}")
     with user_errors():
+        if threshold is not None and not 0.0 < threshold < 1.0:
+            raise InputError(f"must be in (0, 1) (0 and 1 excluded), got {threshold}", field="--threshold")
         flags = {"batch_size": batch_size, "backend": backend, "max_new_tokens": max_new_tokens,
                  "load_in_4bit": load_in_4bit, "device": device,
                  "threshold": threshold, "aggregation": aggregation}

@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from ragtruth_spans.cli.common import app, fail, note, user_errors
+from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, fail, note, user_errors
 from ragtruth_spans.core.errors import InputError
 
 
@@ -45,8 +45,7 @@ def serve_command(
     graceful_timeout: float = typer.Option(30.0, "--graceful-timeout", min=0, help="On shutdown, seconds to wait "
                                            "for requests in flight."),
     device: Optional[str] = typer.Option(None, "--device", help="torch device (default: cuda if available)."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Generative runs: responses "
-                                             "generated together inside one batch."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help=BATCH_SIZE_HELP),
     max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
                                                  help="Generative runs: generation budget per response."),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),

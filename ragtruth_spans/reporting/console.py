@@ -218,9 +218,13 @@ def training_data_summary(stats: Any, source: str, max_length: int) -> Text:
         lines[-1] += (f"; {d['shortened']} dropped (context too long for max_length={max_length}); "
                       f"{d['too_long']} dropped (response + target alone too long)"
                       + (f": {', '.join(too_long[:5])}{' …' if len(too_long) > 5 else ''}" if too_long else ""))
+    if "no_windows" in d:
+        skipped = d.get("no_windows_ids") or []
+        lines[-1] += (f"; {d['no_windows']} records skipped (no window fits max_length={max_length})"
+                      + (f": {', '.join(skipped[:5])}{' …' if len(skipped) > 5 else ''}" if skipped else ""))
     extra = {k: v for k, v in d.items() if k not in {"records", "other_tasks", "with_spans", "clean", "clean_kept",
                                                       "over_max_examples", "examples", "shortened", "too_long",
-                                                      "too_long_ids"} and isinstance(v, (int, float))}
+                                                      "too_long_ids", "no_windows"} and isinstance(v, (int, float))}
     if extra:
         lines.append("  " + "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in extra.items()))
     return Text("\n".join(lines))

@@ -21,7 +21,9 @@ def trainer_arguments(recipe: Recipe, training: TrainingSection, output_dir: Pat
                       evaluate: bool) -> dict[str, Any]:
     """Keyword arguments for ``config_class`` (``TrainingArguments`` or a subclass) from a recipe's
     ``training`` section. With ``evaluate``: the eval split is evaluated every ``eval_steps``, checkpoints are
-    saved at the same steps and the best one (lowest eval loss) is loaded at the end."""
+    saved at the same steps and the best one is loaded at the end — by default the one of lowest eval loss
+    (``metric_for_best_model="eval_loss"``); a family may override that metric (token classification keeps the
+    checkpoint of highest ``token_f1``)."""
     import torch
 
     t = training

@@ -93,6 +93,18 @@ def run_base_model(saved: Path, name_or_path: str, revision: str | None) -> tupl
     return base, packaged_revision or revision
 
 
+def resolved_revision(model: Any, name_or_path: str) -> str | None:
+    """The commit that the hub revision a base model was loaded at (e.g. ``main``) resolved to, read from the
+    loaded ``model`` (a PEFT wrapper is unwrapped): recorded in ``run_info.json`` as
+    ``base_model.resolved_revision`` so that inference reloads exactly this base (:func:`run_base_model`). None for
+    a local folder (a packaged model included: its revision is fixed by the package) or when unknown."""
+    if is_local_reference(name_or_path):
+        return None
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    commit = getattr(getattr(base, "config", None), "_commit_hash", None)
+    return commit if isinstance(commit, str) else None
+
+
 def check_model_folder(path: str | Path, *, what: str = "model") -> None:
     """A local model folder must exist and hold a readable ``config.json``; its ``*.safetensors`` weights must be
     complete. Anything else is an :class:`InputError` naming the file (instead of a traceback, or a hub lookup)."""

@@ -144,7 +144,8 @@ class TrainingSection(Section):
     per_device_batch_size: int = Field(1, ge=1)
     gradient_accumulation_steps: int = Field(16, ge=1)
     gradient_checkpointing: bool = True
-    packing: bool = False
+    packing: bool = Field(False, description="Generative family: TRL packing of several examples into one "
+                                             "sequence (token-classification recipes refuse true).")
     seed: int = 42
     bf16: bool = True
     tf32: bool = False

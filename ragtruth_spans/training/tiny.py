@@ -2,8 +2,9 @@
 (generative and token-classification decoders) and a BERT encoder (token classification).
 
 The Llama's tokenizer is a byte-level BPE trained on the fly with ``tokenizers`` on the given texts plus the prompt
-templates and the target skeleton, so prompts tokenize compactly. The BERT's is the same BPE trained on the texts
-alone, with BERT's special tokens and pair template (``[CLS] A [SEP] B [SEP]``). The Llama's special tokens:
+templates and the target skeleton, so prompts tokenize compactly. The BERT's is a lower-casing WordPiece (BERT's
+normaliser and pre-tokenizer) trained on the texts alone, with BERT's special tokens and pair template
+(``[CLS] A [SEP] B [SEP]``, token type ids 0 / 1). The Llama's special tokens:
 ``<s>`` (BOS), ``</s>`` (EOS), ``<pad>``, and role markers ``<|system|>``, ``<|user|>``, ``<|assistant|>``,
 ``<|end|>``; the chat template puts a special token at every message boundary, so a prompt's tokens are always a
 prefix of prompt + answer tokens.

@@ -46,6 +46,7 @@ from ragtruth_spans.training.hf_models import (
     is_local_reference,
     loading,
     resolve_base_model,
+    resolved_revision,
     torch_dtype,
 )
 from ragtruth_spans.training.recipe import TINY
@@ -256,11 +257,10 @@ def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: b
 
 def _run_info(recipe: GenerativeRecipe, data: _Prepared, model: Any, metrics: dict[str, Any], last: str | None,
               world_size: int) -> dict[str, Any]:
-    # The commit a hub revision such as "main" resolved to, so that predict loads exactly this base.
-    resolved = getattr(getattr(model, "config", None), "_commit_hash", None)
     return {
         "base_model": {"name_or_path": recipe.model.name_or_path, "revision": data.revision,
-                       "resolved_revision": resolved if not is_local_reference(data.base_path) else None,
+                       # the commit a hub revision such as "main" resolved to: predict loads exactly this base
+                       "resolved_revision": resolved_revision(model, data.base_path),
                        "path": BASE_MODEL_DIR if recipe.model.name_or_path == TINY else data.base_path},
         "quantization": recipe.quantization.model_dump(),
         "data": {"source": data.source, "examples_sha256": examples_sha256(data.train),

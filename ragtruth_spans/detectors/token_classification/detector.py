@@ -2,8 +2,12 @@
 
 ``TokenClassificationDetector.from_pretrained(run_dir)`` loads what ``ragtruth-spans train`` wrote. For each
 response, every window (:mod:`.windows`) is run; windows of all responses of a call are batched together,
-longest first. Per token, the label probabilities of the windows that hold it are aggregated; tokens with
-P(hallucinated) = 1 - P(O) at or above ``threshold`` merge into spans (:mod:`.labels`).
+longest first, and their outputs put back in plan order (so that aggregation, ``best``'s tie rule included, does
+not depend on how a call was batched). Per token, the label probabilities of the windows that hold it are
+aggregated; tokens with P(hallucinated) = 1 - P(O) at or above ``threshold`` merge into spans (:mod:`.labels`).
+A response that no window fits (the question leaves no room for it within ``max_length``, or
+``response_overlap`` leaves no step to slide over it) gets a :class:`Detection` with ``error`` set; the other
+responses of the call are detected as usual.
 
 Scores: ``Span.score`` is the mean P(hallucinated) of the span's tokens; ``Detection.score`` (the response score)
 is the highest P(hallucinated) of any response token (0.0 for an empty response). Diagnostics per response:
@@ -44,13 +48,15 @@ DEFAULT_THRESHOLD = 0.5
 
 @dataclass
 class WindowProbabilities:
-    """What the model said about one response: its token offsets and, per window, ``(first token, (count,
-    labels) probabilities)`` and the window's relevance (:attr:`~.windows.Window.overlap`)."""
+    """What the model said about one response: its token offsets and, per window in plan order, ``(first token,
+    (count, labels) probabilities)`` and the window's relevance (:attr:`~.windows.Window.overlap`). ``error``:
+    why no window could be built (then nothing was run)."""
 
     offsets: list[tuple[int, int]]
     pieces: list[tuple[int, np.ndarray]]
     segments: int
     relevance: list[float] = field(default_factory=list)
+    error: str | None = None
 
     @property
     def windows(self) -> int:
@@ -102,16 +108,33 @@ class TokenClassificationDetector(Detector):
 
     def window_probabilities(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]
                              ) -> list[WindowProbabilities]:
-        """Run every window of every item (batched, longest first); per item, its windows' probabilities."""
-        plans = [self.plan(DetectItem.of(item)) for item in items]
-        flat = [(i, w) for i, plan in enumerate(plans) if plan.offsets for w in plan.windows]
-        flat.sort(key=lambda pair: -len(pair[1].input_ids))
-        results = [WindowProbabilities(plan.offsets, [], plan.segments) for plan in plans]
+        """Run every window of every item (batched, longest first); per item, its windows' probabilities in plan
+        order. An item no window fits gets a result with ``error`` set (a malformed item raises)."""
+        checked = [DetectItem.of(item) for item in items]
+        plans: list[ResponseWindows | None] = []
+        errors: dict[int, str] = {}
+        for i, item in enumerate(checked):
+            try:
+                plans.append(self.plan(item))
+            except InputError as exc:
+                plans.append(None)
+                errors[i] = str(exc)
+        flat = [(i, j, w) for i, plan in enumerate(plans) if plan is not None and plan.offsets
+                for j, w in enumerate(plan.windows)]
+        flat.sort(key=lambda run: -len(run[2].input_ids))
+        outputs: list[dict[int, np.ndarray]] = [{} for _ in plans]
         for start in range(0, len(flat), self.batch_size):
             chunk = flat[start:start + self.batch_size]
-            for (i, window), probs in zip(chunk, self._forward([w for _, w in chunk])):
-                results[i].pieces.append((window.first, probs))
-                results[i].relevance.append(window.overlap)
+            for (i, j, _), probs in zip(chunk, self._forward([w for _, _, w in chunk])):
+                outputs[i][j] = probs
+        results = []
+        for i, plan in enumerate(plans):
+            if plan is None:
+                results.append(WindowProbabilities([], [], 0, error=errors[i]))
+                continue
+            ran = sorted(outputs[i])  # plan order
+            results.append(WindowProbabilities(plan.offsets, [(plan.windows[j].first, outputs[i][j]) for j in ran],
+                                               plan.segments, [plan.windows[j].overlap for j in ran]))
         return results
 
     def _forward(self, windows: Sequence[Window]) -> list[np.ndarray]:
@@ -146,6 +169,8 @@ class TokenClassificationDetector(Detector):
 
     def to_detection(self, response: str, result: WindowProbabilities) -> Detection:
         diagnostics: dict[str, Any] = {"windows": result.windows}
+        if result.error is not None:
+            return Detection(spans=[], score=None, diagnostics=diagnostics, error=f"not run: {result.error}")
         if result.segments > 1:
             diagnostics["long_response"] = True
         if not result.offsets:

@@ -5,7 +5,9 @@ gives them for the response tokenized on its own.
 
 - **spans → labels** (:func:`token_labels`): a token is positive when its characters overlap a gold span (any
   overlap: a token cut by a span edge belongs to the span); with the ``typed`` scheme it takes the type of the span
-  it overlaps most. Tokens without characters (zero-width) are labelled O.
+  it overlaps most (every gold span must then have one of the four RAGTruth types: a span without a type, or with
+  another one, is an :class:`~ragtruth_spans.core.errors.InputError`). Tokens without characters (zero-width) are
+  labelled O.
 - **probabilities → spans** (:func:`spans_from_probabilities`): tokens whose P(hallucinated) = 1 - P(O) reaches
   the threshold are flagged; consecutive flagged tokens merge into one span running from the first token's start
   to the last token's end (the whitespace between them is inside the span, as in the gold labels). The span's
@@ -27,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ragtruth_spans.core.errors import check_choice
+from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.core.types import HALLUCINATION_TYPES, Span
 
 OUTSIDE = "O"
@@ -51,9 +53,26 @@ def label_names(scheme: str) -> tuple[str, ...]:
     return LABEL_SCHEMES[scheme]
 
 
-def token_labels(offsets: Offsets, spans: Sequence[Span], scheme: str) -> list[int]:
-    """One label id per token: 0 (O), or the positive label of the span the token overlaps (see module doc)."""
+def check_span_types(spans: Sequence[Span], record_id: str | None = None) -> None:
+    """Every gold span must carry one of the RAGTruth types for the ``typed`` scheme: a span without a type, or
+    with another one, is an :class:`InputError` naming the record and the field ``spans[i].type``."""
+    for i, span in enumerate(spans):
+        if span.type in HALLUCINATION_TYPES:
+            continue
+        what = "has no type" if span.type is None else f"has the unknown type {span.type!r}"
+        where = f"record {record_id!r}: " if record_id is not None else ""
+        raise InputError(f"{where}gold span [{span.start}, {span.end}) {what}; labels.scheme=typed needs one of "
+                         f"{', '.join(HALLUCINATION_TYPES)} on every span (labels.scheme=binary ignores types)",
+                         field=f"spans[{i}].type")
+
+
+def token_labels(offsets: Offsets, spans: Sequence[Span], scheme: str, *, record_id: str | None = None) -> list[int]:
+    """One label id per token: 0 (O), or the positive label of the span the token overlaps (see module doc).
+    With the ``typed`` scheme every span must have a RAGTruth type (:func:`check_span_types`; ``record_id`` names
+    the record in the error)."""
     names = label_names(scheme)
+    if scheme == "typed":
+        check_span_types(spans, record_id)
     labels = [0] * len(offsets)
     for i, (start, end) in enumerate(offsets):
         if end <= start:
@@ -63,7 +82,7 @@ def token_labels(offsets: Offsets, spans: Sequence[Span], scheme: str) -> list[i
             overlap = min(end, span.end) - max(start, span.start)
             if overlap > best_overlap:
                 best_overlap = overlap
-                best = 1 if scheme == "binary" else names.index(span.type) if span.type in names else 1
+                best = 1 if scheme == "binary" else names.index(span.type)
         labels[i] = best
     return labels
 

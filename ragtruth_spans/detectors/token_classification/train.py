@@ -1,13 +1,14 @@
 """Training a token classifier: HF ``Trainer`` on response-token labels, then the threshold tuned on dev.
 
 Pipeline: prepared records → (task filter, seeded clean-example subsampling) → windows (:mod:`.windows`; every
-window of a record, or only its best one with ``windows.train_windows: best``) labelled on the response tokens
-(-100 elsewhere) → model (full fine-tuning, or (Q)LoRA with a trainable head) → ``Trainer`` with class-weighted
-cross-entropy (with ``data.eval_split``: every ``eval_steps``, the eval loss and the best token-level F1 over
-thresholds on every window of the dev records; the checkpoint of highest token F1 is kept) → ``output_dir`` with
-the weights, the tokenizer, ``recipe.yaml`` and ``run_info.json`` → the threshold tuned on the dev records
-(:mod:`.tuning`) and written into ``run_info.json``. The run-directory rules (resume, refuse) are applied by
-:func:`ragtruth_spans.training.run.train`.
+window of a record, or only its best one with ``windows.train_windows: best``; a record no window fits is skipped
+and counted in ``no_windows``) labelled on the response tokens (-100 elsewhere) → model (full fine-tuning, or
+(Q)LoRA with a trainable head) → ``Trainer`` with class-weighted cross-entropy (with ``data.eval_split``: every
+``eval_steps``, the eval loss and the best token-level F1 over thresholds on every window of the dev records; the
+checkpoint of highest token F1 is kept) → ``output_dir`` with the weights, the tokenizer, ``recipe.yaml`` and
+``run_info.json`` (with ``base_model.resolved_revision``, the commit a hub base was loaded at, which a LoRA run
+reloads) → the threshold tuned on the dev records (:mod:`.tuning`) and written into ``run_info.json``. The
+run-directory rules (resume, refuse) are applied by :func:`ragtruth_spans.training.run.train`.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from ragtruth_spans.training.data import (
     select_records,
     selected_training_records,
 )
-from ragtruth_spans.training.hf_models import check_report_to, is_local_reference
+from ragtruth_spans.training.hf_models import check_report_to, is_local_reference, resolved_revision
 from ragtruth_spans.training.recipe import TINY
 from ragtruth_spans.training.run import TrainResult, last_checkpoint, run_trainer
 from ragtruth_spans.training.run_dir import write_run_files
@@ -49,7 +50,10 @@ from ragtruth_spans.training.run_dir import write_run_files
 @dataclass
 class WindowStats(RecordStats):
     """:class:`RecordStats` plus the windows built (``windows``), those trained on (``windows_used``, fewer with
-    ``train_windows: best``), the most windows of one response, and the responses slid over in segments."""
+    ``train_windows: best``), the most windows of one response, the responses slid over in segments, and the
+    records skipped because no window of them fits ``data.max_length`` (``no_windows``: the question leaves no
+    room for the response beside ``windows.min_context_tokens`` context tokens, or ``windows.response_overlap``
+    leaves no step to slide over the response)."""
 
     windows: int = 0
     windows_used: int = 0
@@ -58,18 +62,27 @@ class WindowStats(RecordStats):
     labelled_tokens: int = 0
     hallucinated_tokens: int = 0
     long_response_ids: list[str] = field(default_factory=list)
+    no_windows: int = 0
+    no_windows_ids: list[str] = field(default_factory=list)
 
 
 def build_examples(records: Sequence[Record], tokenizer: Any, recipe: TokenClassificationRecipe, stats: WindowStats,
                    *, best_only: bool) -> list[dict[str, Any]]:
     """One example per window used: ``input_ids``, ``attention_mask``, ``labels`` (label ids on the response
-    tokens, -100 elsewhere) and ``token_type_ids`` when the model takes them."""
+    tokens, -100 elsewhere) and ``token_type_ids`` when the model takes them. A record no window fits is skipped
+    and counted (``stats.no_windows``); with typed labels, a gold span without a RAGTruth type is an
+    :class:`InputError` naming the record."""
     layout, settings, scheme = Layout.of(tokenizer), window_settings(recipe), recipe.labels.scheme
     examples = []
     for record in records:
-        planned = plan_windows(tokenizer, layout, settings, context=record.context, response=record.response,
-                               question=record.question)
-        labels = token_labels(planned.offsets, record.spans, scheme)
+        try:
+            planned = plan_windows(tokenizer, layout, settings, context=record.context, response=record.response,
+                                   question=record.question)
+        except InputError:
+            stats.no_windows += 1
+            stats.no_windows_ids.append(record.id)
+            continue
+        labels = token_labels(planned.offsets, record.spans, scheme, record_id=record.id)
         used = planned.best_window() if best_only else planned.windows
         stats.windows += len(planned.windows)
         stats.windows_used += len(used)
@@ -160,17 +173,24 @@ def _prepare(recipe: TokenClassificationRecipe, output_dir: Path, console: Conso
     tokenizer = load_tokenizer(base_path, revision)
     examples = build_examples(records, tokenizer, recipe, stats, best_only=recipe.windows.train_windows == "best")
     console.print(training_data_summary(stats, source, recipe.data.max_length))
+    if not examples:
+        raise InputError(f"no training record fits data.max_length={recipe.data.max_length}: all {stats.no_windows} "
+                         "were skipped (no room for the response beside the question and "
+                         f"windows.min_context_tokens={recipe.windows.min_context_tokens} context tokens, or "
+                         f"windows.response_overlap={recipe.windows.response_overlap} too large to slide)")
     eval_examples, eval_records, eval_stats = [], [], None
     held_out = load_eval_records(recipe.data)
     if held_out is not None:
         eval_stats = WindowStats()
         eval_records = select_records(held_out[0], recipe.data.model_copy(update={"clean_fraction": 1.0,
                                                                                    "max_examples": None}), eval_stats)
+        eval_examples = build_examples(eval_records, tokenizer, recipe, eval_stats, best_only=False)
+        console.print(training_data_summary(eval_stats, held_out[1], recipe.data.max_length))
+        skipped = set(eval_stats.no_windows_ids)
+        eval_records = [r for r in eval_records if r.id not in skipped]  # threshold tuning runs the same ones
         if not eval_records:
             raise InputError(f"no evaluation record left from {held_out[1]} (data.eval_split="
                              f"{recipe.data.eval_split}); set data.eval_split=null to train without one")
-        eval_examples = build_examples(eval_records, tokenizer, recipe, eval_stats, best_only=False)
-        console.print(training_data_summary(eval_stats, held_out[1], recipe.data.max_length))
     return _Prepared(tokenizer, base_path, revision, examples, eval_examples, eval_records, stats, eval_stats,
                      source)
 
@@ -218,7 +238,7 @@ def train(recipe: TokenClassificationRecipe, *, console: Console | None = None, 
     if trainer.is_world_process_zero():
         detection = _tune_threshold(recipe, trainer.model, data, console)
         write_run_files(output_dir, recipe, fingerprint=fingerprint,
-                        info=_run_info(recipe, data, metrics, last, detection))
+                        info=_run_info(recipe, data, model, metrics, last, detection))
         console.print(f"[bold green]done[/]: model and run info in {output_dir} (train_loss over the whole run="
                       f"{metrics['train_loss_whole_run'] or float('nan'):.4f}, {metrics['wall_s']} s; threshold "
                       f"{detection['threshold']})")
@@ -248,10 +268,12 @@ def _tune_threshold(recipe: TokenClassificationRecipe, model: Any, data: _Prepar
     return tuned
 
 
-def _run_info(recipe: TokenClassificationRecipe, data: _Prepared, metrics: dict[str, Any], last: str | None,
-              detection: dict[str, Any]) -> dict[str, Any]:
+def _run_info(recipe: TokenClassificationRecipe, data: _Prepared, model: Any, metrics: dict[str, Any],
+              last: str | None, detection: dict[str, Any]) -> dict[str, Any]:
     return {
         "base_model": {"name_or_path": recipe.model.name_or_path, "revision": data.revision,
+                       # the commit a hub revision such as "main" resolved to: a LoRA run reloads exactly this base
+                       "resolved_revision": resolved_revision(model, data.base_path),
                        "path": BASE_MODEL_DIR if recipe.model.name_or_path == TINY else data.base_path,
                        "local": is_local_reference(data.base_path)},
         "finetuning": recipe.finetuning,

@@ -51,8 +51,11 @@ def tune(detector: Any, records: Sequence[Record], *, aggregation: str, span_edg
     """Run ``detector`` (a :class:`~.detector.TokenClassificationDetector`) over ``records`` once, then measure:
     ``{"threshold", "aggregation", "span_edges", "dev": {precision, recall, f1}, "aggregations": {name: best},
     "span_edges_rules": {rule: best}, "windows": n}``. With ``fixed_threshold`` the run's threshold is that one
-    (the recipe named it) and the grid only measures."""
+    (the recipe named it) and the grid only measures. Records that no window fits (their result has an
+    ``error``) are left out."""
     results = detector.window_probabilities(records)
+    kept = [i for i, r in enumerate(results) if r.error is None]
+    records, results = [records[i] for i in kept], [results[i] for i in kept]
     offsets = [r.offsets for r in results]
     scheme = detector.scheme
     by_aggregation: dict[str, dict[str, Any]] = {}

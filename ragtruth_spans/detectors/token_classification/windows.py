@@ -1,9 +1,10 @@
 """Model inputs that fit ``max_length``: context windows beside the response, and their aggregation.
 
-One input is ``[start] question [sep] context-window [sep] response-segment [end]`` (the question only for QA),
-where ``start``/``end`` are the special tokens of the tokenizer's own pair template (BERT: ``[CLS]`` … ``[SEP]``;
-Llama 3: ``<|begin_of_text|>``) and ``sep`` is the template's separator when the tokenizer has a sep token, else
-the text ``"\\n\\n"`` (decoders: the context comes first, so causal attention lets every response token see it).
+One input is ``[start] question [sep] context-window [sep] response-segment [end]`` (``question [sep]`` whenever
+the item has a non-empty question, whatever its task; RAGTruth gives one to QA records only), where
+``start``/``end`` are the special tokens of the tokenizer's own pair template (BERT: ``[CLS]`` … ``[SEP]``; Llama 3:
+``<|begin_of_text|>``) and ``sep`` is the template's separator when the tokenizer has a sep token, else the text
+``"\\n\\n"`` (decoders: the context comes first, so causal attention lets every response token see it).
 
 - The context is tokenized once and cut into **windows** of the tokens left beside the response, ending at a
   sentence end or line break when one lies in the second half of the window (``context_overlap`` tokens may be
@@ -13,12 +14,13 @@ the text ``"\\n\\n"`` (decoders: the context comes first, so causal attention le
 - Token ids are sliced from the texts' own tokenizations, never re-tokenized, so every window holds exactly the
   response tokens whose ``offset_mapping`` gives the spans.
 
-**Aggregation** (:data:`AGGREGATIONS`) turns the label probabilities a token gets from the windows that hold it
-into one distribution: ``mean``; ``max`` / ``min`` (the distribution of the window most / least sure that the
-token is hallucinated: a contradiction seen in any window flags it / support found in any window clears it);
-``best`` (the window whose context shares most distinct token ids with the response segment: the likeliest
-evidence); ``by-type`` (typed labels: the conflict types take their maximum over windows, the baseless types their
-minimum, O the rest). Measurements: docs/TOKEN_CLASSIFICATION.md.
+**Aggregation** (:data:`AGGREGATIONS`) turns the label probabilities a token gets from the windows that hold it into
+one distribution: ``mean``; ``max`` / ``min`` (the distribution of the window most / least sure that the token is
+hallucinated: a contradiction seen in any window flags it / support found in any window clears it); ``best`` (the
+window whose context shares most distinct token ids with the response segment: the likeliest evidence; ties: the
+earliest window in plan order, the rule ``train_windows: best`` trains with); ``by-type`` (typed labels: the
+conflict types take their maximum over windows, the baseless types their minimum, O the rest). Measurements:
+docs/TOKEN_CLASSIFICATION.md.
 """
 
 from __future__ import annotations
@@ -112,7 +114,8 @@ class ResponseWindows:
     segments: int
 
     def best_window(self) -> list[Window]:
-        """Per response segment, the window whose context shares most token ids with it (ties: the first)."""
+        """Per response segment, the window whose context shares most token ids with it (ties: the earliest in plan
+        order, as in :func:`aggregate`'s ``best``)."""
         best: dict[int, Window] = {}
         for window in self.windows:
             if window.first not in best or window.overlap > best[window.first].overlap:
@@ -203,7 +206,8 @@ def aggregate(n_tokens: int, pieces: Sequence[tuple[int, np.ndarray]], method: s
               label_names: Sequence[str], relevance: Sequence[float] | None = None) -> np.ndarray:
     """``(n_tokens, labels)`` probabilities from ``pieces`` = ``(first token, (count, labels) probabilities)`` of
     each window, combined per token by ``method`` (:data:`AGGREGATIONS`); label 0 is O. ``relevance``: one number
-    per window (:attr:`Window.overlap`), needed by ``best``."""
+    per window (:attr:`Window.overlap`), needed by ``best``, which takes per token the window of highest relevance
+    (ties: the earliest of ``pieces``; pass them in plan order to match :meth:`ResponseWindows.best_window`)."""
     check_choice(method, AGGREGATIONS, "aggregation", field="aggregation")
     n_labels = len(label_names)
     stack = np.full((len(pieces), n_tokens, n_labels), np.nan)

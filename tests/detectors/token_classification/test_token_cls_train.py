@@ -4,17 +4,21 @@ records, are loaded by `load_detector` and reproduce the gold spans; threshold t
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 from conftest import make_record, overfit_records
+from rich.console import Console
 from typer.testing import CliRunner
 
 from ragtruth_spans.cli import app
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_records
+from ragtruth_spans.core.types import Span
 from ragtruth_spans.detectors.loader import load_detector
 from ragtruth_spans.detectors.token_classification.train import WindowStats, build_examples, weighted_loss
 from ragtruth_spans.training.recipe import validate_recipe
@@ -61,6 +65,8 @@ def test_both_paths_memorise_the_records_and_load_back(trained):
     info = json.loads((out / "run_info.json").read_text())
     assert info["kind"] == "token-classification" and info["labels"][0] == "O" and len(info["labels"]) == 5
     assert info["detection"]["tuned"] and info["detection"]["dev"]["f1"] == 1.0
+    # the base is a local folder (the tiny model under base_model/): no hub commit to record
+    assert "resolved_revision" in info["base_model"] and info["base_model"]["resolved_revision"] is None
     detector = load_detector(out, device="cpu")
     records = overfit_records()
     for record, detection in zip(records, detector.detect_batch(records)):
@@ -111,6 +117,126 @@ def test_build_examples_label_response_tokens_only(prepared):
         assert len(example["input_ids"]) <= 64 and len(example["token_type_ids"]) == len(example["input_ids"])
     best = build_examples([record], tokenizer, recipe, WindowStats(), best_only=True)
     assert len(best) == 1
+
+
+def test_run_info_records_the_commit_a_hub_base_resolved_to(prepared):
+    from ragtruth_spans.detectors.token_classification.train import _Prepared, _run_info
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    base = SimpleNamespace(config=SimpleNamespace(_commit_hash=commit))
+    lora = SimpleNamespace(get_base_model=lambda: base)  # what PEFT wraps the base in
+    recipe = validate_recipe(token_cls_recipe(prepared, prepared / "unused", "llama",
+                                              model={"name_or_path": "example-org/llama-base", "revision": "main"}))
+
+    def info(model, base_path):
+        data = _Prepared(None, base_path, "main", [], [], [], WindowStats(), None, "test")
+        return _run_info(recipe, data, model, {}, None, {})["base_model"]
+
+    assert info(lora, "example-org/llama-base") == {
+        "name_or_path": "example-org/llama-base", "revision": "main", "resolved_revision": commit,
+        "path": "example-org/llama-base", "local": False}
+    assert info(base, "example-org/llama-base")["resolved_revision"] == commit
+    assert info(lora, str(prepared))["resolved_revision"] is None  # a local folder has no hub commit
+
+
+@pytest.mark.parametrize("trained", ["llama"], indirect=True)  # LoRA; full fine-tuning saves the whole model
+def test_a_lora_run_reloads_its_hub_base_at_the_recorded_commit(trained, tmp_path, monkeypatch):
+    """A LoRA run on a hub base at ``revision: main`` loads the commit recorded at training time, not whatever
+    ``main`` is now (the recipe's revision only when the run recorded none)."""
+    import shutil
+
+    import yaml
+
+    from ragtruth_spans.detectors.token_classification import model as model_module
+
+    _, out = trained
+    run = tmp_path / "run"
+    shutil.copytree(out, run, ignore=shutil.ignore_patterns("checkpoint-*", "base_model"))
+    recipe = yaml.safe_load((run / "recipe.yaml").read_text())
+    recipe["model"].update(name_or_path="example-org/llama-base", revision="main")
+    (run / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    info = json.loads((run / "run_info.json").read_text())
+    info["base_model"]["resolved_revision"] = commit
+    (run / "run_info.json").write_text(json.dumps(info))
+    loaded = []
+
+    class Loaded(Exception):
+        pass
+
+    def from_pretrained(path, kwargs, max_length):
+        loaded.append((path, kwargs["revision"]))
+        raise Loaded
+
+    monkeypatch.setattr(model_module, "_from_pretrained", from_pretrained)
+    with pytest.raises(Loaded):
+        load_detector(run, device="cpu", load_in_4bit=False)
+    info["base_model"]["resolved_revision"] = None
+    (run / "run_info.json").write_text(json.dumps(info))
+    with pytest.raises(Loaded):
+        load_detector(run, device="cpu", load_in_4bit=False)
+    assert loaded == [("example-org/llama-base", commit), ("example-org/llama-base", "main")]
+
+
+def _long_question_record(rid: str = "qa-long"):
+    return make_record(rid, "QA", "Passage 1: Mount Kibo is the highest peak of Kilimanjaro.",
+                       "Kibo is the highest peak.", [("highest peak", "Evident Conflict")],
+                       question="Which of the peaks of the mountain is the highest one? " * 12)
+
+
+def test_build_examples_skip_and_count_records_no_window_fits(prepared):
+    from ragtruth_spans.reporting.console import training_data_summary
+    from ragtruth_spans.training.tiny import train_bert_tokenizer
+
+    records = [*overfit_records(), _long_question_record()]
+    tokenizer = train_bert_tokenizer([t for r in records for t in (r.context, r.response, r.question or "")],
+                                     vocab_size=300)
+    recipe = validate_recipe(token_cls_recipe(prepared, prepared / "unused", "bert"))
+    stats = WindowStats()
+    examples = build_examples(records, tokenizer, recipe, stats, best_only=False)
+    assert stats.no_windows == 1 and stats.no_windows_ids == ["qa-long"]
+    assert {ex["id"] for ex in examples} == {r.id for r in overfit_records()}
+    stats.records = stats.examples
+    assert "1 records skipped (no window fits max_length=128): qa-long" in training_data_summary(stats, "x", 128).plain
+
+
+def test_build_examples_refuse_an_untyped_span_with_typed_labels(prepared):
+    from ragtruth_spans.training.tiny import train_bert_tokenizer
+
+    record = make_record("sum-9", "Summary", "The council approved a park.", "The council approved a zoo.",
+                         [("a zoo", "Evident Baseless Info")])
+    record.spans[0] = Span(record.spans[0].start, record.spans[0].end)  # no type
+    tokenizer = train_bert_tokenizer([record.context, record.response], vocab_size=300)
+    typed = validate_recipe(token_cls_recipe(prepared, prepared / "unused", "bert"))
+    with pytest.raises(InputError, match="record 'sum-9': gold span") as caught:
+        build_examples([record], tokenizer, typed, WindowStats(), best_only=False)
+    assert caught.value.field == "spans[0].type"
+    binary = validate_recipe(token_cls_recipe(prepared, prepared / "unused", "bert", labels={"scheme": "binary"}))
+    assert build_examples([record], tokenizer, binary, WindowStats(), best_only=False)
+
+
+def test_training_skips_records_no_window_fits_and_records_them(tmp_path):
+    data = tmp_path / "data"
+    records = [*overfit_records(), _long_question_record()]
+    write_records(data / "train.jsonl", records)
+    write_records(data / "dev.jsonl", records)
+    out = tmp_path / "run"
+    console = Console(file=io.StringIO(), width=300)
+    train(validate_recipe(token_cls_recipe(data, out, "bert", training={"max_steps": 2, "save_steps": 2,
+                                                                         "eval_steps": 2})), console=console)
+    printed = console.file.getvalue()
+    assert printed.count("1 records skipped (no window fits max_length=128): qa-long") == 2  # train and dev
+    info = json.loads((out / "run_info.json").read_text())
+    for counts in (info["data"]["counts"], info["data"]["eval"]["counts"]):
+        assert counts["no_windows"] == 1 and counts["no_windows_ids"] == ["qa-long"] and counts["records"] == 5
+    assert info["detection"]["responses"] == 4  # the threshold is tuned on the dev records that have windows
+    [detection] = load_detector(out, device="cpu").detect_batch([_long_question_record()])
+    assert not detection.ok and "no room for the response" in detection.error
+    every = tmp_path / "none-fit"
+    write_records(every / "train.jsonl", [_long_question_record("a"), _long_question_record("b")])
+    with pytest.raises(InputError, match="no training record fits data.max_length=128: all 2 were skipped"):
+        train(validate_recipe(token_cls_recipe(every, tmp_path / "run2", "bert", data={"eval_split": None})),
+              console=Console(file=io.StringIO()))
 
 
 def test_weighted_loss_counts_hallucinated_tokens_more():

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import HALLUCINATION_TYPES, Span
 from ragtruth_spans.data.ragtruth import load_ragtruth, sample_data_dir
 from ragtruth_spans.detectors.token_classification.labels import (
@@ -53,6 +54,19 @@ def test_token_labels_binary_and_typed(minilm_tokenizer):
     assert [names[label] for label in typed if label] == ["Evident Conflict"] * 3 + ["Subtle Baseless Info"] * 2
     # A token cut by a span edge belongs to the span.
     assert token_labels(offsets, [Span(12, 13)], "binary")[words.index("opened")] == 1
+
+
+@pytest.mark.parametrize(("span_type", "what"), [(None, "has no type"),
+                                                  ("Conflict", "has the unknown type 'Conflict'")])
+def test_typed_labels_refuse_a_gold_span_without_a_ragtruth_type(minilm_tokenizer, span_type, what):
+    text = "The hotel opened in 1998 and has free parking."
+    offsets = _offsets(minilm_tokenizer, text)
+    spans = [Span(10, 24, "Evident Conflict"), Span(33, 45, span_type)]
+    with pytest.raises(InputError, match=what) as caught:
+        token_labels(offsets, spans, "typed", record_id="qa-7")
+    assert caught.value.field == "spans[1].type" and "record 'qa-7'" in str(caught.value)
+    assert "labels.scheme=typed" in str(caught.value)
+    assert sum(token_labels(offsets, spans, "binary")) == 5  # the binary scheme ignores types
 
 
 def test_trim_edge_rules():
