@@ -299,3 +299,20 @@ def test_cli_train_predict_evaluate(prepared, tmp_path):
     result = runner.invoke(app, ["predict", "--model", "numbers", "--data", str(prepared / "dev.jsonl"),
                                  "--out", str(tmp_path / "n.jsonl"), "--threshold", "0.5"])
     assert result.exit_code == 2 and "do not apply" in result.output
+
+
+def test_select_best_with_a_token_classifier_run(trained, tmp_path):
+    """`select-best` works on a token-classification run: of two candidates for the clean QA record's context, the
+    one the classifier memorised as clean wins over the one it memorised as hallucinated."""
+    _, out = trained
+    clean, hallucinated = overfit_records()[3], overfit_records()[0]
+    (tmp_path / "context.txt").write_text(clean.context, encoding="utf-8")
+    candidates = tmp_path / "candidates.jsonl"
+    candidates.write_text("".join(json.dumps({"id": cid, "response": text}) + "\n" for cid, text in
+                                  (("made-up", hallucinated.response), ("clean", clean.response))), encoding="utf-8")
+    result = CliRunner().invoke(app, ["select-best", "--model", str(out), "--context", str(tmp_path / "context.txt"),
+                                      "--candidates", str(candidates), "--question", clean.question,
+                                      "--device", "cpu", "--json", str(tmp_path / "choice.json")])
+    assert result.exit_code == 0, result.output
+    choice = json.loads((tmp_path / "choice.json").read_text(encoding="utf-8"))
+    assert choice["id"] == "clean" and choice["strategy"] == "fewest-spans"
