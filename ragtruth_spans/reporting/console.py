@@ -231,7 +231,8 @@ def training_data_summary(stats: Any, source: str, max_length: int) -> Text:
 
 
 def predict_summary(summary: Mapping[str, Any]) -> str:
-    """A ``predict`` run (``PredictSummary.to_dict()``) in a few lines."""
+    """A ``predict`` run (``PredictSummary.to_dict()``) in a few lines; failures, spans, diagnostics and speed
+    count only the responses detected by this run."""
     lines = [
         f"responses: {summary['responses']} ({summary['predicted']} predicted, {summary['skipped_done']} skipped as "
         f"already in {summary['out_path']})",
@@ -242,6 +243,8 @@ def predict_summary(summary: Mapping[str, Any]) -> str:
     counters = summary.get("counters") or {}
     if counters:
         lines.insert(2, "diagnostics: " + "   ".join(f"{k}: {v}" for k, v in counters.items()))
+    if not summary["predicted"]:  # a resumed run with nothing left: no counts or speed to report for this run
+        lines[1:] = ["nothing left to detect: every response is already in the file"]
     if summary.get("repaired_last_line"):
         lines.append("note: removed an incomplete last line (interrupted write) before resuming")
     return "\n".join(lines)

@@ -83,6 +83,9 @@ def test_parse_failures_and_unaligned_spans_are_counted_and_kept(sample_test_fil
     assert rows[invented]["parse_ok"] is True and rows[invented]["unaligned"] == ["zebra crossing quartet"]
     rendered = predict_summary(summary.to_dict())
     assert "detector failures: 1" in rendered and "unaligned: 1" in rendered
+    resumed = predict_summary(predict_file("unused", data, out, detector=detector, progress=False).to_dict())
+    assert f"(0 predicted, {len(records)} skipped" in resumed and "nothing left to detect" in resumed
+    assert "detector failures" not in resumed and "responses/s" not in resumed
 
 
 def test_bad_inputs_raise_clear_errors(sample_test_file, tmp_path: Path) -> None:

@@ -70,5 +70,8 @@ class TwoTierRecipe(Recipe):
         if self.data.max_length > 512:
             raise ValueError(f"data.max_length={self.data.max_length}: a BERT-style cross-encoder reads at most 512 "
                              "tokens (premise + sentence)")
+        if self.training.packing:
+            raise ValueError("training.packing=true is not supported by two-tier recipes (each premise + sentence "
+                             "pair is one example; packing is a generative-family setting): set it to false")
         check_eval_checkpoints(self, self.training)
         return self

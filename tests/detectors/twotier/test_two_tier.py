@@ -116,3 +116,11 @@ def test_supported_pairs_are_subsampled_per_unsupported_pair():
     assert [r["sentence"] for r in kept] == [r["sentence"] for r in rows if r in kept]  # order kept
     assert kept == subsample_supported(rows, 2.0, seed=0, stats=PairStats(unsupported_pairs=4))
     assert subsample_supported(rows, None, seed=0, stats=PairStats()) is rows
+
+
+def test_packing_is_refused_by_two_tier_recipes():
+    from ragtruth_spans.core.errors import InputError
+    from ragtruth_spans.training.recipe import load_recipe
+
+    with pytest.raises(InputError, match="packing=true is not supported by two-tier"):
+        load_recipe("all-minilm-l6-v2/two-tier", ["training.packing=true"])
