@@ -168,6 +168,14 @@ def check_eval_checkpoints(recipe: Recipe, training: TrainingSection) -> None:
                          f"{training.eval_steps} when data.eval_split is set (the best checkpoint is kept)")
 
 
+def check_no_packing(recipe: Recipe, training: TrainingSection) -> None:
+    """``training.packing`` is a generative-family setting (TRL packs examples into one sequence); a family whose
+    examples are batched one per row refuses it rather than ignoring it."""
+    if training.packing:
+        raise ValueError(f"training.packing=true is not supported by {recipe.kind} recipes (one example per row, "
+                         "batched with padding; packing is a generative-family setting): set it to false")
+
+
 class LoggingSection(Section):
     report_to: Literal["none", "tensorboard", "wandb"] = "none"
     run_name: str | None = None

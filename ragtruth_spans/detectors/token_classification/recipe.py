@@ -22,6 +22,7 @@ from ragtruth_spans.training.recipe import (
     TinyModel,
     TrainingSection,
     check_eval_checkpoints,
+    check_no_packing,
 )
 
 LabelScheme = Literal["binary", "typed"]
@@ -97,10 +98,7 @@ class TokenClassificationRecipe(Recipe):
         if self.detection.aggregation == "by-type" and self.labels.scheme != "typed":
             raise ValueError("detection.aggregation=by-type needs labels.scheme=typed (it treats conflict and "
                              "baseless types differently)")
-        if self.training.packing:
-            raise ValueError("training.packing=true is not supported by token-classification recipes (each window "
-                             "is one example, batched with padding; packing is a generative-family setting): set "
-                             "it to false")
+        check_no_packing(self, self.training)
         if self.training.bf16 and self.model.dtype == "float16":
             raise ValueError("training.bf16=true conflicts with model.dtype=float16")
         if self.windows.min_context_tokens >= self.data.max_length:

@@ -8,7 +8,14 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from ragtruth_spans.training.pretrained import MINILM
-from ragtruth_spans.training.recipe import ModelSection, Recipe, Section, TrainingSection, check_eval_checkpoints
+from ragtruth_spans.training.recipe import (
+    ModelSection,
+    Recipe,
+    Section,
+    TrainingSection,
+    check_eval_checkpoints,
+    check_no_packing,
+)
 from ragtruth_spans.training.tuning import TuningSection
 
 
@@ -70,8 +77,6 @@ class TwoTierRecipe(Recipe):
         if self.data.max_length > 512:
             raise ValueError(f"data.max_length={self.data.max_length}: a BERT-style cross-encoder reads at most 512 "
                              "tokens (premise + sentence)")
-        if self.training.packing:
-            raise ValueError("training.packing=true is not supported by two-tier recipes (each premise + sentence "
-                             "pair is one example; packing is a generative-family setting): set it to false")
+        check_no_packing(self, self.training)
         check_eval_checkpoints(self, self.training)
         return self
