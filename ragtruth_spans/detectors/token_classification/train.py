@@ -164,15 +164,17 @@ class _Prepared:
 
 
 def _prepare(recipe: TokenClassificationRecipe, output_dir: Path, console: Console) -> _Prepared:
-    stats = WindowStats()
-    records, source = selected_training_records(recipe.data, stats)
     from accelerate import PartialState
 
+    main_process = PartialState().is_main_process  # under accelerate/torchrun only rank 0 prints the summaries
+    stats = WindowStats()
+    records, source = selected_training_records(recipe.data, stats)
     with PartialState().main_process_first():  # under accelerate/torchrun, rank 0 builds a tiny base model
         base_path, revision = ensure_base_model(recipe, output_dir, records)
     tokenizer = load_tokenizer(base_path, revision)
     examples = build_examples(records, tokenizer, recipe, stats, best_only=recipe.windows.train_windows == "best")
-    console.print(training_data_summary(stats, source, recipe.data.max_length))
+    if main_process:
+        console.print(training_data_summary(stats, source, recipe.data.max_length))
     if not examples:
         raise InputError(f"no training record fits data.max_length={recipe.data.max_length}: all {stats.no_windows} "
                          "were skipped (no room for the response beside the question and "
@@ -185,7 +187,8 @@ def _prepare(recipe: TokenClassificationRecipe, output_dir: Path, console: Conso
         eval_records = select_records(held_out[0], recipe.data.model_copy(update={"clean_fraction": 1.0,
                                                                                    "max_examples": None}), eval_stats)
         eval_examples = build_examples(eval_records, tokenizer, recipe, eval_stats, best_only=False)
-        console.print(training_data_summary(eval_stats, held_out[1], recipe.data.max_length))
+        if main_process:
+            console.print(training_data_summary(eval_stats, held_out[1], recipe.data.max_length))
         skipped = set(eval_stats.no_windows_ids)
         eval_records = [r for r in eval_records if r.id not in skipped]  # threshold tuning runs the same ones
         if not eval_records:
