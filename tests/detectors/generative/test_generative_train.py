@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from conftest import make_record
+from conftest import interrupt_training_at, make_record
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.generative import prompts
@@ -69,14 +69,7 @@ def test_tiny_recipe_trains_with_4bit_and_resumes(tmp_path, monkeypatch):
     out = tmp_path / "run"
     recipe = load_recipe("tiny-cpu", ["training.max_steps=3", "data.max_examples=8", "data.max_length=512",
                                       f"output_dir={out}", "training.save_steps=2"])
-    original_step = transformers.Trainer.training_step
-
-    def killed_at_step_3(self, *args, **kwargs):  # the process dies after checkpoint-2 was saved
-        if self.state.global_step == 2:
-            raise KeyboardInterrupt
-        return original_step(self, *args, **kwargs)
-
-    monkeypatch.setattr(transformers.Trainer, "training_step", killed_at_step_3)
+    original_step = interrupt_training_at(monkeypatch, 2)  # the process dies after checkpoint-2 was saved
     with pytest.raises(KeyboardInterrupt):
         train(recipe)
     assert (out / "checkpoint-2").is_dir() and not (out / "run_info.json").exists()

