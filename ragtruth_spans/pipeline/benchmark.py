@@ -3,7 +3,8 @@
 Each detector is named like ``--model`` of ``predict``: a detector name (``numbers``, ``sim-cosine``, ...) or a run
 directory; ``NAME@dev`` is the named detector with its thresholds tuned on ``--dev`` first (detectors that
 implement :class:`~ragtruth_spans.training.tuning.Tunable`; the tuning record is written to
-``OUT/tuning/<label>.json``). Run directories are used as trained (their own dev tuning included).
+``OUT/tuning/<label>.json`` and reused by a re-run while the untuned detector, the dev file's sha256 and the
+criterion are the same). Run directories are used as trained (their own dev tuning included).
 
 For every detector, in order: predictions go to ``OUT/predictions/<label>.jsonl`` through
 :func:`~ragtruth_spans.pipeline.predict.predict_file` (resumable: a re-run predicts only what is missing, and
@@ -121,10 +122,18 @@ def _load(spec: DetectorSpec, dev: Path | None, criterion: str, paths: Benchmark
                          field="--dev")
     if not isinstance(detector, Tunable):
         raise InputError(f"{spec.source} has no thresholds to tune (drop {TUNE_SUFFIX})", field="--detectors")
+    # A tuning of the same detector on the same dev file by the same criterion is reused, not run again.
+    key = {"untuned": detector.describe(), "dev_sha256": file_sha256(dev), "criterion": criterion}
+    saved = paths.tuning(spec.label)
+    if saved.is_file():
+        record = json.loads(saved.read_text(encoding="utf-8"))
+        if all(record.get(name) == value for name, value in key.items()):
+            console.print(f"  reusing the tuning in {saved}", highlight=False)
+            return detector.with_thresholds(record["thresholds"], record["source"]), record
     console.print(f"  tuning {spec.source} on {dev} ({criterion})", highlight=False)
     detector, result = detector.tune(read_records(dev), criterion=criterion, split="dev")
-    record = result.to_dict() | {"dev": str(dev), "dev_sha256": file_sha256(dev)}
-    write_json(paths.tuning(spec.label), record)
+    record = result.to_dict() | {"dev": str(dev), "source": detector.source} | key
+    write_json(saved, record)
     return detector, record
 
 

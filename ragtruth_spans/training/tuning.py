@@ -68,10 +68,16 @@ class TuningResult:
 class Tunable(Protocol):
     """A detector whose decision thresholds can be tuned on labelled records (``benchmark --dev``)."""
 
+    source: dict[str, Any]
+    """Where the detector's thresholds come from (part of ``describe()``)."""
+
     def tune(self, records: Sequence[Record], *, criterion: Criterion = DEFAULT_CRITERION,
              split: str = "dev") -> tuple[Any, TuningResult]:
         """A copy of the detector with the thresholds that maximise ``criterion`` on ``records``, and the
         tuning record."""
+
+    def with_thresholds(self, thresholds: Mapping[str, float], source: dict[str, Any]) -> Any:
+        """A copy with these thresholds and ``source`` (what :meth:`tune` returns for the same thresholds)."""
 
 
 def grid(names: Sequence[str], values: Sequence[float] = PAPER_GRID) -> list[dict[str, float]]:

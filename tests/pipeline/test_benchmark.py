@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from ragtruth_spans.cli import app
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_records
+from ragtruth_spans.detectors.similarity.detector import SimilarityDetector
 from ragtruth_spans.pipeline.benchmark import parse_detectors, run_benchmark
 
 DETECTORS = "numbers,flag-all,flag-none,sim-overlap,keyword-match,keyword-match@dev"
@@ -29,7 +30,7 @@ def dev_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_benchmark_reproduces_evaluate_exactly_and_resumes(sample_test_file, dev_file, tmp_path):
+def test_benchmark_reproduces_evaluate_exactly_and_resumes(sample_test_file, dev_file, tmp_path, monkeypatch):
     data, records = sample_test_file
     out = tmp_path / "bench"
     runner = CliRunner()
@@ -55,9 +56,17 @@ def test_benchmark_reproduces_evaluate_exactly_and_resumes(sample_test_file, dev
     assert (out / "leaderboard.svg").read_text(encoding="utf-8").lstrip().startswith("<?xml")
     assert "| # | detector | span P |" in result.stdout
 
+    def no_second_tuning(*args, **kwargs):
+        raise AssertionError("the saved tuning should have been reused")
+
+    monkeypatch.setattr(SimilarityDetector, "tune", no_second_tuning)
     again = run_benchmark(data, DETECTORS, out, dev=dev_file, bootstrap=50, progress=False)
     assert [e["report"] for e in again["detectors"]] == [e["report"] for e in payload["detectors"]]
     assert all(e["throughput"]["predicted"] == len(records) for e in again["detectors"])  # nothing re-predicted
+    assert next(e for e in again["detectors"] if e["label"] == "keyword-match@dev")["detector"] == tuned["detector"]
+    with pytest.raises(AssertionError, match="saved tuning"):  # another criterion is a new tuning
+        run_benchmark(data, "keyword-match@dev", out, dev=dev_file, criterion="response_f1", bootstrap=0,
+                      progress=False)
 
 
 def test_detector_specs_are_checked_before_anything_runs(tmp_path):

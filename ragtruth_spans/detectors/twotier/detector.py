@@ -88,12 +88,15 @@ class TwoTierDetector(Detector):
         result = tune_thresholds(records, [{"threshold": v} for v in sorted(values)],
                                  lambda t: [self.decide(c, t["threshold"]) for c in judged],
                                  criterion=criterion, split=split)
-        copy = TwoTierDetector(self.model_dir, retriever=self.retriever, top_k=self.top_k,
-                               max_length=self.max_length, threshold=result.thresholds["threshold"],
-                               device=self.device, batch_size=self.batch_size, encoder=self._encoder,
-                               cross_encoder=self._cross_encoder,
-                               source=self.source | {"threshold_from": f"tuned on {split}", "criterion": criterion})
-        return copy, result
+        source = self.source | {"threshold_from": f"tuned on {split}", "criterion": criterion}
+        return self.with_thresholds(result.thresholds, source), result
+
+    def with_thresholds(self, thresholds: Mapping[str, float], source: dict[str, Any]) -> TwoTierDetector:
+        """A copy with another ``threshold`` (sharing the loaded encoders)."""
+        return TwoTierDetector(self.model_dir, retriever=self.retriever, top_k=self.top_k,
+                               max_length=self.max_length, threshold=thresholds["threshold"], device=self.device,
+                               batch_size=self.batch_size, encoder=self._encoder,
+                               cross_encoder=self._cross_encoder, source=source)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, **self.source, "threshold": self.threshold, "retriever": self.retriever,

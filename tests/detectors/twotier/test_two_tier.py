@@ -101,6 +101,9 @@ def test_a_tiny_two_tier_run_trains_tunes_loads_and_never_flags_tier1(tmp_path):
     assert detection.diagnostics == {"sentences": 3, "tier1_filtered": 2, "flagged_sentences": 1}
     assert detection.score == detection.spans[0].score
     assert detector.describe()["threshold_from"] == "option"
+    strict = detector.with_thresholds({"threshold": 1.0 + 1e-9}, {"threshold_from": "test"})  # flags nothing
+    assert strict.describe()["threshold"] > 1.0 and strict.describe()["threshold_from"] == "test"
+    assert strict.detect(context=CONTEXT, response=response, task="QA", question="Price?").spans == []
     only_greeting = detector.detect(context=CONTEXT, response="Hello!", task="QA")
     assert only_greeting.spans == [] and only_greeting.score == 0.0
 
