@@ -119,3 +119,30 @@ def test_fit_context_leaves_short_context_alone(tokenizer):
 def test_fit_context_refuses_when_response_cannot_fit(tokenizer):
     with pytest.raises(InputError, match="max_length=50"):
         prompts.fit_context(tokenizer, "QA", CONTEXT, RESPONSE, QUESTION, TARGET, 50)
+
+
+class _NoOffsets:
+    """A tokenizer that cannot return offsets (as a slow, Python tokenizer): everything else is delegated."""
+
+    def __init__(self, fast):
+        self._fast = fast
+
+    def __call__(self, text, **kwargs):
+        if kwargs.get("return_offsets_mapping"):
+            raise NotImplementedError("return_offset_mapping is not available when using Python tokenizers")
+        return self._fast(text, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._fast, name)
+
+
+def test_fit_context_without_offsets_cuts_where_the_decoded_tokens_end(tokenizer):
+    """A tokenizer without offsets falls back to the length of the decoded first tokens; on plain ASCII text that
+    is the same cut, so both give the same shortened context."""
+    max_length = _n_tokens(tokenizer, CONTEXT, TARGET) - 200
+    with_offsets = prompts.fit_context(tokenizer, "QA", CONTEXT, RESPONSE, QUESTION, TARGET, max_length)
+    without = prompts.fit_context(_NoOffsets(tokenizer), "QA", CONTEXT, RESPONSE, QUESTION, TARGET, max_length)
+    assert without[1] and without[0].endswith(prompts.TRUNCATION_MARK)
+    assert CONTEXT.startswith(without[0][: -len(prompts.TRUNCATION_MARK)])
+    assert _n_tokens(tokenizer, without[0], TARGET) <= max_length
+    assert len(without[0]) <= len(with_offsets[0]) + 2
