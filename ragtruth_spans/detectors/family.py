@@ -28,6 +28,7 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "llm-judge": "ragtruth_spans.detectors.judge.family",
     "rules": "ragtruth_spans.detectors.rules",
     "similarity": "ragtruth_spans.detectors.similarity.family",
+    "stacked": "ragtruth_spans.detectors.stacked.family",
     "token-classification": "ragtruth_spans.detectors.token_classification.family",
     "two-tier": "ragtruth_spans.detectors.twotier.family",
 }

@@ -1,0 +1,118 @@
+"""The stacked detector's input matrix: per response, its words and one row of columns per word.
+
+Columns are :data:`~.features.BASE_FEATURES` (with the sentence similarity from an optional sentence encoder),
+then three columns per member (:func:`~.features.member_columns`) from that member's **per-character scores** of
+the response: a member that has ``character_scores(items)`` (the token classifier: its aggregated token
+probabilities spread over each token's characters) gives them directly; any other detector's spans are painted
+with their score (1.0 when unscored) over zeros. A member that could not judge an item (``Detection.error``)
+gives zeros there and is counted in the item's diagnostics (``member_errors``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ragtruth_spans.detectors.base import DetectItem, Detector
+from ragtruth_spans.detectors.sentences import evidence_units, split_sentences
+from ragtruth_spans.detectors.stacked.features import (
+    BASE_FEATURES,
+    ContextIndex,
+    Interval,
+    member_columns,
+    word_features,
+    words,
+)
+
+INDEX_CACHE_SIZE = 256
+"""Context indexes kept (a RAGTruth source has six responses to one context)."""
+
+
+def column_names(members: Sequence[str]) -> list[str]:
+    """Every column, in matrix order."""
+    return [*BASE_FEATURES, *(f"{m}_{c}" for m in members for c in ("word", "mean_3", "mean_8"))]
+
+
+@dataclass
+class ItemColumns:
+    """One response's words (character intervals ``[start, end)``) and its ``(words, columns)`` matrix."""
+
+    words: list[Interval]
+    matrix: np.ndarray
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+
+def character_scores(detector: Detector, items: Sequence[DetectItem]) -> list[tuple[np.ndarray, bool]]:
+    """Per item, a float32 score per response character and whether the member judged it."""
+    direct = getattr(detector, "character_scores", None)
+    if callable(direct):
+        return direct(items)
+    out = []
+    for item, detection in zip(items, detector.detect_batch(items)):
+        scores = np.zeros(len(item.response), dtype=np.float32)
+        for span in detection.spans:
+            value = 1.0 if span.score is None else float(span.score)
+            scores[span.start:span.end] = np.maximum(scores[span.start:span.end], value)
+        out.append((scores, detection.error is None))
+    return out
+
+
+class ColumnBuilder:
+    """Builds :class:`ItemColumns` for items; ``encoder`` (a
+    :class:`~ragtruth_spans.detectors.similarity.encoder.SentenceEncoder` or None) and ``members``
+    (``{name: detector}``) fix the columns."""
+
+    def __init__(self, encoder: Any | None = None, members: dict[str, Detector] | None = None) -> None:
+        self.encoder = encoder
+        self.members = dict(members or {})
+        self._indexes: OrderedDict[tuple[str, str | None], ContextIndex] = OrderedDict()
+
+    @property
+    def names(self) -> list[str]:
+        return column_names(list(self.members))
+
+    def index(self, item: DetectItem) -> ContextIndex:
+        key = (item.context, item.question)
+        if key in self._indexes:
+            self._indexes.move_to_end(key)
+        else:
+            self._indexes[key] = ContextIndex.build(item.context, item.question)
+            if len(self._indexes) > INDEX_CACHE_SIZE:
+                self._indexes.popitem(last=False)
+        return self._indexes[key]
+
+    def _cosines(self, item: DetectItem, sentences: list[Interval]) -> np.ndarray | None:
+        if self.encoder is None or not sentences:
+            return None
+        from ragtruth_spans.detectors.similarity.encoder import max_cosine
+
+        units = self.encoder.encode_units(evidence_units(item.context, item.task, item.question))
+        return max_cosine(self.encoder.encode([item.response[a:b] for a, b in sentences]), units)
+
+    def build(self, items: Sequence[DetectItem],
+              member_scores: dict[str, list[tuple[np.ndarray, bool]]] | None = None) -> list[ItemColumns]:
+        """Columns of every item; ``member_scores`` (``{member: per-item character scores}``) replaces running
+        the members, as training does with out-of-fold scores."""
+        scores = dict(member_scores or {})
+        for name, detector in self.members.items():
+            if name not in scores:
+                scores[name] = character_scores(detector, items)
+        out = []
+        for i, item in enumerate(items):
+            spans = words(item.response)
+            sentences = split_sentences(item.response)
+            base = word_features(item.response, spans, self.index(item), task=item.task, sentences=sentences,
+                                 sentence_cosine=self._cosines(item, sentences))
+            blocks, failed = [base], []
+            for name in self.members:
+                values, ok = scores[name][i]
+                blocks.append(member_columns(spans, values))
+                if not ok:
+                    failed.append(name)
+            diagnostics = {"member_errors": failed} if failed else {}
+            out.append(ItemColumns(spans, np.concatenate(blocks, axis=1), diagnostics))
+        return out

@@ -1,0 +1,169 @@
+"""The combiner: a LightGBM classifier of words (hallucinated or not), and how its probabilities become spans.
+
+- :func:`fit` trains on the training words with early stopping on the eval words; :func:`out_of_fold` refits it
+  with the same number of rounds on source-disjoint folds of the training split, so every training word gets a
+  probability from a model that never saw its source (the material the decision is tuned on).
+- :func:`decide` turns one response's word probabilities into spans: words at or above the threshold are
+  flagged; runs of flagged words separated by at most ``max_word_gap`` unflagged words become one span, from the
+  first flagged word's first character to the last one's end (half-open ``[start, end)``, characters of the
+  response). Span score: the mean probability of its flagged words.
+- :func:`tune` picks the gap and the threshold (one per task, or one for all) that maximise span F1 as the
+  project's evaluator computes it.
+
+The model is saved as LightGBM's text format (``combiner.txt``): plain text, no pickle, safe to load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.types import TASK_TYPES, Record, Span
+from ragtruth_spans.detectors.stacked.features import Interval
+from ragtruth_spans.detectors.stacked.recipe import CombinerSection, DecisionSection
+
+MODEL_FILE = "combiner.txt"
+
+
+def _lightgbm() -> Any:
+    try:
+        import lightgbm
+    except ImportError:
+        raise InputError("the stacked detector needs LightGBM: pip install lightgbm "
+                         "(or the project's [detect] extra)") from None
+    return lightgbm
+
+
+def _params(settings: CombinerSection) -> dict[str, Any]:
+    return {"objective": "binary", "learning_rate": settings.learning_rate, "num_leaves": settings.num_leaves,
+            "min_data_in_leaf": settings.min_data_in_leaf, "feature_fraction": settings.feature_fraction,
+            "bagging_fraction": settings.bagging_fraction, "bagging_freq": 1, "lambda_l2": settings.lambda_l2,
+            "verbose": -1, "seed": settings.seed, "deterministic": True, "force_row_wise": True,
+            "num_threads": 1}
+
+
+def fit(x: np.ndarray, y: np.ndarray, x_eval: np.ndarray, y_eval: np.ndarray, settings: CombinerSection,
+        names: Sequence[str], rounds: int | None = None) -> Any:
+    """A booster trained on ``(x, y)``: early-stopped on ``(x_eval, y_eval)``, or exactly ``rounds`` rounds."""
+    lgb = _lightgbm()
+    train_set = lgb.Dataset(x, y, feature_name=list(names), free_raw_data=True)
+    if rounds is not None:
+        return lgb.train(_params(settings), train_set, rounds)
+    eval_set = lgb.Dataset(x_eval, y_eval, reference=train_set)
+    return lgb.train(_params(settings), train_set, settings.max_rounds, valid_sets=[eval_set],
+                     callbacks=[lgb.early_stopping(settings.early_stopping_rounds, verbose=False)])
+
+
+def rounds_of(booster: Any) -> int:
+    """The rounds a booster predicts with (the early-stopping best, else all)."""
+    return int(booster.best_iteration or booster.current_iteration())
+
+
+def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, settings: CombinerSection, names: Sequence[str],
+                rounds: int) -> np.ndarray:
+    """Probabilities of every row from boosters fitted, ``rounds`` rounds each, on the other folds of a
+    source-disjoint split (``groups``: one source id per row; folds are seeded)."""
+    sources = np.unique(groups)
+    rng = np.random.default_rng(settings.seed)
+    fold_of = dict(zip(sources, rng.permutation(len(sources)) % settings.oof_folds))
+    folds = np.array([fold_of[g] for g in groups])
+    out = np.zeros(len(y), dtype=np.float64)
+    for k in range(settings.oof_folds):
+        held = folds == k
+        if not held.any() or held.all():
+            continue
+        booster = fit(x[~held], y[~held], x[held], y[held], settings, names, rounds=rounds)
+        out[held] = booster.predict(x[held])
+    return out
+
+
+def save(booster: Any, run_dir: Path) -> None:
+    booster.save_model(str(run_dir / MODEL_FILE), num_iteration=rounds_of(booster))
+
+
+def load(run_dir: Path) -> Any:
+    path = run_dir / MODEL_FILE
+    if not path.is_file():
+        raise InputError(f"not a finished stacked run (no {MODEL_FILE})", path=run_dir)
+    return _lightgbm().Booster(model_file=str(path))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """How word probabilities become spans: ``thresholds`` per task (key ``"*"``: every task) and the gap."""
+
+    thresholds: Mapping[str, float]
+    max_word_gap: int
+
+    def threshold(self, task: str) -> float:
+        return float(self.thresholds.get(task, self.thresholds["*"]))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"thresholds": dict(self.thresholds), "max_word_gap": self.max_word_gap}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Decision:
+        thresholds = data.get("thresholds")
+        if not isinstance(thresholds, Mapping) or "*" not in thresholds:
+            raise InputError("run_info.json: decision.thresholds must map tasks (and '*') to thresholds")
+        return cls({str(k): float(v) for k, v in thresholds.items()}, int(data.get("max_word_gap", 0)))
+
+
+def decide(words: Sequence[Interval], probabilities: np.ndarray, threshold: float, max_word_gap: int) -> list[Span]:
+    """Spans of the flagged words (see the module docstring)."""
+    flagged = [i for i, p in enumerate(probabilities) if p >= threshold]
+    runs: list[list[int]] = []
+    for i in flagged:
+        if runs and i - runs[-1][-1] - 1 <= max_word_gap:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return [Span(words[run[0]][0], words[run[-1]][1], score=round(float(np.mean(probabilities[run])), 6))
+            for run in runs]
+
+
+def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabilities: Sequence[np.ndarray],
+         settings: DecisionSection) -> tuple[Decision, list[dict[str, Any]]]:
+    """The decision maximising span F1 over ``records`` (each with its words and probabilities): for each gap,
+    the best threshold for all tasks (and, with ``per_task``, for each task's responses alone); the gap with the
+    best pooled span F1 wins (ties: the smaller gap, the lower threshold). Returns it and every candidate row."""
+    from ragtruth_spans.evaluation import evaluate
+
+    def span_f1(subset: list[int], threshold: float, gap: int) -> float:
+        predictions = {records[i].id: decide(words[i], probabilities[i], threshold, gap) for i in subset}
+        return evaluate([records[i] for i in subset], predictions).overall["span"]["f1"]
+
+    table: list[dict[str, Any]] = []
+    best: tuple[float, Decision] | None = None
+    everyone = list(range(len(records)))
+    for gap in settings.max_word_gap:
+        scores = [(span_f1(everyone, t, gap), -t) for t in settings.grid]
+        pooled_value, neg_t = max(scores)
+        thresholds = {"*": -neg_t}
+        if settings.per_task:
+            for task in TASK_TYPES:
+                subset = [i for i in everyone if records[i].task_type == task]
+                if subset:
+                    thresholds[task] = -max((span_f1(subset, t, gap), -t) for t in settings.grid)[1]
+        decision = Decision(thresholds, gap)
+        value = _pooled(records, words, probabilities, decision)
+        table.append({"max_word_gap": gap, "thresholds": thresholds, "span_f1": round(value, 6),
+                      "one_threshold_span_f1": round(pooled_value, 6)})
+        if best is None or value > best[0] + 1e-12:
+            best = (value, decision)
+    assert best is not None
+    return best[1], table
+
+
+def _pooled(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabilities: Sequence[np.ndarray],
+            decision: Decision) -> float:
+    from ragtruth_spans.evaluation import evaluate
+
+    predictions = {r.id: decide(w, p, decision.threshold(r.task_type), decision.max_word_gap)
+                   for r, w, p in zip(records, words, probabilities)}
+    return evaluate(list(records), predictions).overall["span"]["f1"]

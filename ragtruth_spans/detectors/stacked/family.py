@@ -1,0 +1,60 @@
+"""The stacked family (``kind: stacked``): word-level gradient boosting over support features and members'
+scores (docs/STACKED.md). Trained only (no named detectors); options: ``device`` and ``batch_size`` of the
+sentence encoder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.detectors.base import Detector
+from ragtruth_spans.detectors.family import Family, check_options
+from ragtruth_spans.detectors.stacked.recipe import StackedRecipe
+
+OPTIONS = {"device", "batch_size"}
+
+
+def build_encoder(name: str | None, **options: Any) -> Any:
+    """The sentence encoder of the similarity column, or None."""
+    if name is None:
+        return None
+    from ragtruth_spans.detectors.similarity.encoder import SentenceEncoder
+
+    return SentenceEncoder(name, **options)
+
+
+def load(run_dir: str | Path, **options: Any) -> Detector:
+    """The detector a finished stacked run directory describes (combiner, decision, members, encoder)."""
+    from ragtruth_spans.detectors.loader import load_detector
+    from ragtruth_spans.detectors.stacked import combiner
+    from ragtruth_spans.detectors.stacked.columns import ColumnBuilder
+    from ragtruth_spans.detectors.stacked.detector import StackedDetector
+    from ragtruth_spans.training.run_dir import read_run_info, read_run_recipe
+
+    check_options("stacked", options, OPTIONS)
+    run_dir = Path(run_dir)
+    recipe = read_run_recipe(run_dir)
+    info = read_run_info(run_dir)
+    if not isinstance(recipe, StackedRecipe) or "decision" not in info:
+        raise InputError("not a finished stacked run (run_info.json has no decision)", path=run_dir)
+    members = {}
+    for member in recipe.members:
+        target = run_dir / "members" / member.name / "full" if member.recipe else member.detector
+        members[member.name] = load_detector(target)
+    builder = ColumnBuilder(build_encoder(recipe.features.encoder, **options), members)
+    if builder.names != info.get("columns"):
+        raise InputError("run_info.json columns differ from the recipe's (edited after training?)", path=run_dir)
+    return StackedDetector(combiner.load(run_dir), builder, combiner.Decision.from_dict(info["decision"]),
+                           run_info={"run_dir": str(run_dir.resolve()), "fingerprint": info.get("fingerprint")})
+
+
+def train(recipe: StackedRecipe, **kwargs: Any) -> Any:
+    from ragtruth_spans.detectors.stacked.train import train as train_stacked
+
+    return train_stacked(recipe, **kwargs)
+
+
+FAMILY = Family(kind="stacked", summary="word-level gradient boosting over context-support features and other "
+                                        "detectors' scores (trained combiner, tuned decision)",
+                load=load, recipe=StackedRecipe, train=train)

@@ -1,0 +1,235 @@
+"""Per-word support features of a response against its context, for the stacked detector's combiner.
+
+A response is cut into **words** (:data:`WORD`: runs of word characters, with inner ``-``, ``'``, ``.``, ``,``,
+``/`` and ``:`` kept, so ``family-owned``, ``3.5``, ``1,200`` and ``9:30`` are one word); each word is a
+character interval ``[start, end)`` of the response. Every feature is a number computed from the word, its
+sentence, its neighbours and the context alone (no labels), so the same code serves training and detection:
+
+- **lexical support**: the word (case-folded, NFKC, Unicode digits as ASCII) occurs in the context; its crude stem
+  does; its best fuzzy ratio against the context's words (rapidfuzz); it occurs in the question;
+- **copied phrases**: the longest run of response words through this word that occurs word for word in the
+  context (``ngram``), the words of such runs being copied text and so rarely hallucinated;
+- **kind of word**: number (and whether that number occurs in the context), capitalised inside a sentence, stop
+  word, length;
+- **neighbourhood and sentence**: the share of unsupported content words within ±3 and ±8 words and in the
+  sentence; the sentence's place in the response; optional sentence similarity to the best context unit
+  (``sentence_cosine``, filled in by the caller from an encoder);
+- **item**: task (one-hot), log lengths of response and context, relative position of the word.
+
+Members' scores (a token classifier's P(hallucinated), any detector's span scores) are appended by the caller
+as extra columns (:func:`member_columns`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragtruth_spans.core.types import TASK_TYPES
+
+Interval = tuple[int, int]
+WORD = re.compile(r"\w+(?:[-'’.,/:]\w+)*")
+MAX_NGRAM = 8
+STOP_WORDS = frozenset("""a an the and or but if of to in on at by for with from as is are was were be been being it its
+this that these those there here he she they them his her their we our you your i me my not no yes do does did
+has have had will would can could should may might must also than then so such very more most other into about
+over after before which who whom whose what when where why how all any each both few many much some only own same
+just while during under above between out up down off again further once s t""".split())
+
+BASE_FEATURES: tuple[str, ...] = (
+    "in_context", "stem_in_context", "fuzzy", "in_question", "ngram", "ngram_stem", "is_number",
+    "number_in_context", "capitalised", "stop_word", "length", "unsupported_3", "unsupported_8",
+    "distance_unsupported", "response_unsupported", "sentence_unsupported", "sentence_ngram", "sentence_max_ngram",
+    "sentence_position", "sentence_length", "word_position",
+    "sentence_cosine", "log_response_words", "log_context_words",
+    *(f"task_{task}" for task in TASK_TYPES),
+)
+"""Column names of :func:`word_features`, in order."""
+
+
+def normalise(word: str) -> str:
+    """Case-folded NFKC text with every Unicode decimal digit as its ASCII digit (``١٩٩٩`` → ``1999``)."""
+    text = unicodedata.normalize("NFKC", word).casefold()
+    return "".join(str(unicodedata.digit(ch)) if ch.isdigit() and unicodedata.digit(ch, None) is not None else ch
+                   for ch in text)
+
+
+def stem(word: str) -> str:
+    """A crude suffix-stripping stem of a normalised word (plural, past, gerund, adverb, possessive)."""
+    for suffix in ("'s", "’s"):
+        if word.endswith(suffix):
+            word = word[: -len(suffix)]
+    for suffix in ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "ly", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def number_value(word: str) -> str | None:
+    """The canonical text of a number word (``1,200`` → ``1200``, ``3.50`` → ``3.5``), None for other words."""
+    text = word.replace(",", "")
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if not math.isfinite(value):
+        return None
+    return f"{value:g}"
+
+
+def words(text: str) -> list[Interval]:
+    """The words of ``text`` as character intervals ``[start, end)`` (see :data:`WORD`)."""
+    return [m.span() for m in WORD.finditer(text)]
+
+
+@dataclass(frozen=True)
+class ContextIndex:
+    """What the features look up in one context (and question): word, stem and number sets, the word n-grams."""
+
+    words: frozenset[str]
+    stems: frozenset[str]
+    numbers: frozenset[str]
+    question: frozenset[str]
+    ngrams: frozenset[tuple[str, ...]]
+    stem_ngrams: frozenset[tuple[str, ...]]
+    vocabulary: tuple[str, ...]
+    size: int
+
+    @classmethod
+    def build(cls, context: str, question: str | None = None) -> ContextIndex:
+        tokens = [normalise(context[a:b]) for a, b in words(context)]
+        stems = [stem(t) for t in tokens]
+        question_words = [normalise(question[a:b]) for a, b in words(question)] if question else []
+        numbers = {n for t in tokens if (n := number_value(t)) is not None}
+        grams = {tuple(tokens[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(tokens) - n + 1)}
+        stem_grams = {tuple(stems[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(stems) - n + 1)}
+        vocabulary = tuple(sorted(set(tokens) | set(question_words)))
+        return cls(frozenset(tokens) | frozenset(question_words), frozenset(stems) | {stem(q) for q in question_words},
+                   frozenset(numbers), frozenset(question_words), frozenset(grams), frozenset(stem_grams),
+                   vocabulary, len(tokens))
+
+
+def _longest_runs(tokens: Sequence[str], grams: frozenset[tuple[str, ...]]) -> np.ndarray:
+    """For each token, the length of the longest run of consecutive tokens through it found in ``grams``
+    (1 when none of length ≥ 2 is)."""
+    best = np.ones(len(tokens), dtype=np.float32)
+    for i in range(len(tokens)):
+        for n in range(min(MAX_NGRAM, len(tokens) - i), 1, -1):
+            if tuple(tokens[i:i + n]) in grams:
+                best[i:i + n] = np.maximum(best[i:i + n], n)
+                break
+    return best
+
+
+def _window_mean(values: np.ndarray, mask: np.ndarray, radius: int) -> np.ndarray:
+    """Mean of ``values`` over the ``mask``-ed positions within ``radius`` of each position (0 when none)."""
+    weighted = np.concatenate([[0.0], np.cumsum(values * mask)])
+    counts = np.concatenate([[0.0], np.cumsum(mask)])
+    n = len(values)
+    lo = np.clip(np.arange(n) - radius, 0, n)
+    hi = np.clip(np.arange(n) + radius + 1, 0, n)
+    total = counts[hi] - counts[lo]
+    return np.where(total > 0, (weighted[hi] - weighted[lo]) / np.maximum(total, 1), 0.0)
+
+
+def _distance_to(flags: np.ndarray, cap: int = 10) -> np.ndarray:
+    """Words from each position to the nearest flagged one (0 on it; ``cap`` when none is that close)."""
+    where = np.flatnonzero(flags)
+    if not len(where):
+        return np.full(len(flags), cap, dtype=np.float32)
+    positions = np.arange(len(flags))
+    nearest = np.abs(positions[:, None] - where[None, :]).min(axis=1) if len(flags) * len(where) < 4_000_000 else cap
+    return np.minimum(nearest, cap).astype(np.float32)
+
+
+def _fuzzy(tokens: Sequence[str], vocabulary: Sequence[str]) -> np.ndarray:
+    """Best normalised Levenshtein similarity (0–1) of each token to any context word."""
+    if not tokens or not vocabulary:
+        return np.zeros(len(tokens), dtype=np.float32)
+    from rapidfuzz import fuzz, process
+
+    scores = process.cdist(list(tokens), list(vocabulary), scorer=fuzz.ratio, dtype=np.uint8, workers=1)
+    return scores.max(axis=1).astype(np.float32) / 100.0
+
+
+def sentence_ids(response: str, spans: Sequence[Interval], sentences: Sequence[Interval]) -> np.ndarray:
+    """Index of the sentence that holds each word (the last sentence starting at or before it)."""
+    starts = np.array([s for s, _ in sentences] or [0])
+    return np.clip(np.searchsorted(starts, [a for a, _ in spans], side="right") - 1, 0, len(starts) - 1)
+
+
+def word_features(response: str, spans: Sequence[Interval], index: ContextIndex, *, task: str,
+                  sentences: Sequence[Interval], sentence_cosine: Sequence[float] | None = None) -> np.ndarray:
+    """``(len(spans), len(BASE_FEATURES))`` float32 features of the response words ``spans`` (see the module
+    docstring); ``sentences`` are the response's sentence intervals and ``sentence_cosine`` one similarity per
+    sentence (0.0 everywhere when None)."""
+    n = len(spans)
+    out = np.zeros((n, len(BASE_FEATURES)), dtype=np.float32)
+    if n == 0:
+        return out
+    raw = [response[a:b] for a, b in spans]
+    tokens = [normalise(w) for w in raw]
+    stems = [stem(t) for t in tokens]
+    numbers = [number_value(t) for t in tokens]
+    sid = sentence_ids(response, spans, sentences)
+    first_in_sentence = np.r_[True, sid[1:] != sid[:-1]]
+    stop = np.array([t in STOP_WORDS for t in tokens], dtype=np.float32)
+    unsupported = np.array([s not in index.stems for s in stems], dtype=np.float32)
+    content = 1.0 - stop
+    ngram = _longest_runs(tokens, index.ngrams)
+    n_sentences = max(len(sentences), 1)
+    sentence_unsupported = np.zeros(n, dtype=np.float32)
+    sentence_ngram = np.zeros(n, dtype=np.float32)
+    sentence_max_ngram = np.zeros(n, dtype=np.float32)
+    for s in np.unique(sid):
+        members = sid == s
+        weights = content[members]
+        sentence_unsupported[members] = (unsupported[members] * weights).sum() / max(weights.sum(), 1.0)
+        sentence_ngram[members] = ngram[members].mean()
+        sentence_max_ngram[members] = ngram[members].max()
+    cosine = np.asarray(sentence_cosine, dtype=np.float32)[sid] if sentence_cosine is not None else 0.0
+    columns = {
+        "in_context": [t in index.words for t in tokens],
+        "stem_in_context": 1.0 - unsupported,
+        "fuzzy": _fuzzy(tokens, index.vocabulary),
+        "in_question": [t in index.question for t in tokens],
+        "ngram": ngram,
+        "ngram_stem": _longest_runs(stems, index.stem_ngrams),
+        "is_number": [v is not None for v in numbers],
+        "number_in_context": [v is not None and v in index.numbers for v in numbers],
+        "capitalised": [w[:1].isupper() and not first for w, first in zip(raw, first_in_sentence)],
+        "stop_word": stop,
+        "length": [min(len(w), 20) for w in raw],
+        "unsupported_3": _window_mean(unsupported, content, 3),
+        "unsupported_8": _window_mean(unsupported, content, 8),
+        "distance_unsupported": _distance_to(unsupported * content),
+        "response_unsupported": (unsupported * content).sum() / max(content.sum(), 1.0),
+        "sentence_unsupported": sentence_unsupported,
+        "sentence_ngram": sentence_ngram,
+        "sentence_max_ngram": sentence_max_ngram,
+        "sentence_position": sid / n_sentences,
+        "sentence_length": np.bincount(sid)[sid],
+        "word_position": np.arange(n) / n,
+        "sentence_cosine": cosine,
+        "log_response_words": math.log1p(n),
+        "log_context_words": math.log1p(index.size),
+    }
+    for task_name in TASK_TYPES:
+        columns[f"task_{task_name}"] = float(task == task_name)
+    for j, name in enumerate(BASE_FEATURES):
+        out[:, j] = np.asarray(columns[name], dtype=np.float32)
+    return out
+
+
+def member_columns(spans: Sequence[Interval], char_scores: np.ndarray) -> np.ndarray:
+    """``(len(spans), 3)`` columns from one member's per-character scores of the response: the word's maximum,
+    and the mean of word maxima within ±3 and ±8 words."""
+    word_max = np.array([char_scores[a:b].max() if b > a else 0.0 for a, b in spans], dtype=np.float32)
+    ones = np.ones(len(spans), dtype=np.float32)
+    return np.stack([word_max, _window_mean(word_max, ones, 3), _window_mean(word_max, ones, 8)], axis=1
+                    ) if len(spans) else np.zeros((0, 3), dtype=np.float32)

@@ -1,0 +1,104 @@
+"""The stacked family's recipe: which features and members, the combiner's settings, how decisions are tuned.
+
+```yaml
+kind: stacked
+features:
+  encoder: sentence-transformers/all-MiniLM-L6-v2   # sentence similarity column; null: none
+members:                                            # optional: detectors whose scores become columns
+  - name: minilm
+    recipe: all-minilm-l6-v2/token-cls             # trained here, out-of-fold on the training split
+    overrides: [training.num_epochs=3]
+    folds: 2
+  - name: numbers
+    detector: numbers                               # a named detector (nothing to train)
+combiner: {learning_rate: 0.05, num_leaves: 31, ...}  # LightGBM
+decision: {per_task: true, max_word_gap: [0, 1, 2], ...}
+```
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from ragtruth_spans.training.pretrained import MINILM
+from ragtruth_spans.training.recipe import Recipe, Section
+
+
+class FeatureSection(Section):
+    encoder: str | None = Field(MINILM, description="Sentence-transformers model whose response-sentence to best "
+                                                     "context-unit cosine is a feature; null leaves it at 0.")
+
+
+class MemberSection(Section):
+    """A detector whose per-character scores become columns: trained from ``recipe`` (out-of-fold over ``folds``
+    source-disjoint parts of the training split, then on all of it), or the named/run-directory ``detector``."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Column prefix and folder name of the member.")
+    recipe: str | None = Field(None, description="Recipe (shipped name or file) of a member trained here.")
+    overrides: list[str] = Field(default_factory=list, description="key=value overrides of the member recipe.")
+    folds: int = Field(2, ge=2, le=10, description="Source-disjoint folds of the out-of-fold member scores.")
+    detector: str | None = Field(None, description="A detector name or run directory used as it is. Its scores "
+                                                   "on the training split must not come from training on it.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> MemberSection:
+        if (self.recipe is None) == (self.detector is None):
+            raise ValueError("a member names exactly one of recipe (trained here) or detector (used as it is)")
+        return self
+
+
+class CombinerSection(Section):
+    """LightGBM binary classifier over word features (early stopping on ``data.eval_split``)."""
+
+    learning_rate: float = Field(0.05, gt=0, le=1)
+    num_leaves: int = Field(31, ge=2)
+    min_data_in_leaf: int = Field(50, ge=1)
+    feature_fraction: float = Field(0.8, gt=0, le=1)
+    bagging_fraction: float = Field(0.8, gt=0, le=1)
+    lambda_l2: float = Field(1.0, ge=0)
+    max_rounds: int = Field(1000, ge=1)
+    early_stopping_rounds: int = Field(50, ge=1)
+    oof_folds: int = Field(5, ge=2, le=20, description="Source-disjoint folds of the training split whose "
+                                                        "out-of-fold probabilities join the dev split in tuning.")
+    seed: int = 0
+
+
+class DecisionSection(Section):
+    """Word probabilities → spans: flagged words (probability ≥ threshold) merge into spans across at most
+    ``max_word_gap`` unflagged words; thresholds (one, or one per task) and the gap are tuned on the
+    out-of-fold training probabilities together with the eval split."""
+
+    per_task: bool = True
+    max_word_gap: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1,
+                                    description="Candidate gaps, in unflagged words, merged inside one span.")
+    grid: list[float] = Field(default_factory=lambda: [round(0.025 * i, 3) for i in range(2, 38)], min_length=1)
+    criterion: Literal["span_f1"] = "span_f1"
+
+    @model_validator(mode="after")
+    def _valid(self) -> DecisionSection:
+        if any(not 0.0 < v < 1.0 for v in self.grid):
+            raise ValueError("decision.grid values must be strictly between 0 and 1")
+        if any(g < 0 for g in self.max_word_gap):
+            raise ValueError("decision.max_word_gap values must be >= 0")
+        return self
+
+
+class StackedRecipe(Recipe):
+    """``kind: stacked`` — word-level gradient boosting over support features and members' scores."""
+
+    kind: Literal["stacked"] = "stacked"
+    features: FeatureSection = Field(default_factory=FeatureSection)
+    members: list[MemberSection] = Field(default_factory=list)
+    combiner: CombinerSection = Field(default_factory=CombinerSection)
+    decision: DecisionSection = Field(default_factory=DecisionSection)
+
+    @model_validator(mode="after")
+    def _checks(self) -> StackedRecipe:
+        if self.data.eval_split is None:
+            raise ValueError("data.eval_split must name the split used for early stopping and tuning (e.g. dev)")
+        names = [m.name for m in self.members]
+        if len(names) != len(set(names)):
+            raise ValueError("members: every member needs its own name")
+        return self

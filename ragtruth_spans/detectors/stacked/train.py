@@ -1,0 +1,184 @@
+"""``ragtruth-spans train`` for the stacked family: members, columns, combiner, decision — one run directory.
+
+1. **Members** trained here (``members[].recipe``) are trained ``folds`` times on source-disjoint parts of the
+   training split, each scoring the part it did not see (out-of-fold scores for the combiner's training rows),
+   then once on the whole split (``members/<name>/full``, the one detection uses; it scores the eval split).
+   Members used as they are (``members[].detector``) score both splits directly.
+2. **Columns** of every training and eval response (:mod:`.columns`); word labels: a word is hallucinated when
+   it shares a character with a gold span.
+3. **Combiner** (:mod:`.combiner`): LightGBM, early-stopped on the eval split; out-of-fold probabilities of the
+   training words from ``combiner.oof_folds`` source-disjoint refits.
+4. **Decision**: gap and thresholds tuned on the out-of-fold training probabilities plus the eval split.
+
+Writes ``combiner.txt``, ``members/``, ``recipe.yaml`` and ``run_info.json`` (columns, rounds, decision, tuning
+table, feature importances, counts, seconds per stage).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import asdict
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+
+from ragtruth_spans.core.types import Record
+from ragtruth_spans.detectors.base import DetectItem, Detector
+from ragtruth_spans.detectors.stacked import combiner
+from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, character_scores
+from ragtruth_spans.detectors.stacked.recipe import MemberSection, StackedRecipe
+from ragtruth_spans.training.data import RecordStats, load_eval_records, selected_training_records
+from ragtruth_spans.training.run import TrainResult
+from ragtruth_spans.training.run_dir import write_run_files
+
+MEMBERS_DIR = "members"
+Scores = list[tuple[np.ndarray, bool]]
+
+
+def word_labels(record: Record, words: Sequence[tuple[int, int]]) -> np.ndarray:
+    """1 for each word sharing a character with a gold span of ``record``, else 0."""
+    return np.array([any(s.start < b and a < s.end for s in record.spans) for a, b in words], dtype=np.int8)
+
+
+def _source_folds(records: Sequence[Record], folds: int, seed: int) -> list[int]:
+    sources = sorted({r.source_id for r in records})
+    order = np.random.default_rng(seed).permutation(len(sources))
+    fold_of = {sources[j]: rank % folds for rank, j in enumerate(order)}
+    return [fold_of[r.source_id] for r in records]
+
+
+def _write_split(directory: Path, name: str, records: Sequence[Record]) -> None:
+    with (directory / f"{name}.jsonl").open("w", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+
+
+def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, output: Path, console: Console
+                  ) -> Detector:
+    from ragtruth_spans.detectors.loader import load_detector
+    from ragtruth_spans.training.recipe import load_recipe
+    from ragtruth_spans.training.run import train
+
+    assert member.recipe is not None
+    sub = load_recipe(member.recipe, [*member.overrides, f"data.prepared_dir={data_dir}", "data.split=train",
+                                      f"data.eval_split={'dev' if recipe.data.eval_split else 'null'}",
+                                      f"data.tasks={json.dumps(recipe.data.tasks)}", f"output_dir={output}"])
+    train(sub, console=console, resume=True)
+    return load_detector(output)
+
+
+def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_records: list[Record], run_dir: Path,
+                  console: Console) -> tuple[dict[str, Detector], dict[str, Scores], dict[str, Scores]]:
+    """Every member's detector (as detection will use it) and its scores of the training (out-of-fold for
+    trained members) and eval records."""
+    from ragtruth_spans.detectors.loader import load_detector
+
+    detectors: dict[str, Detector] = {}
+    on_train: dict[str, Scores] = {}
+    on_eval: dict[str, Scores] = {}
+    train_items = [DetectItem.of(r) for r in train_records]
+    eval_items = [DetectItem.of(r) for r in eval_records]
+    for member in recipe.members:
+        if member.detector is not None:
+            detectors[member.name] = load_detector(member.detector)
+            on_train[member.name] = character_scores(detectors[member.name], train_items)
+        else:
+            folds = _source_folds(train_records, member.folds, recipe.data.seed)
+            scores: list[Any] = [None] * len(train_records)
+            with tempfile.TemporaryDirectory(prefix="stacked-member-") as tmp:
+                for k in range(member.folds):
+                    part = Path(tmp) / f"fold-{k}"
+                    part.mkdir()
+                    _write_split(part, "train", [r for r, f in zip(train_records, folds) if f != k])
+                    _write_split(part, "dev", eval_records)
+                    console.print(f"member {member.name}: fold {k + 1}/{member.folds}")
+                    detector = _train_member(member, recipe, part, run_dir / MEMBERS_DIR / member.name / f"fold-{k}",
+                                             console)
+                    held = [i for i, f in enumerate(folds) if f == k]
+                    for i, result in zip(held, character_scores(detector, [train_items[i] for i in held])):
+                        scores[i] = result
+                whole = Path(tmp) / "full"
+                whole.mkdir()
+                _write_split(whole, "train", train_records)
+                _write_split(whole, "dev", eval_records)
+                console.print(f"member {member.name}: all training responses")
+                detectors[member.name] = _train_member(member, recipe, whole,
+                                                       run_dir / MEMBERS_DIR / member.name / "full", console)
+            on_train[member.name] = scores
+        on_eval[member.name] = character_scores(detectors[member.name], eval_items)
+    return detectors, on_train, on_eval
+
+
+def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool = False,
+          fingerprint: dict[str, Any] | None = None) -> TrainResult:
+    """Train per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`)."""
+    from ragtruth_spans.detectors.stacked.family import build_encoder
+
+    console = console or Console(stderr=True)
+    run_dir = Path(recipe.output_dir)
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    stats = RecordStats()
+    train_records, source = selected_training_records(recipe.data, stats)
+    loaded = load_eval_records(recipe.data)
+    assert loaded is not None  # the recipe requires data.eval_split
+    eval_records = [r for r in loaded[0] if r.task_type in recipe.data.tasks]
+    console.print(f"stacked: {len(train_records)} training responses ({source}), {len(eval_records)} eval "
+                  f"responses ({loaded[1]}), {len(recipe.members)} member(s)")
+    detectors, on_train, on_eval = member_scores(recipe, train_records, eval_records, run_dir, console)
+    seconds["members"] = time.perf_counter() - started
+
+    tick = time.perf_counter()
+    builder = ColumnBuilder(build_encoder(recipe.features.encoder), detectors)
+    train_cols = builder.build([DetectItem.of(r) for r in train_records], on_train)
+    eval_cols = builder.build([DetectItem.of(r) for r in eval_records], on_eval)
+    seconds["columns"] = time.perf_counter() - tick
+
+    tick = time.perf_counter()
+    x = np.concatenate([c.matrix for c in train_cols])
+    y = np.concatenate([word_labels(r, c.words) for r, c in zip(train_records, train_cols)])
+    x_eval = np.concatenate([c.matrix for c in eval_cols])
+    y_eval = np.concatenate([word_labels(r, c.words) for r, c in zip(eval_records, eval_cols)])
+    groups = np.concatenate([[r.source_id] * len(c.words) for r, c in zip(train_records, train_cols)])
+    booster = combiner.fit(x, y, x_eval, y_eval, recipe.combiner, builder.names)
+    rounds = combiner.rounds_of(booster)
+    oof = combiner.out_of_fold(x, y, groups, recipe.combiner, builder.names, rounds)
+    seconds["combiner"] = time.perf_counter() - tick
+
+    tick = time.perf_counter()
+    tuned_records = train_records + eval_records
+    tuned_words = [c.words for c in train_cols + eval_cols]
+    eval_probs = booster.predict(x_eval, num_iteration=rounds)
+    flat = np.concatenate([oof, eval_probs])
+    bounds = np.cumsum([0, *(len(w) for w in tuned_words)])
+    probabilities = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    decision, table = combiner.tune(tuned_records, tuned_words, probabilities, recipe.decision)
+    seconds["decision"] = time.perf_counter() - tick
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    combiner.save(booster, run_dir)
+    importance = booster.feature_importance("gain", iteration=rounds)
+    top = sorted(zip(builder.names, importance.tolist()), key=lambda kv: -kv[1])
+    chosen = next(row for row in table if row["max_word_gap"] == decision.max_word_gap)
+    info = {"columns": builder.names, "rounds": rounds, "decision": decision.to_dict(),
+            "members": {m.name: {"recipe": m.recipe, "detector": m.detector,
+                                 "path": f"{MEMBERS_DIR}/{m.name}/full" if m.recipe else None}
+                        for m in recipe.members},
+            "tuning": {"responses": len(tuned_records), "training_out_of_fold": len(train_records),
+                       "eval": len(eval_records), "span_f1": chosen["span_f1"], "table": table},
+            "words": {"train": int(len(y)), "train_hallucinated": int(y.sum()), "eval": int(len(y_eval)),
+                      "eval_hallucinated": int(y_eval.sum())},
+            "feature_gain": {name: round(value, 1) for name, value in top},
+            "data_stats": asdict(stats),
+            "seconds": {k: round(v, 1) for k, v in seconds.items()}}
+    write_run_files(run_dir, recipe, info, fingerprint=fingerprint)
+    console.print(f"[bold green]done[/]: {rounds} rounds; decision {decision.to_dict()}; tuned span F1 "
+                  f"{chosen['span_f1']:.3f} on {len(tuned_records)} responses (out-of-fold training + eval) "
+                  f"→ {run_dir}", highlight=False)
+    return TrainResult(output_dir=run_dir, stats={"responses": len(train_records)}, metrics=info["tuning"],
+                       resumed_from=None)
