@@ -181,6 +181,21 @@ class TokenClassificationDetector(Detector):
         score = round(float(hallucination_probability(probs).max()), 6)
         return Detection(spans=spans, score=score, diagnostics=diagnostics)
 
+    def character_scores(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]
+                         ) -> list[tuple[np.ndarray, bool]]:
+        """Per item, P(hallucinated) of every response character (its token's, 0 between tokens) and whether
+        the item could be run (a stacked detector's member columns)."""
+        checked = [DetectItem.of(item) for item in items]
+        out = []
+        for item, result in zip(checked, self.window_probabilities(checked)):
+            scores = np.zeros(len(item.response), dtype=np.float32)
+            if result.error is None and result.offsets:
+                probs = hallucination_probability(self.token_probabilities(result))
+                for (start, end), value in zip(result.offsets, probs):
+                    scores[start:end] = np.maximum(scores[start:end], value)
+            out.append((scores, result.error is None))
+        return out
+
     def detect_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[Detection]:
         items = [DetectItem.of(item) for item in items]
         return [self.to_detection(item.response, result)

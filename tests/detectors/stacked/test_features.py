@@ -1,0 +1,82 @@
+"""Word features of the stacked detector on crafted examples: words as exact character intervals, lexical and
+number support (Unicode digits included), copied phrases, neighbourhoods, member columns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragtruth_spans.detectors.sentences import split_sentences
+from ragtruth_spans.detectors.stacked.features import (
+    BASE_FEATURES,
+    ContextIndex,
+    member_columns,
+    normalise,
+    number_value,
+    stem,
+    word_features,
+    words,
+)
+
+
+def features_of(context: str, response: str, task: str = "Summary", question: str | None = None) -> dict:
+    spans = words(response)
+    matrix = word_features(response, spans, ContextIndex.build(context, question), task=task,
+                           sentences=split_sentences(response))
+    return {response[a:b]: dict(zip(BASE_FEATURES, row.tolist())) for (a, b), row in zip(spans, matrix)}
+
+
+def test_words_are_exact_character_intervals_and_keep_inner_punctuation():
+    text = "The family-owned café opened 1,200 rooms at 9:30 — it's 3.5\r\nstars 👍 ok."
+    spans = words(text)
+    assert [text[a:b] for a, b in spans] == ["The", "family-owned", "café", "opened", "1,200", "rooms", "at",
+                                             "9:30", "it's", "3.5", "stars", "ok"]
+    assert all(0 <= a < b <= len(text) for a, b in spans)
+
+
+def test_normalisation_reads_unicode_digits_and_numbers_canonically():
+    assert normalise("١٩٩٩") == normalise("１９９９") == normalise("𝟏𝟗𝟗𝟗") == "1999"
+    assert number_value("1,200") == number_value("1200.0") == "1200"
+    assert number_value("rooms") is None
+    assert stem("opened") == stem("opening") == "open"
+
+
+def test_supported_and_unsupported_words():
+    f = features_of("The Grand Hotel opened in 1999 on the harbour front.",
+                    "The Grand Hotel opened in 1998 and offers a luxurious spa.")
+    assert f["Grand"]["in_context"] == 1.0 and f["Grand"]["ngram"] >= 5  # "The Grand Hotel opened in" is copied
+    assert f["1998"]["is_number"] == 1.0 and f["1998"]["number_in_context"] == 0.0
+    assert f["1998"]["fuzzy"] == pytest.approx(0.75)  # one digit off "1999"
+    assert f["luxurious"]["in_context"] == 0.0 and f["luxurious"]["ngram"] == 1.0
+    assert f["luxurious"]["unsupported_3"] > f["Grand"]["unsupported_3"]
+    assert f["Grand"]["task_Summary"] == 1.0 and f["Grand"]["task_QA"] == 0.0
+
+
+def test_unicode_digits_in_the_response_match_ascii_in_the_context():
+    f = features_of("Founded in 1999.", "Founded in ١٩٩٩.")
+    assert f["١٩٩٩"]["number_in_context"] == 1.0
+
+
+def test_question_words_count_as_support_and_are_flagged():
+    f = features_of("Passage: it is blue.", "The sky is blue.", task="QA", question="What colour is the sky?")
+    assert f["sky"]["in_question"] == 1.0 and f["sky"]["in_context"] == 1.0
+
+
+def test_sentence_features_follow_the_sentence_of_each_word():
+    f = features_of("Cats sleep a lot.", "Cats sleep a lot. Dogs fly rockets daily.")
+    assert f["Cats"]["sentence_unsupported"] == 0.0
+    assert f["rockets"]["sentence_unsupported"] == 1.0
+    assert f["Dogs"]["sentence_position"] == 0.5
+
+
+def test_an_empty_response_has_no_rows():
+    assert word_features("", [], ContextIndex.build("ctx"), task="QA", sentences=[]).shape == (0, len(BASE_FEATURES))
+
+
+def test_member_columns_take_the_word_maximum_and_neighbourhood_means():
+    response = "aa bb cc"
+    scores = np.zeros(len(response), dtype=np.float32)
+    scores[3:5] = 0.9
+    cols = member_columns(words(response), scores)
+    assert cols[:, 0].tolist() == pytest.approx([0.0, 0.9, 0.0])
+    assert cols[0, 1] == pytest.approx(0.3)

@@ -1,0 +1,136 @@
+"""The stacked family end to end at tiny scale: decide() on crafted probabilities, then train (features + a named
+member + a trained tiny-BERT member, out of fold) → run directory → load_detector → detections, predict and
+evaluate through the CLI."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from conftest import make_record
+from typer.testing import CliRunner
+
+from ragtruth_spans.cli import app
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.jsonl import write_records
+from ragtruth_spans.detectors.loader import load_detector
+from ragtruth_spans.detectors.stacked.combiner import decide
+from ragtruth_spans.training.recipe import validate_recipe
+from ragtruth_spans.training.run import train
+
+CITIES = ["Leeds", "Paris", "Oslo", "Rome", "Lima", "Kyoto", "Cairo", "Perth"]
+
+
+def synthetic_records(n_sources: int, seed: int, split: str) -> list:
+    """Per source, a faithful response and one whose year is changed (the changed year is the gold span)."""
+    rng = random.Random(seed)
+    records = []
+    for s in range(n_sources):
+        city, year, rooms = rng.choice(CITIES), rng.randint(1900, 2020), rng.randint(10, 300)
+        context = f"The hotel in {city} opened in {year}. It has {rooms} rooms and a small garden."
+        ok = f"The hotel in {city} opened in {year} and has {rooms} rooms."
+        wrong_year = str(year + rng.randint(1, 9))
+        bad = f"The hotel in {city} opened in {wrong_year} and has {rooms} rooms."
+        for k, (response, spans) in enumerate([(ok, []), (bad, [(wrong_year, "Evident Conflict")])]):
+            record = make_record(f"{split}-{s}-{k}", "Summary", context, response, spans, split=split)
+            records.append(record.__class__(**{**record.__dict__, "source_id": f"{split}-src-{s}"}))
+    return records
+
+
+def test_decide_merges_flagged_words_across_small_gaps():
+    spans = [(0, 2), (3, 5), (6, 8), (9, 11), (12, 14)]
+    probs = np.array([0.9, 0.1, 0.8, 0.0, 0.7])
+    assert [(s.start, s.end) for s in decide(spans, probs, 0.5, 0)] == [(0, 2), (6, 8), (12, 14)]
+    assert [(s.start, s.end) for s in decide(spans, probs, 0.5, 1)] == [(0, 14)]
+    merged = decide(spans, probs, 0.5, 1)[0]
+    assert merged.score == pytest.approx(0.8)
+    assert decide(spans, probs, 0.95, 2) == []
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("stacked-data")
+    write_records(root / "train.jsonl", synthetic_records(16, 0, "train"))
+    write_records(root / "dev.jsonl", synthetic_records(6, 1, "dev"))
+    write_records(root / "test.jsonl", synthetic_records(6, 2, "test"))
+    return root
+
+
+def stacked_recipe(prepared: Path, out: Path, members: list | None = None) -> dict:
+    return {"kind": "stacked", "features": {"encoder": None}, "members": members or [],
+            "combiner": {"min_data_in_leaf": 5, "num_leaves": 7, "max_rounds": 60, "early_stopping_rounds": 20,
+                         "oof_folds": 2},
+            "decision": {"grid": [0.1, 0.3, 0.5, 0.7], "max_word_gap": [0, 1]},
+            "data": {"prepared_dir": str(prepared), "eval_split": "dev"}, "output_dir": str(out)}
+
+
+def test_train_save_load_detect_round_trip(prepared, tmp_path):
+    out = tmp_path / "run"
+    train(validate_recipe(stacked_recipe(prepared, out, [{"name": "numbers", "detector": "numbers"}])))
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["kind"] == "stacked" and info["rounds"] >= 1
+    assert info["columns"][-3:] == ["numbers_word", "numbers_mean_3", "numbers_mean_8"]
+    assert (out / "combiner.txt").read_text().startswith("tree")  # LightGBM's text format, no pickle
+    detector = load_detector(out)
+    test = synthetic_records(6, 2, "test")
+    detections = detector.detect_batch(test)
+    for record, detection in zip(test, detections):
+        found = {record.response[s.start:s.end] for s in detection.spans}
+        assert found == {s.text for s in record.spans}, (record.response, found)
+        assert 0.0 <= detection.score <= 1.0
+    bad = [d.score for r, d in zip(test, detections) if r.spans]
+    good = [d.score for r, d in zip(test, detections) if not r.spans]
+    assert min(bad) > max(good)
+    again = load_detector(out).detect_batch(test)
+    assert [d.to_dict() for d in again] == [d.to_dict() for d in detections]
+
+
+def test_a_trained_member_is_fitted_out_of_fold_and_reloaded(prepared, tmp_path):
+    member_recipe = tmp_path / "tiny-token-cls.yaml"
+    member_recipe.write_text(yaml.safe_dump({
+        "kind": "token-classification", "model": {"name_or_path": "tiny", "tiny": {"architecture": "bert"}},
+        "data": {"prepared_dir": "unused", "max_length": 128},
+        "windows": {"min_context_tokens": 16, "response_overlap": 4},
+        "training": {"max_steps": 4, "learning_rate": 3e-3, "per_device_batch_size": 8, "bf16": False,
+                     "gradient_checkpointing": False, "save_steps": 4, "eval_steps": 4, "logging_steps": 2},
+        "output_dir": "unused"}))
+    out = tmp_path / "run"
+    train(validate_recipe(stacked_recipe(prepared, out, [{"name": "tok", "recipe": str(member_recipe),
+                                                          "folds": 2}])))
+    for part in ("fold-0", "fold-1", "full"):
+        assert json.loads((out / "members" / "tok" / part / "run_info.json").read_text())["kind"] == \
+            "token-classification"
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["members"]["tok"]["path"] == "members/tok/full"
+    detector = load_detector(out)
+    assert list(detector.builder.members) == ["tok"]
+    assert len(detector.detect_batch(synthetic_records(2, 3, "test"))) == 4
+
+
+def test_predict_and_evaluate_through_the_cli(prepared, tmp_path):
+    out = tmp_path / "run"
+    train(validate_recipe(stacked_recipe(prepared, out)))
+    runner = CliRunner()
+    pred = tmp_path / "pred.jsonl"
+    result = runner.invoke(app, ["predict", "--model", str(out), "--data", str(prepared / "test.jsonl"),
+                                 "--out", str(pred)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["evaluate", "--gold", str(prepared / "test.jsonl"), "--pred", str(pred),
+                                 "--json", str(tmp_path / "report.json")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["overall"]["span"]["f1"] == pytest.approx(1.0)
+
+
+def test_recipe_needs_an_eval_split_and_one_member_source(prepared, tmp_path):
+    recipe = stacked_recipe(prepared, tmp_path / "run")
+    recipe["data"]["eval_split"] = None
+    with pytest.raises(InputError, match="eval_split"):
+        validate_recipe(recipe)
+    recipe = stacked_recipe(prepared, tmp_path / "run", [{"name": "m", "recipe": "x", "detector": "numbers"}])
+    with pytest.raises(InputError, match="exactly one of recipe"):
+        validate_recipe(recipe)
