@@ -46,3 +46,32 @@ def prepare_command(
                         keep_quality=keep_quality if keep_quality else ("good",), split_by_source=spec)
     out.print(prepare_summary(stats.to_dict()))
     note(f"wrote {out_dir}/{{train,dev,test}}.jsonl and {out_dir}/stats.json")
+
+
+@app.command("augment")
+def augment_command(
+    data: Path = typer.Option(..., "--data", help="Prepared training file (train.jsonl). Never augment dev/test."),
+    out_file: Path = typer.Option(..., "--out", help="Output file: the input records, then the new ones."),
+    kinds: Optional[list[str]] = typer.Option(None, "--kind", help="Edit kinds (repeatable): number, entity, "
+                                              "negation, clause, qualifier. Default: all."),
+    share: float = typer.Option(1.0, "--share", min=0.0, max=1.0, help="Share of clean responses edited."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the edits."),
+) -> None:
+    """Add typed synthetic hallucinations (exact offsets) made from the clean responses of a training file."""
+    from ragtruth_spans.core.errors import check_choice
+    from ragtruth_spans.core.jsonl import read_records, write_records
+    from ragtruth_spans.data.augment import KINDS, augment
+
+    with user_errors():
+        chosen = [k for item in kinds or [] for k in item.split(",") if k] or list(KINDS)
+        for kind in chosen:
+            check_choice(kind, KINDS, "augmentation kind", field="--kind")
+        if out_file.resolve() == data.resolve():
+            raise InputError("--out must differ from --data (the input is read, never rewritten)", field="--out")
+        records = read_records(data)
+        new, stats = augment(records, kinds=chosen, share=share, seed=seed)
+        write_records(out_file, [*records, *new])
+    made = ", ".join(f"{k} {stats.made.get(k, 0)}" for k in chosen)
+    skipped = ", ".join(f"{k} {n}" for k, n in stats.skipped.items()) or "none"
+    note(f"{len(new)} synthetic records from {sum(not r.spans for r in records)} clean of {len(records)} "
+         f"({made}; nothing to edit: {skipped}) → {out_file}")

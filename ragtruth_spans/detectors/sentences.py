@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -67,20 +68,22 @@ def sentence_texts(text: str) -> list[str]:
     return [text[a:b] for a, b in split_sentences(text)]
 
 
-def _json_lines(value: Any, key: str = "") -> list[str]:
+def _json_lines(value: Any, key: str = "", split: Callable[[str], list[Interval]] = split_sentences) -> list[str]:
     if isinstance(value, dict):
-        return [line for k, v in value.items() for line in _json_lines(v, str(k))]
+        return [line for k, v in value.items() for line in _json_lines(v, str(k), split)]
     if isinstance(value, list):
-        return [line for item in value for line in _json_lines(item, key)]
+        return [line for item in value for line in _json_lines(item, key, split)]
     if isinstance(value, str) and len(value) > LONG_VALUE_CHARS:
-        return sentence_texts(value)
+        return [value[a:b] for a, b in split(value)]
     shown = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
     return [f"{key}: {shown}" if key else shown]
 
 
-def evidence_units(context: str, task: str, question: str | None = None) -> list[str]:
+def evidence_units(context: str, task: str, question: str | None = None,
+                   split: Callable[[str], list[Interval]] = split_sentences) -> list[str]:
     """The texts a response sentence is compared with: the question (QA), then the context's sentences, or one
-    ``key: value`` line per field of a Data2txt JSON context (a context that is not JSON is cut into sentences)."""
+    ``key: value`` line per field of a Data2txt JSON context (a context that is not JSON is cut into sentences).
+    ``split`` cuts texts into sentence intervals (default :func:`split_sentences`)."""
     units = [question.strip()] if question and question.strip() else []
     if task == "Data2txt":
         try:
@@ -88,8 +91,8 @@ def evidence_units(context: str, task: str, question: str | None = None) -> list
         except json.JSONDecodeError:
             data = None
         if isinstance(data, (dict, list)):
-            return units + [line for line in _json_lines(data) if line.strip()]
-    return units + sentence_texts(context)
+            return units + [line for line in _json_lines(data, split=split) if line.strip()]
+    return units + [context[a:b] for a, b in split(context)]
 
 
 def tokens(text: str) -> list[str]:

@@ -9,7 +9,7 @@ import hashlib
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ class RecordStats:
     clean_kept: int = 0
     over_max_examples: int = 0
     examples: int = 0
+    augmented: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def split_file(data: DataSection, split: str) -> Path | None:
@@ -77,6 +78,12 @@ def selected_training_records(data: DataSection, stats: RecordStats) -> tuple[li
     if not records:
         raise InputError(f"no training records left from {source} (tasks={data.tasks}, "
                          f"clean_fraction={data.clean_fraction})")
+    if data.augment is not None:
+        from ragtruth_spans.data.augment import augment
+
+        new, counts = augment(records, kinds=data.augment.kinds, share=data.augment.share, seed=data.augment.seed)
+        stats.augmented = counts.to_dict()
+        records = records + new
     return records, source
 
 

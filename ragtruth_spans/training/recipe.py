@@ -112,6 +112,17 @@ class LoraSection(Section):
                           "[embed_tokens, lm_head] for a randomly initialised base; none for pretrained bases.")
 
 
+class AugmentSection(Section):
+    """Synthetic hallucinations injected into clean training responses (:mod:`ragtruth_spans.data.augment`);
+    never applied to the eval split."""
+
+    kinds: list[Literal["number", "entity", "negation", "clause", "qualifier"]] = Field(
+        default_factory=lambda: ["number", "entity", "negation", "clause", "qualifier"], min_length=1)
+    share: float = Field(1.0, gt=0.0, le=1.0, description="Share of clean training responses edited (one new "
+                                                           "record each, the original is kept).")
+    seed: int = 0
+
+
 class DataSection(Section):
     """What every family trains on: ``<prepared_dir>/<split>.jsonl`` (or the embedded sample), some tasks."""
 
@@ -125,6 +136,8 @@ class DataSection(Section):
                                                      "shortened (generative) or windowed (token classification).")
     clean_fraction: float = Field(1.0, ge=0.0, le=1.0, description="Share of clean (span-free) examples kept.")
     max_examples: int | None = Field(None, ge=1, description="Keep at most this many examples (after sampling).")
+    augment: AugmentSection | None = Field(None, description="Synthetic hallucinations added to the training "
+                                                             "split (null: none).")
     seed: int = 0
 
 

@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 
 from ragtruth_spans.detectors.base import DetectItem, Detector
-from ragtruth_spans.detectors.sentences import evidence_units, split_sentences
+from ragtruth_spans.detectors.sentences import evidence_units
 from ragtruth_spans.detectors.stacked.features import (
     BASE_FEATURES,
     ContextIndex,
     Interval,
     member_columns,
+    sentences,
     word_features,
     words,
 )
@@ -90,7 +91,7 @@ class ColumnBuilder:
             return None
         from ragtruth_spans.detectors.similarity.encoder import max_cosine
 
-        units = self.encoder.encode_units(evidence_units(item.context, item.task, item.question))
+        units = self.encoder.encode_units(evidence_units(item.context, item.task, item.question, split=sentences))
         return max_cosine(self.encoder.encode([item.response[a:b] for a, b in sentences]), units)
 
     def build(self, items: Sequence[DetectItem],
@@ -104,9 +105,9 @@ class ColumnBuilder:
         out = []
         for i, item in enumerate(items):
             spans = words(item.response)
-            sentences = split_sentences(item.response)
-            base = word_features(item.response, spans, self.index(item), task=item.task, sentences=sentences,
-                                 sentence_cosine=self._cosines(item, sentences))
+            cut = sentences(item.response)
+            base = word_features(item.response, spans, self.index(item), task=item.task, sentences=cut,
+                                 sentence_cosine=self._cosines(item, cut))
             blocks, failed = [base], []
             for name in self.members:
                 values, ok = scores[name][i]

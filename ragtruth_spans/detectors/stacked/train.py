@@ -28,6 +28,7 @@ import numpy as np
 from rich.console import Console
 
 from ragtruth_spans.core.types import Record
+from ragtruth_spans.data.augment import is_augmented
 from ragtruth_spans.detectors.base import DetectItem, Detector
 from ragtruth_spans.detectors.stacked import combiner
 from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, character_scores
@@ -151,12 +152,14 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     seconds["combiner"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
-    tuned_records = train_records + eval_records
-    tuned_words = [c.words for c in train_cols + eval_cols]
     eval_probs = booster.predict(x_eval, num_iteration=rounds)
     flat = np.concatenate([oof, eval_probs])
-    bounds = np.cumsum([0, *(len(w) for w in tuned_words)])
-    probabilities = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    all_words = [c.words for c in train_cols + eval_cols]
+    bounds = np.cumsum([0, *(len(w) for w in all_words)])
+    real = [i for i, r in enumerate(train_records + eval_records) if not is_augmented(r)]  # tune on real data
+    tuned_records = [(train_records + eval_records)[i] for i in real]
+    tuned_words = [all_words[i] for i in real]
+    probabilities = [flat[bounds[i]:bounds[i + 1]] for i in real]
     decision, table = combiner.tune(tuned_records, tuned_words, probabilities, recipe.decision)
     seconds["decision"] = time.perf_counter() - tick
 
@@ -169,7 +172,7 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
             "members": {m.name: {"recipe": m.recipe, "detector": m.detector,
                                  "path": f"{MEMBERS_DIR}/{m.name}/full" if m.recipe else None}
                         for m in recipe.members},
-            "tuning": {"responses": len(tuned_records), "training_out_of_fold": len(train_records),
+            "tuning": {"responses": len(tuned_records), "training_out_of_fold": len(tuned_records) - len(eval_records),
                        "eval": len(eval_records), "span_f1": chosen["span_f1"], "table": table},
             "words": {"train": int(len(y)), "train_hallucinated": int(y.sum()), "eval": int(len(y_eval)),
                       "eval_hallucinated": int(y_eval.sum())},

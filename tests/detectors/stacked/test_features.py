@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragtruth_spans.detectors.sentences import split_sentences
+from ragtruth_spans.detectors.stacked.features import sentences as split_sentences
 from ragtruth_spans.detectors.stacked.features import (
     BASE_FEATURES,
     ContextIndex,

@@ -1,0 +1,171 @@
+"""Synthetic training data: typed hallucinations injected into clean responses, with exact character offsets.
+
+Each kind edits one clean response (a training record without gold spans) and returns a new record whose only
+gold span is the injected text (``response[start:end] == span.text``, half-open, characters):
+
+============  =======================  ===============================================================
+kind          RAGTruth type            edit
+============  =======================  ===============================================================
+number        Evident Conflict         a number the context also states becomes another number
+entity        Evident Conflict         a capitalised name the context states becomes another name of the
+                                       same context
+negation      Subtle Conflict          ``is``/``was``/``can``/... gets ``not``, or a word becomes its
+                                       antonym (``increase`` → ``decrease``)
+clause        Evident Baseless Info    a sentence from a response about another source (same task) is
+                                       inserted after a sentence
+qualifier     Subtle Baseless Info     an unsupported qualifier (``family-owned``, ``cozy``, ...) is
+                                       inserted after ``a``/``an``/``the``
+============  =======================  ===============================================================
+
+An edit that finds nothing to change in a response is skipped and counted (``skipped[kind]``). Augmentation is
+seeded (one ``random.Random(seed)``) and applied to training records only, never to dev or test data. New
+records keep their source's ``source_id`` (so source-disjoint folds stay disjoint) and get the id
+``<id>#aug-<kind>``.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from ragtruth_spans.core.types import Record, Span
+
+KINDS: tuple[str, ...] = ("number", "entity", "negation", "clause", "qualifier")
+TYPES = {"number": "Evident Conflict", "entity": "Evident Conflict", "negation": "Subtle Conflict",
+         "clause": "Evident Baseless Info", "qualifier": "Subtle Baseless Info"}
+QUALIFIERS = ("family-owned", "cozy", "award-winning", "renowned", "popular", "world-class", "affordable",
+              "newly renovated", "highly rated", "historic", "well-known", "luxurious", "controversial",
+              "long-awaited", "record-breaking", "state-of-the-art", "beloved", "upscale")
+ANTONYMS = {"increase": "decrease", "increased": "decreased", "higher": "lower", "more": "less", "before": "after",
+            "open": "closed", "opened": "closed", "allowed": "banned", "rise": "fall", "rose": "fell",
+            "largest": "smallest", "first": "last", "won": "lost", "approved": "rejected", "positive": "negative",
+            "early": "late", "north": "south", "east": "west", "good": "poor", "cheap": "expensive"}
+ANTONYMS |= {v: k for k, v in list(ANTONYMS.items())}
+_NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?![\w])")
+_NAME = re.compile(r"(?<![\w])[A-Z][a-z]+(?: [A-Z][a-z]+)*")
+_AUX = re.compile(r"\b(is|are|was|were|can|will|has|have|does|did)\b(?! not\b)")
+_DETERMINER = re.compile(r"\b(a|an|the)\s+(?=[a-z])")
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?](?=\s|$)")
+
+
+AUGMENTED_ID = "#aug-"
+
+
+def is_augmented(record: Record) -> bool:
+    """Whether ``record`` was made by :func:`augment` (its id carries ``#aug-<kind>``)."""
+    return AUGMENTED_ID in record.id
+
+
+@dataclass
+class AugmentStats:
+    """Records written per kind, and responses a kind found nothing to edit in."""
+
+    made: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        return {"made": dict(self.made), "skipped": dict(self.skipped)}
+
+
+def _edited(record: Record, kind: str, start: int, end: int, new: str) -> Record:
+    """``record`` with ``response[start:end]`` replaced by ``new``, which becomes the only gold span."""
+    response = record.response[:start] + new + record.response[end:]
+    span = Span(start, start + len(new), TYPES[kind], new)
+    return replace(record, id=f"{record.id}{AUGMENTED_ID}{kind}", response=response, spans=[span])
+
+
+def _number(record: Record, rng: random.Random, pool: Sequence[Record]) -> Record | None:
+    found = [m for m in _NUMBER.finditer(record.response) if m.group() in record.context]
+    if not found:
+        return None
+    m = rng.choice(found)
+    digits = m.group().replace(",", "")
+    try:
+        value = float(digits)
+    except ValueError:
+        return None
+    delta = rng.choice([1, 2, 3, 5, 10]) * rng.choice([-1, 1])
+    new = value + delta if value + delta >= 0 else value + abs(delta)
+    text = f"{new:g}" if "." in digits else str(int(new))
+    return _edited(record, "number", m.start(), m.end(), text) if text != m.group() else None
+
+
+def _entity(record: Record, rng: random.Random, pool: Sequence[Record]) -> Record | None:
+    names = {m.group() for m in _NAME.finditer(record.context)}
+    found = [m for m in _NAME.finditer(record.response)
+             if m.group() in names and m.start() > 0 and record.response[m.start() - 2:m.start()].strip() not in ".!?"]
+    others = sorted(names)
+    if not found or len(others) < 2:
+        return None
+    m = rng.choice(found)
+    choices = [n for n in others if n != m.group() and n not in m.group() and m.group() not in n]
+    return _edited(record, "entity", m.start(), m.end(), rng.choice(choices)) if choices else None
+
+
+def _negation(record: Record, rng: random.Random, pool: Sequence[Record]) -> Record | None:
+    words = [m for m in re.finditer(r"\b\w+\b", record.response) if m.group().lower() in ANTONYMS]
+    if words and rng.random() < 0.5:
+        m = rng.choice(words)
+        new = ANTONYMS[m.group().lower()]
+        new = new.capitalize() if m.group()[0].isupper() else new
+        return _edited(record, "negation", m.start(), m.end(), new)
+    found = list(_AUX.finditer(record.response))
+    if not found:
+        return None
+    m = rng.choice(found)
+    return _edited(record, "negation", m.start(), m.end(), f"{m.group()} not")
+
+
+def _clause(record: Record, rng: random.Random, pool: Sequence[Record]) -> Record | None:
+    donors = [r for r in pool if r.task_type == record.task_type and r.source_id != record.source_id]
+    ends = [m.end() for m in _SENTENCE.finditer(record.response)]
+    if not donors or not ends:
+        return None
+    sentences = [s.strip() for s in _SENTENCE.findall(rng.choice(donors).response) if len(s.split()) >= 4]
+    if not sentences:
+        return None
+    at = rng.choice(ends)
+    new = rng.choice(sentences)
+    response = record.response[:at] + " " + new + record.response[at:]
+    span = Span(at + 1, at + 1 + len(new), TYPES["clause"], new)
+    return replace(record, id=f"{record.id}{AUGMENTED_ID}clause", response=response, spans=[span])
+
+
+def _qualifier(record: Record, rng: random.Random, pool: Sequence[Record]) -> Record | None:
+    found = list(_DETERMINER.finditer(record.response))
+    options = [q for q in QUALIFIERS if q.lower() not in record.context.lower()]
+    if not found or not options:
+        return None
+    m = rng.choice(found)
+    new = rng.choice(options)
+    response = record.response[:m.end()] + new + " " + record.response[m.end():]
+    span = Span(m.end(), m.end() + len(new), TYPES["qualifier"], new)
+    return replace(record, id=f"{record.id}{AUGMENTED_ID}qualifier", response=response, spans=[span])
+
+
+EDITS: dict[str, Callable[[Record, random.Random, Sequence[Record]], Record | None]] = {
+    "number": _number, "entity": _entity, "negation": _negation, "clause": _clause, "qualifier": _qualifier}
+
+
+def augment(records: Sequence[Record], *, kinds: Sequence[str] = KINDS, share: float = 1.0, seed: int = 0
+            ) -> tuple[list[Record], AugmentStats]:
+    """New records: each clean record of ``records`` is edited, with probability ``share``, by one kind drawn
+    from ``kinds`` (see the module docstring). Returns only the new records, and the counts."""
+    rng = random.Random(seed)
+    stats = AugmentStats()
+    out = []
+    for record in records:
+        if record.spans or rng.random() >= share:
+            continue
+        kind = rng.choice(list(kinds))
+        new = EDITS[kind](record, rng, records)
+        if new is None:
+            stats.skipped[kind] += 1
+            continue
+        assert all(new.response[s.start:s.end] == s.text for s in new.spans)
+        stats.made[kind] += 1
+        out.append(new)
+    return out, stats
