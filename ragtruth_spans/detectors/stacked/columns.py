@@ -86,13 +86,13 @@ class ColumnBuilder:
                 self._indexes.popitem(last=False)
         return self._indexes[key]
 
-    def _cosines(self, item: DetectItem, sentences: list[Interval]) -> np.ndarray | None:
-        if self.encoder is None or not sentences:
+    def _cosines(self, item: DetectItem, cut: list[Interval]) -> np.ndarray | None:
+        if self.encoder is None or not cut:
             return None
         from ragtruth_spans.detectors.similarity.encoder import max_cosine
 
         units = self.encoder.encode_units(evidence_units(item.context, item.task, item.question, split=sentences))
-        return max_cosine(self.encoder.encode([item.response[a:b] for a, b in sentences]), units)
+        return max_cosine(self.encoder.encode([item.response[a:b] for a, b in cut]), units)
 
     def build(self, items: Sequence[DetectItem],
               member_scores: dict[str, list[tuple[np.ndarray, bool]]] | None = None) -> list[ItemColumns]:

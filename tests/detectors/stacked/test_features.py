@@ -80,3 +80,17 @@ def test_member_columns_take_the_word_maximum_and_neighbourhood_means():
     cols = member_columns(words(response), scores)
     assert cols[:, 0].tolist() == pytest.approx([0.0, 0.9, 0.0])
     assert cols[0, 1] == pytest.approx(0.3)
+
+
+def test_the_sentence_similarity_column_comes_from_the_real_minilm_encoder():
+    from ragtruth_spans.detectors.base import DetectItem
+    from ragtruth_spans.detectors.similarity.encoder import SentenceEncoder
+    from ragtruth_spans.detectors.stacked.columns import ColumnBuilder
+
+    builder = ColumnBuilder(SentenceEncoder())
+    item = DetectItem(context="The museum opens at nine. Entry is free on Sundays.",
+                      response="The museum opens at nine. Penguins enjoy jazz music.", task="Summary")
+    (cols,) = builder.build([item])
+    cosine = cols.matrix[:, BASE_FEATURES.index("sentence_cosine")]
+    first, last = cosine[0], cosine[-1]
+    assert first > 0.95 and last < 0.5

@@ -134,3 +134,20 @@ def test_recipe_needs_an_eval_split_and_one_member_source(prepared, tmp_path):
     recipe = stacked_recipe(prepared, tmp_path / "run", [{"name": "m", "recipe": "x", "detector": "numbers"}])
     with pytest.raises(InputError, match="exactly one of recipe"):
         validate_recipe(recipe)
+
+
+def test_the_fast_span_counter_matches_the_evaluator():
+    from ragtruth_spans.detectors.stacked.combiner import Decision, SpanCounter
+    from ragtruth_spans.detectors.stacked.features import words
+    from ragtruth_spans.evaluation import evaluate
+
+    records = synthetic_records(5, 7, "dev")
+    rng = np.random.default_rng(0)
+    spans = [words(r.response) for r in records]
+    probs = [rng.random(len(w)) for w in spans]
+    counter = SpanCounter(records, spans, probs)
+    for threshold, gap in [(0.3, 0), (0.5, 1), (0.8, 2)]:
+        decision = Decision({"*": threshold, "Summary": threshold}, gap)
+        predictions = {r.id: decide(w, p, threshold, gap) for r, w, p in zip(records, spans, probs)}
+        expected = evaluate(records, predictions).overall["span"]["f1"]
+        assert counter.f1(range(len(records)), decision) == pytest.approx(expected)
