@@ -47,8 +47,8 @@ def main() -> None:
     from ragtruth_spans.data.prepare import prepare
     from ragtruth_spans.data.ragtruth import sample_data_dir
     from ragtruth_spans.detectors.generative.hf import GenerativeDetector
-    from ragtruth_spans.training.recipe import load_recipe
-    from ragtruth_spans.training.run import train
+    from ragtruth_spans.detectors.recipes import load_recipe
+    from ragtruth_spans.detectors.train import train
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_predict_"))
     data = args.data

@@ -94,7 +94,7 @@ def main() -> None:
     from trl import SFTTrainer
 
     from ragtruth_spans.detectors.generative.train import library_versions, load_model, lora_config, sft_config
-    from ragtruth_spans.training.recipe import load_recipe
+    from ragtruth_spans.detectors.recipes import load_recipe
     from ragtruth_spans.training.tiny import train_tokenizer
 
     overrides = [f"training.per_device_batch_size={args.batch_size}", "training.gradient_accumulation_steps=1",

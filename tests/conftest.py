@@ -120,7 +120,7 @@ def overfit_records():
 
 def overfit_recipe(prepared_dir: Path, output_dir: Path, **training):
     """The tiny-model QLoRA recipe used to overfit :func:`overfit_records` (real 4-bit NF4, CPU)."""
-    from ragtruth_spans.training.recipe import validate_recipe
+    from ragtruth_spans.detectors.recipes import validate_recipe
 
     return validate_recipe({
         "model": {"name_or_path": "tiny", "dtype": "float32"},
@@ -148,7 +148,7 @@ class OverfitRun:
 def overfit_run(tmp_path_factory) -> OverfitRun:
     """Tiny Llama, 4-bit NF4 + LoRA, trained for 60 steps on :func:`overfit_records` until it memorises them."""
     from ragtruth_spans.core.jsonl import write_records
-    from ragtruth_spans.training.run import train
+    from ragtruth_spans.detectors.train import train
 
     root = tmp_path_factory.mktemp("overfit")
     records = overfit_records()

@@ -24,14 +24,14 @@ def train_command(
     """Train the detector a recipe describes (its `kind`). An unfinished run of the same recipe and data resumes
     from its last checkpoint; a finished run, or one of other settings, is never silently reused or rewritten.
     Multi-GPU: `accelerate launch --config_file recipes/accelerate/ddp.yaml -m ragtruth_spans train RECIPE`."""
-    from ragtruth_spans.training.recipe import load_recipe
+    from ragtruth_spans.detectors.recipes import load_recipe
 
     with user_errors():
         resolved = load_recipe(recipe, overrides)
         if dry_run:
             sys.stdout.write(resolved.to_yaml())
             return
-        from ragtruth_spans.training.run import train
+        from ragtruth_spans.detectors.train import train
 
         try:
             train(resolved, console=err, overwrite=overwrite, resume=resume)

@@ -147,8 +147,8 @@ def _prepare_sample(paths: QuickstartPaths, console: Console) -> None:
 
 def _train_generative(paths: QuickstartPaths, console: Console, *, max_steps: int | None) -> None:
     """Step 2: train the tiny-cpu recipe (tiny random Llama, real 4-bit QLoRA) on the sample's train split."""
-    from ragtruth_spans.training.recipe import load_recipe
-    from ragtruth_spans.training.run import train
+    from ragtruth_spans.detectors.recipes import load_recipe
+    from ragtruth_spans.detectors.train import train
 
     overrides = [f"output_dir={paths.model}", f"data.prepared_dir={paths.data}", "data.split=train"]
     if max_steps is not None:
@@ -163,8 +163,8 @@ def _train_generative(paths: QuickstartPaths, console: Console, *, max_steps: in
 
 def _train_token_classifier(paths: QuickstartPaths, console: Console, *, max_steps: int | None) -> None:
     """Step 5: train the MiniLM token classifier on the sample's train split (its threshold tuned on dev)."""
-    from ragtruth_spans.training.recipe import load_recipe
-    from ragtruth_spans.training.run import train
+    from ragtruth_spans.detectors.recipes import load_recipe
+    from ragtruth_spans.detectors.train import train
 
     overrides = [*TOKEN_CLS_OVERRIDES, f"output_dir={paths.token_model}", f"data.prepared_dir={paths.data}",
                  "data.split=train", "data.eval_split=dev"]

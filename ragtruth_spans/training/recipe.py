@@ -1,10 +1,12 @@
-"""Training recipes: pydantic schemas, YAML loading and torchtune-style ``key=value`` overrides.
+"""Training recipes: the pydantic sections every family builds on, YAML files and torchtune-style ``key=value``
+overrides.
 
 A recipe names its detector family with a top-level ``kind:`` key (``generative`` when absent, so older files keep
-working) and is validated as a pydantic discriminated union over the registered families' recipe classes
-(:mod:`ragtruth_spans.detectors.family`). Every family shares the ``data:`` section (which prepared file, which
-tasks, the token budget, the seed), ``output_dir`` and ``logging``; each adds its own ``model``/``training``
-sections, built from the reusable sections below.
+working). Every family shares the ``data:`` section (which prepared file, which tasks, the token budget, the seed),
+``output_dir`` and ``logging``; each adds its own ``model``/``training`` sections, built from the reusable
+sections below. The union over the families' recipe classes (validation, overrides checked against a family's
+schema, :func:`load_recipe <ragtruth_spans.detectors.recipes.load_recipe>`) lives next to the family table in
+:mod:`ragtruth_spans.detectors.recipes`, so that imports flow one way (detectors → training).
 
 Every model forbids unknown keys, so a typo or a wrong type fails with an error that names the key path (e.g.
 ``training.max_steps: Input should be a valid integer``). Shipped recipes live in ``ragtruth_spans/recipes/`` and
@@ -19,9 +21,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from ragtruth_spans.core.errors import InputError, check_choice
+from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import read_text
 from ragtruth_spans.core.types import TASK_TYPES
 
@@ -214,55 +216,6 @@ class Recipe(Strict):
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
 
 
-# --- the union over families -----------------------------------------------------------------------------------
-
-def recipe_classes() -> dict[str, type[Recipe]]:
-    """``{kind: recipe class}`` of every registered family that can be trained."""
-    from ragtruth_spans.detectors.family import all_families
-
-    return {f.kind: f.recipe for f in all_families() if f.recipe is not None}
-
-
-def _recipe_adapter(classes: dict[str, type[Recipe]]) -> TypeAdapter:
-    members = tuple(classes.values())
-    if len(members) == 1:
-        return TypeAdapter(members[0])
-    return TypeAdapter(Annotated[Union[members], Field(discriminator="kind")])
-
-
-def _kind_of(data: dict[str, Any], classes: dict[str, type[Recipe]], source: str) -> str:
-    kind = data.get("kind", DEFAULT_KIND)
-    try:
-        check_choice(kind, classes, "recipe kind", field="kind")
-    except InputError as exc:
-        raise InputError(f"invalid recipe {source}: {exc}") from None
-    return kind
-
-
-def _format_validation_error(exc: ValidationError, source: str, kind: str) -> str:
-    lines = []
-    for err in exc.errors():
-        loc = [str(part) for part in err["loc"]]
-        if loc and loc[0] == kind:  # the union's tag
-            loc = loc[1:]
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
-        lines.append(f"{'.'.join(loc) or '(recipe)'}: {msg}")
-    return f"invalid recipe {source}: " + "; ".join(lines)
-
-
-def validate_recipe(data: Any, source: str = "<dict>") -> Recipe:
-    """Validate a recipe dict (``kind`` defaults to ``generative``); errors become one :class:`InputError` naming
-    every bad key path."""
-    if not isinstance(data, dict):
-        raise InputError(f"invalid recipe {source}: expected a mapping at the top level")
-    classes = recipe_classes()
-    data = {"kind": _kind_of(data, classes, source), **{k: v for k, v in data.items() if k != "kind"}}
-    try:
-        return _recipe_adapter(classes).validate_python(data)
-    except ValidationError as exc:
-        raise InputError(_format_validation_error(exc, source, data["kind"])) from None
-
-
 # --- files and overrides ---------------------------------------------------------------------------------------
 
 def resolve_recipe_path(name_or_path: str | Path) -> Path:
@@ -297,44 +250,12 @@ def parse_override(item: str, *, flag: str = "--set") -> tuple[list[str], Any]:
     return key.strip().split("."), value
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Set each ``dotted.key=value`` in ``data`` (a recipe dict); a key the recipe's schema (that of its ``kind``,
-    after any ``kind=`` override) does not have is an error."""
-    parsed = [parse_override(item) for item in overrides]
-    for keys, value in parsed:
-        if keys == ["kind"]:
-            data["kind"] = value
-    classes = recipe_classes()
-    root: type[BaseModel] = classes.get(data.get("kind", DEFAULT_KIND), Recipe)
-    for keys, value in parsed:
-        model: type[BaseModel] | None = root
-        node = data
-        for depth, key in enumerate(keys):
-            fields = model.model_fields if model is not None else {}
-            if key not in fields:
-                dotted = ".".join(keys[: depth + 1])
-                raise InputError(f"unknown recipe key {dotted!r} (valid here: {', '.join(fields)})", field="--set")
-            annotation = fields[key].annotation
-            model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
-            if depth == len(keys) - 1:
-                node[key] = value
-            else:
-                if model is None:
-                    raise InputError(f"recipe key {'.'.join(keys[: depth + 1])!r} has no sub-keys", field="--set")
-                node = node.setdefault(key, {})
-                if not isinstance(node, dict):
-                    raise InputError(f"recipe key {'.'.join(keys[: depth + 1])!r} is not a section", field="--set")
-    return data
-
-
-def load_recipe(name_or_path: str | Path, overrides: list[str] | None = None) -> Recipe:
-    """Load a recipe file (or shipped name), apply ``key=value`` overrides, validate."""
-    path = resolve_recipe_path(name_or_path)
+def read_recipe_data(path: Path) -> dict[str, Any]:
+    """The mapping in a recipe YAML file; bad YAML or another top-level value is an :class:`InputError`."""
     try:
         data = yaml.safe_load(read_text(path)) or {}
     except yaml.YAMLError as exc:
         raise InputError(f"not valid YAML: {exc}", path=path) from None
     if not isinstance(data, dict):
         raise InputError("expected a mapping at the top level", path=path)
-    data = apply_overrides(data, list(overrides or []))
-    return validate_recipe(data, source=str(path))
+    return data

@@ -1,4 +1,6 @@
-"""``ragtruth-spans train``: one entry for every detector family, dispatching on the recipe's ``kind``."""
+"""What every family's train function shares: the result, claiming the run directory once per run, resuming
+from the last checkpoint, running a transformers ``Trainer``. The entry that dispatches on a recipe's ``kind`` is
+:func:`ragtruth_spans.detectors.train.train`."""
 
 from __future__ import annotations
 
@@ -11,10 +13,7 @@ from typing import Any
 from rich.console import Console
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.detectors.family import get_family
-from ragtruth_spans.training.data import split_file, training_file
-from ragtruth_spans.training.recipe import Recipe
-from ragtruth_spans.training.run_dir import claim_output_dir, run_fingerprint
+from ragtruth_spans.training.run_dir import claim_output_dir
 
 
 @dataclass
@@ -28,27 +27,7 @@ class TrainResult:
     resumed_from: str | None
 
 
-def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = False,
-          resume: bool = False) -> TrainResult:
-    """Train the detector that ``recipe`` describes (its family's train function) into ``recipe.output_dir``.
-
-    The run directory rules (:mod:`ragtruth_spans.training.run_dir`) are applied first: a new run starts, an
-    unfinished run of the same fingerprint resumes, anything else is refused unless ``overwrite`` (start over) or
-    ``resume`` (continue a run of other settings). The family's train function gets ``resume`` (continue from
-    the last checkpoint of ``output_dir``) and the ``fingerprint`` to record in ``run_info.json``.
-    """
-    family = get_family(recipe.kind)
-    if family.train is None:
-        raise InputError(f"detectors of kind {recipe.kind!r} are not trained", field="kind")
-    data_files = [training_file(recipe.data)]
-    if recipe.data.eval_split is not None:
-        data_files.append(split_file(recipe.data, recipe.data.eval_split))
-    fingerprint = run_fingerprint(recipe, data_files)
-    resuming = _claim_on_main_process(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume)
-    return family.train(recipe, console=console or Console(stderr=True), resume=resuming, fingerprint=fingerprint)
-
-
-def _claim_on_main_process(output_dir: str | Path, fingerprint: dict[str, Any], *, overwrite: bool,
+def claim_on_main_process(output_dir: str | Path, fingerprint: dict[str, Any], *, overwrite: bool,
                            resume: bool) -> bool:
     """:func:`claim_output_dir` once per run: under accelerate/torchrun (``WORLD_SIZE`` > 1) only the main process
     claims (and may delete or write) the directory; the other ranks wait for its answer, a refusal included, so

@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.training.recipe import DEFAULT_KIND, Recipe, validate_recipe
+from ragtruth_spans.training.recipe import DEFAULT_KIND, Recipe
 
 RUN_INFO_FILE = "run_info.json"
 RECIPE_FILE = "recipe.yaml"
@@ -74,18 +74,6 @@ def run_kind(run_dir: str | Path) -> str:
         if isinstance(data, dict) and isinstance(data.get("kind"), str):
             return data["kind"]
     return DEFAULT_KIND
-
-
-def read_run_recipe(run_dir: str | Path) -> Recipe:
-    """The resolved recipe saved in a run directory; a missing or invalid file is an :class:`InputError`."""
-    path = Path(run_dir) / RECIPE_FILE
-    if not path.is_file():
-        raise InputError("file not found (the training run writes it into its output directory)", path=path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise InputError(f"invalid YAML: {exc}", path=path) from None
-    return validate_recipe(data, source=str(path))
 
 
 def library_versions() -> dict[str, str]:

@@ -1,10 +1,11 @@
 """Tiny random models and their tokenizers, built in code (no download) for CPU tests and the quickstart: a Llama
 (generative and token-classification decoders) and a BERT encoder (token classification).
 
-The Llama's tokenizer is a byte-level BPE trained on the fly with ``tokenizers`` on the given texts plus the prompt
-templates and the target skeleton, so prompts tokenize compactly. The BERT's is a lower-casing WordPiece (BERT's
-normaliser and pre-tokenizer) trained on the texts alone, with BERT's special tokens and pair template
-(``[CLS] A [SEP] B [SEP]``, token type ids 0 / 1). The Llama's special tokens:
+The Llama's tokenizer is a byte-level BPE trained on the fly with ``tokenizers`` on the given texts plus a
+``skeleton`` the caller passes (the generative family passes its prompt templates and target skeleton,
+:func:`ragtruth_spans.detectors.generative.prompts.skeleton_texts`, so prompts tokenize compactly). The BERT's
+is a lower-casing WordPiece (BERT's normaliser and pre-tokenizer) trained on the texts alone, with BERT's special
+tokens and pair template (``[CLS] A [SEP] B [SEP]``, token type ids 0 / 1). The Llama's special tokens:
 ``<s>`` (BOS), ``</s>`` (EOS), ``<pad>``, and role markers ``<|system|>``, ``<|user|>``, ``<|assistant|>``,
 ``<|end|>``; the chat template puts a special token at every message boundary, so a prompt's tokens are always a
 prefix of prompt + answer tokens.
@@ -16,12 +17,8 @@ given ``seed``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
-
-from ragtruth_spans.core.types import HALLUCINATION_TYPES
-from ragtruth_spans.detectors.generative.prompts import _USER_TEMPLATES, SYSTEM_PROMPT, TYPE_DEFINITIONS
 
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 ROLE_TOKENS = ("<|system|>", "<|user|>", "<|assistant|>", "<|end|>")
@@ -34,12 +31,6 @@ TINY_CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}"
 )
-
-
-def _skeleton_texts() -> list[str]:
-    """Prompt and target text that every detection example contains, so BPE merges cover it."""
-    targets = [json.dumps([{"text": "x", "type": t}, {"text": "y", "type": t}]) for t in HALLUCINATION_TYPES]
-    return [SYSTEM_PROMPT, *TYPE_DEFINITIONS.values(), *_USER_TEMPLATES.values(), "[]", *targets]
 
 
 def _train_bpe(corpus: Iterable[str], *, vocab_size: int, special_tokens: list[str]):
@@ -56,11 +47,12 @@ def _train_bpe(corpus: Iterable[str], *, vocab_size: int, special_tokens: list[s
     return tok
 
 
-def train_tokenizer(texts: Iterable[str], *, vocab_size: int = 1024):
-    """A byte-level BPE ``PreTrainedTokenizerFast`` trained on ``texts`` (+ the prompt skeleton)."""
+def train_tokenizer(texts: Iterable[str], *, vocab_size: int = 1024, skeleton: Iterable[str] = ()):
+    """A byte-level BPE ``PreTrainedTokenizerFast`` trained on ``texts`` plus ``skeleton`` (text every input
+    contains, e.g. prompt templates; weighted 20× so its merges are learnt)."""
     from transformers import PreTrainedTokenizerFast
 
-    tok = _train_bpe([*_skeleton_texts() * 20, *texts], vocab_size=vocab_size,
+    tok = _train_bpe([*list(skeleton) * 20, *texts], vocab_size=vocab_size,
                      special_tokens=[PAD, BOS, EOS, *ROLE_TOKENS])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=BOS, eos_token=EOS, pad_token=PAD,
                                    additional_special_tokens=list(ROLE_TOKENS), clean_up_tokenization_spaces=False)
@@ -85,11 +77,13 @@ def snap_to_nf4(model, *, blocksize: int = 64) -> int:
     return n
 
 
-def build_tiny_llama(out_dir: str | Path, *, seed: int = 0, texts: Iterable[str] = (), vocab_size: int = 1024,
+def build_tiny_llama(out_dir: str | Path, *, seed: int = 0, texts: Iterable[str] = (), skeleton: Iterable[str] = (),
+                     vocab_size: int = 1024,
                      hidden_size: int = 64, num_hidden_layers: int = 2, num_attention_heads: int = 4,
                      intermediate_size: int = 128, max_position_embeddings: int = 4096,
                      lm_head_std: float = 0.5) -> Path:
-    """Build a random tiny Llama + tokenizer (trained on ``texts``) and ``save_pretrained`` both to ``out_dir``.
+    """Build a random tiny Llama + tokenizer (trained on ``texts`` and ``skeleton``) and ``save_pretrained`` both
+    to ``out_dir``.
 
     ``hidden_size`` and ``intermediate_size`` must be multiples of 64 (the NF4 blocksize). Returns ``out_dir``.
     """
@@ -100,7 +94,7 @@ def build_tiny_llama(out_dir: str | Path, *, seed: int = 0, texts: Iterable[str]
         if value % 64:
             raise ValueError(f"{name}={value} must be a multiple of 64 for 4-bit NF4 blocks")
     out_dir = Path(out_dir)
-    tokenizer = train_tokenizer(texts, vocab_size=vocab_size)
+    tokenizer = train_tokenizer(texts, vocab_size=vocab_size, skeleton=skeleton)
     config = LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=intermediate_size,
         num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,

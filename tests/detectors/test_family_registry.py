@@ -17,8 +17,9 @@ from ragtruth_spans.detectors import family as registry
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.detectors.family import Family, register_family
 from ragtruth_spans.detectors.loader import load_detector
+from ragtruth_spans.detectors.recipes import load_recipe
 from ragtruth_spans.detectors.rules import numbers_in
-from ragtruth_spans.training.recipe import Recipe, load_recipe
+from ragtruth_spans.training.recipe import Recipe
 from ragtruth_spans.training.run import TrainResult
 from ragtruth_spans.training.run_dir import write_run_files
 

@@ -8,14 +8,8 @@ from typer.testing import CliRunner
 
 from ragtruth_spans.cli import app
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.training.recipe import (
-    Recipe,
-    apply_overrides,
-    load_recipe,
-    resolve_recipe_path,
-    shipped_recipes,
-    validate_recipe,
-)
+from ragtruth_spans.detectors.recipes import apply_overrides, load_recipe, validate_recipe
+from ragtruth_spans.training.recipe import Recipe, resolve_recipe_path, shipped_recipes
 
 MINIMAL = {"model": {"name_or_path": "tiny"}, "output_dir": "runs/x"}
 

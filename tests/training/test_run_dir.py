@@ -12,8 +12,8 @@ import pytest
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_json
-from ragtruth_spans.training.recipe import validate_recipe
-from ragtruth_spans.training.run import _claim_on_main_process, whole_run_train_loss
+from ragtruth_spans.detectors.recipes import validate_recipe
+from ragtruth_spans.training.run import claim_on_main_process, whole_run_train_loss
 from ragtruth_spans.training.run_dir import claim_output_dir, run_fingerprint, write_run_files
 
 
@@ -85,7 +85,7 @@ def test_under_ddp_only_the_main_process_claims_and_the_others_get_its_answer(tm
 
         monkeypatch.setattr(accelerate, "PartialState", lambda **_: SimpleNamespace(is_main_process=rank == 0))
         monkeypatch.setattr(accelerate.utils, "broadcast_object_list", broadcast)
-        return _claim_on_main_process(out, fp, overwrite=False, resume=False)
+        return claim_on_main_process(out, fp, overwrite=False, resume=False)
 
     assert as_rank(0) is False and (out / "fingerprint.json").is_file()  # a new run
     assert as_rank(1) is False  # the same answer, not "resume the run rank 0 just started"

@@ -88,6 +88,12 @@ _USER_TEMPLATES: dict[str, str] = {
 }
 
 
+def skeleton_texts() -> list[str]:
+    """Prompt and target text that every detection example contains (the tiny tokenizer learns its merges)."""
+    targets = [json.dumps([{"text": "x", "type": t}, {"text": "y", "type": t}]) for t in HALLUCINATION_TYPES]
+    return [SYSTEM_PROMPT, *TYPE_DEFINITIONS.values(), *_USER_TEMPLATES.values(), "[]", *targets]
+
+
 def build_messages(task_type: str, context: str, response: str,
                    question: str | None = None) -> list[dict[str, str]]:
     """Chat messages (system + user) asking for the hallucinated spans of ``response`` given ``context``."""

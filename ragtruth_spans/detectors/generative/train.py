@@ -4,7 +4,7 @@ Pipeline: prepared records → (task filter, seeded clean-example subsampling, e
 whole) → conversational prompt-completion examples (loss on the completion only) → 4-bit base model (or plain
 LoRA) → ``SFTTrainer`` (with ``data.eval_split``: eval loss every ``eval_steps`` and the best checkpoint kept) →
 ``output_dir`` with the adapter, the tokenizer, ``recipe.yaml`` and ``run_info.json``. The run-directory rules
-(resume, refuse) are applied by :func:`ragtruth_spans.training.run.train`. Works under ``accelerate launch``
+(resume, refuse) are applied by :func:`ragtruth_spans.detectors.train.train`. Works under ``accelerate launch``
 (DDP: one model copy per local rank; FSDP-QLoRA: ``quantization.quant_storage`` = ``model.dtype``).
 """
 
@@ -27,6 +27,7 @@ from ragtruth_spans.detectors.generative.prompts import (
     build_messages,
     fit_context,
     format_target,
+    skeleton_texts,
 )
 from ragtruth_spans.detectors.generative.recipe import GenerativeRecipe
 from ragtruth_spans.detectors.generative.run_dir import BASE_MODEL_DIR
@@ -108,7 +109,7 @@ def ensure_base_model(recipe: GenerativeRecipe, output_dir: Path, records: Seque
 
         texts = [t for r in records for t in (r.context, r.response, r.question or "")]
         spec = recipe.model.tiny
-        build_tiny_llama(base, seed=spec.seed, texts=texts, vocab_size=spec.vocab_size,
+        build_tiny_llama(base, seed=spec.seed, texts=texts, skeleton=skeleton_texts(), vocab_size=spec.vocab_size,
                          hidden_size=spec.hidden_size, num_hidden_layers=spec.num_hidden_layers,
                          num_attention_heads=spec.num_attention_heads, intermediate_size=spec.intermediate_size)
     return str(base), None
@@ -224,7 +225,7 @@ def _dataset(examples: Sequence[dict[str, Any]]):
 
 def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: bool = False,
           fingerprint: dict[str, Any] | None = None) -> TrainResult:
-    """Fine-tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`);
+    """Fine-tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.detectors.train.train`);
     ``resume``: continue from the directory's last checkpoint; ``fingerprint`` goes into ``run_info.json``."""
     from transformers import set_seed
     from trl import SFTTrainer

@@ -20,8 +20,9 @@ OPTIONS = {"device", "batch_size"}
 
 def load(run_dir: str | Path, **options: Any) -> Detector:
     """The detector a similarity run directory describes (its recipe and tuned thresholds)."""
+    from ragtruth_spans.detectors.recipes import read_run_recipe
     from ragtruth_spans.detectors.similarity.train import detector_from_recipe
-    from ragtruth_spans.training.run_dir import read_run_info, read_run_recipe
+    from ragtruth_spans.training.run_dir import read_run_info
 
     check_options("similarity", options, OPTIONS)
     run_dir = Path(run_dir)

@@ -26,7 +26,7 @@ def detector_from_recipe(recipe: SimilarityRecipe, thresholds: dict[str, float] 
 
 def train(recipe: SimilarityRecipe, *, console: Console | None = None, resume: bool = False,
           fingerprint: dict[str, Any] | None = None) -> TrainResult:
-    """Tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`)."""
+    """Tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.detectors.train.train`)."""
     console = console or Console(stderr=True)
     loaded = load_eval_records(recipe.data)
     assert loaded is not None  # the recipe requires data.eval_split

@@ -1,6 +1,6 @@
 """The token-classification detector: windows → one forward pass each → aggregated token probabilities → spans.
 
-``TokenClassificationDetector.from_pretrained(run_dir)`` loads what ``ragtruth-spans train`` wrote. For each
+``load_detector(run_dir)`` (:func:`.run_dir.load_run`) loads what ``ragtruth-spans train`` wrote. For each
 response, every window (:mod:`.windows`) is run; windows of all responses of a call are batched together,
 longest first, and their outputs put back in plan order (so that aggregation, ``best``'s tie rule included, does
 not depend on how a call was batched). Per token, the label probabilities of the windows that hold it are
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -86,13 +85,6 @@ class TokenClassificationDetector(Detector):
         self.threshold, self.aggregation, self.span_edges = threshold, aggregation, span_edges
         self.batch_size = batch_size
         self.run_info = dict(run_info or {})
-
-    @classmethod
-    def from_pretrained(cls, path: str | Path, **options: Any) -> TokenClassificationDetector:
-        """Load a run directory (see :func:`ragtruth_spans.detectors.token_classification.family.load`)."""
-        from ragtruth_spans.detectors.token_classification.run_dir import load_run
-
-        return load_run(path, **options)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "run_dir": self.run_info.get("run_dir"),

@@ -8,7 +8,7 @@ and counted in ``no_windows``) labelled on the response tokens (-100 elsewhere) 
 checkpoint of highest token F1 is kept) → ``output_dir`` with the weights, the tokenizer, ``recipe.yaml`` and
 ``run_info.json`` (with ``base_model.resolved_revision``, the commit a hub base was loaded at, which a LoRA run
 reloads) → the threshold tuned on the dev records (:mod:`.tuning`) and written into ``run_info.json``. The
-run-directory rules (resume, refuse) are applied by :func:`ragtruth_spans.training.run.train`.
+run-directory rules (resume, refuse) are applied by :func:`ragtruth_spans.detectors.train.train`.
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ def _trainer(recipe: TokenClassificationRecipe, data: _Prepared, model: Any, out
 
 def train(recipe: TokenClassificationRecipe, *, console: Console | None = None, resume: bool = False,
           fingerprint: dict[str, Any] | None = None) -> TrainResult:
-    """Fine-tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`);
+    """Fine-tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.detectors.train.train`);
     ``resume``: continue from the directory's last checkpoint; ``fingerprint`` goes into ``run_info.json``."""
     from transformers import set_seed
 

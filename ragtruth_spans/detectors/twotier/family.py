@@ -19,8 +19,9 @@ OPTIONS = {"device", "batch_size", "threshold"}
 
 def load(run_dir: str | Path, **options: Any) -> Detector:
     """The two-tier detector of a finished run directory."""
+    from ragtruth_spans.detectors.recipes import read_run_recipe
     from ragtruth_spans.detectors.twotier.detector import MODEL_DIR, TwoTierDetector
-    from ragtruth_spans.training.run_dir import read_run_info, read_run_recipe
+    from ragtruth_spans.training.run_dir import read_run_info
 
     check_options("two-tier", options, OPTIONS)
     run_dir = Path(run_dir)

@@ -142,7 +142,7 @@ def fit(recipe: TwoTierRecipe, base: str, train_rows: list[dict[str, Any]], eval
 def train(recipe: TwoTierRecipe, *, console: Console | None = None, resume: bool = False,
           fingerprint: dict[str, Any] | None = None) -> TrainResult:
     """Fine-tune and tune per ``recipe`` into ``recipe.output_dir`` (claimed by
-    :func:`ragtruth_spans.training.run.train`)."""
+    :func:`ragtruth_spans.detectors.train.train`)."""
     from ragtruth_spans.detectors.similarity.encoder import SentenceEncoder
 
     console = console or Console(stderr=True)

@@ -182,10 +182,10 @@ def test_detection_from_text_pairs_item_scores_with_aligned_spans_skipping_unali
 
 
 def test_clean_completion_ids_follow_training_and_stop_at_end_of_turn() -> None:
-    from ragtruth_spans.detectors.generative.prompts import build_messages, prompt_token_ids
+    from ragtruth_spans.detectors.generative.prompts import build_messages, prompt_token_ids, skeleton_texts
     from ragtruth_spans.training.tiny import train_tokenizer
 
-    tokenizer = train_tokenizer(["The Grand Hotel opened in 1998."], vocab_size=400)
+    tokenizer = train_tokenizer(["The Grand Hotel opened in 1998."], vocab_size=400, skeleton=skeleton_texts())
     messages = build_messages("Summary", "The Grand Hotel opened in 1999.", "The Grand Hotel opened in 1998.")
     prompt = prompt_token_ids(tokenizer, messages)
     completion = clean_completion_ids(tokenizer, messages, prompt, {tokenizer.eos_token_id})
@@ -252,10 +252,11 @@ def test_vllm_detector_scores_from_logprobs_with_a_stand_in_engine() -> None:
     import math
     from types import SimpleNamespace as NS
 
+    from ragtruth_spans.detectors.generative.prompts import skeleton_texts
     from ragtruth_spans.detectors.generative.vllm import VLLMDetector
     from ragtruth_spans.training.tiny import train_tokenizer
 
-    tokenizer = train_tokenizer(["The Grand Hotel opened in 1998."], vocab_size=400)
+    tokenizer = train_tokenizer(["The Grand Hotel opened in 1998."], vocab_size=400, skeleton=skeleton_texts())
     target = '[{"text": "opened in 1998", "type": "Evident Conflict"}]'
     outputs = {"spans": (target, tokenizer(target, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]),
                "clean": ("[]", tokenizer("[]", add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id])}

@@ -10,10 +10,12 @@ from conftest import interrupt_training_at, make_record
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.generative import prompts
+from ragtruth_spans.detectors.generative.prompts import skeleton_texts
 from ragtruth_spans.detectors.generative.train import DataStats, build_examples, select_records
+from ragtruth_spans.detectors.recipes import load_recipe, validate_recipe
+from ragtruth_spans.detectors.train import train
 from ragtruth_spans.reporting.console import training_data_summary
-from ragtruth_spans.training.recipe import DataSection, load_recipe, validate_recipe
-from ragtruth_spans.training.run import train
+from ragtruth_spans.training.recipe import DataSection
 from ragtruth_spans.training.tiny import train_tokenizer
 
 
@@ -42,7 +44,7 @@ def test_build_examples_drops_what_does_not_fit_whole_and_counts_it():
     records = [make_record("long", "QA", long_context, "The sky is red.", [("red", "Evident Conflict")],
                            question="Sky?"),
                make_record("short", "Summary", "The sky is blue.", "The sky is blue.", [])]
-    tokenizer = train_tokenizer([long_context], vocab_size=500)
+    tokenizer = train_tokenizer([long_context], vocab_size=500, skeleton=skeleton_texts())
     stats = DataStats()
     examples = build_examples(records, tokenizer, 600, stats)
     assert (stats.examples, stats.shortened, stats.shortened_ids, stats.too_long) == (1, 1, ["long"], 0)

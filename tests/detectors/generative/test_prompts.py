@@ -9,6 +9,7 @@ import pytest
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import Span
 from ragtruth_spans.detectors.generative import prompts
+from ragtruth_spans.detectors.generative.prompts import skeleton_texts
 from ragtruth_spans.training.tiny import train_tokenizer
 
 CONTEXT = "Passage 1: The Grand Hotel opened in 1999 on the harbour front. " * 40
@@ -19,7 +20,7 @@ TARGET = '[{"text": "opened in 1998", "type": "Evident Conflict"}]'
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return train_tokenizer([CONTEXT, RESPONSE, QUESTION], vocab_size=600)
+    return train_tokenizer([CONTEXT, RESPONSE, QUESTION], vocab_size=600, skeleton=skeleton_texts())
 
 
 def test_build_messages_per_task():
@@ -68,14 +69,14 @@ def test_render_prompt_is_prefix_of_training_sequence(tokenizer):
 
 
 def test_fallback_template_for_tokenizer_without_one():
-    tok = train_tokenizer([RESPONSE], vocab_size=400)
+    tok = train_tokenizer([RESPONSE], vocab_size=400, skeleton=skeleton_texts())
     tok.chat_template = None
     text = prompts.render_prompt(tok, prompts.build_messages("Summary", "ARTICLE", "RESP"))
     assert text.startswith("<s>### System:\n") and "### User:\n" in text and text.endswith("### Assistant:\n")
 
 
 def test_system_message_folded_when_template_rejects_it(tokenizer):
-    tok = train_tokenizer([RESPONSE], vocab_size=400)
+    tok = train_tokenizer([RESPONSE], vocab_size=400, skeleton=skeleton_texts())
     tok.chat_template = ("{% for m in messages %}{% if m['role'] == 'system' %}"
                          "{{ raise_exception('System role not supported') }}{% endif %}"
                          "{{ '<|' + m['role'] + '|>' + m['content'] }}{% endfor %}"

@@ -24,8 +24,9 @@ import pytest
 from conftest import overfit_records
 
 from ragtruth_spans.detectors.generative import prompts
+from ragtruth_spans.detectors.generative.prompts import skeleton_texts
 from ragtruth_spans.detectors.generative.train import DataStats, build_examples, sft_config
-from ragtruth_spans.training.recipe import load_recipe
+from ragtruth_spans.detectors.recipes import load_recipe
 from ragtruth_spans.training.tiny import train_tokenizer
 
 MAX_LENGTH = 2048  # the test contexts are short: nothing gets shortened or truncated
@@ -358,7 +359,7 @@ FAMILY = {family.name: family for family in FAMILIES}
 @pytest.fixture(scope="module")
 def base_tokenizer():
     texts = [t for r in overfit_records() for t in (r.context, r.response, r.question or "")]
-    return train_tokenizer(texts, vocab_size=500)
+    return train_tokenizer(texts, vocab_size=500, skeleton=skeleton_texts())
 
 
 def family_tokenizer(base, family: Family):

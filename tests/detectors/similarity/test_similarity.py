@@ -129,8 +129,8 @@ def test_tuning_picks_the_first_best_threshold_on_the_dev_records():
 
 def test_train_tunes_on_the_eval_split_and_the_run_directory_loads(tmp_path):
     from ragtruth_spans.core.jsonl import write_records
-    from ragtruth_spans.training.recipe import load_recipe
-    from ragtruth_spans.training.run import train
+    from ragtruth_spans.detectors.recipes import load_recipe
+    from ragtruth_spans.detectors.train import train
 
     write_records(tmp_path / "data" / "dev.jsonl", tuning_records())
     write_records(tmp_path / "data" / "train.jsonl", tuning_records()[:1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.training.recipe import load_recipe, validate_recipe
+from ragtruth_spans.detectors.recipes import load_recipe, validate_recipe
 
 
 def test_packing_is_refused_not_ignored():

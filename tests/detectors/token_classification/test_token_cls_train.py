@@ -1,5 +1,5 @@
 """Training token classifiers on CPU: a tiny random BERT (full fine-tuning) and the tiny random Llama with a real
-4-bit NF4 base + LoRA + a trainable head (QLoRA), through `ragtruth_spans.training.run.train`; both overfit four
+4-bit NF4 base + LoRA + a trainable head (QLoRA), through `ragtruth_spans.detectors.train.train`; both overfit four
 records, are loaded by `load_detector` and reproduce the gold spans; threshold tuning, resume, the CLI."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.core.types import Span
 from ragtruth_spans.detectors.loader import load_detector
+from ragtruth_spans.detectors.recipes import validate_recipe
 from ragtruth_spans.detectors.token_classification.train import WindowStats, build_examples, weighted_loss
-from ragtruth_spans.training.recipe import validate_recipe
-from ragtruth_spans.training.run import train
+from ragtruth_spans.detectors.train import train
 
 
 def token_cls_recipe(prepared: Path, output_dir: Path, architecture: str, **overrides) -> dict:

@@ -79,8 +79,8 @@ def test_a_tiny_two_tier_run_trains_tunes_loads_and_never_flags_tier1(tmp_path):
     """Builds a tiny random BERT, trains 4 steps and loads the real MiniLM retriever: ~15 s on 2 cores."""
     from ragtruth_spans.core.jsonl import write_records
     from ragtruth_spans.detectors.loader import load_detector
-    from ragtruth_spans.training.recipe import load_recipe
-    from ragtruth_spans.training.run import train
+    from ragtruth_spans.detectors.recipes import load_recipe
+    from ragtruth_spans.detectors.train import train
 
     for split in ("train", "dev"):
         write_records(tmp_path / "data" / f"{split}.jsonl", two_tier_records(split))
@@ -123,7 +123,7 @@ def test_supported_pairs_are_subsampled_per_unsupported_pair():
 
 def test_packing_is_refused_by_two_tier_recipes():
     from ragtruth_spans.core.errors import InputError
-    from ragtruth_spans.training.recipe import load_recipe
+    from ragtruth_spans.detectors.recipes import load_recipe
 
     with pytest.raises(InputError, match="packing=true is not supported by two-tier"):
         load_recipe("all-minilm-l6-v2/two-tier", ["training.packing=true"])

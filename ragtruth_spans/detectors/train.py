@@ -1,0 +1,35 @@
+"""``ragtruth-spans train``: one entry for every detector family, dispatching on the recipe's ``kind`` (as
+:mod:`ragtruth_spans.detectors.loader` does for loading)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.detectors.family import get_family
+from ragtruth_spans.training.data import split_file, training_file
+from ragtruth_spans.training.recipe import Recipe
+from ragtruth_spans.training.run import TrainResult, claim_on_main_process
+from ragtruth_spans.training.run_dir import run_fingerprint
+
+__all__ = ["TrainResult", "train"]
+
+
+def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = False,
+          resume: bool = False) -> TrainResult:
+    """Train the detector that ``recipe`` describes (its family's train function) into ``recipe.output_dir``.
+
+    The run directory rules (:mod:`ragtruth_spans.training.run_dir`) are applied first: a new run starts, an
+    unfinished run of the same fingerprint resumes, anything else is refused unless ``overwrite`` (start over) or
+    ``resume`` (continue a run of other settings). The family's train function gets ``resume`` (continue from
+    the last checkpoint of ``output_dir``) and the ``fingerprint`` to record in ``run_info.json``.
+    """
+    family = get_family(recipe.kind)
+    if family.train is None:
+        raise InputError(f"detectors of kind {recipe.kind!r} are not trained", field="kind")
+    data_files = [training_file(recipe.data)]
+    if recipe.data.eval_split is not None:
+        data_files.append(split_file(recipe.data, recipe.data.eval_split))
+    fingerprint = run_fingerprint(recipe, data_files)
+    resuming = claim_on_main_process(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume)
+    return family.train(recipe, console=console or Console(stderr=True), resume=resuming, fingerprint=fingerprint)
