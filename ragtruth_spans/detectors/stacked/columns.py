@@ -33,6 +33,15 @@ INDEX_CACHE_SIZE = 256
 """Context indexes kept (a RAGTruth source has six responses to one context)."""
 
 
+def build_encoder(name: str | None, **options: Any) -> Any:
+    """The sentence encoder of the similarity column (``options``: ``device``, ``batch_size``), or None."""
+    if name is None:
+        return None
+    from ragtruth_spans.detectors.similarity.encoder import SentenceEncoder
+
+    return SentenceEncoder(name, **options)
+
+
 def column_names(members: Sequence[str]) -> list[str]:
     """Every column, in matrix order."""
     return [*BASE_FEATURES, *(f"{m}_{c}" for m in members for c in ("word", "mean_3", "mean_8"))]

@@ -15,22 +15,14 @@ from ragtruth_spans.detectors.stacked.recipe import StackedRecipe
 OPTIONS = {"device", "batch_size"}
 
 
-def build_encoder(name: str | None, **options: Any) -> Any:
-    """The sentence encoder of the similarity column, or None."""
-    if name is None:
-        return None
-    from ragtruth_spans.detectors.similarity.encoder import SentenceEncoder
-
-    return SentenceEncoder(name, **options)
-
-
 def load(run_dir: str | Path, **options: Any) -> Detector:
     """The detector a finished stacked run directory describes (combiner, decision, members, encoder)."""
     from ragtruth_spans.detectors.loader import load_detector
+    from ragtruth_spans.detectors.recipes import read_run_recipe
     from ragtruth_spans.detectors.stacked import combiner
-    from ragtruth_spans.detectors.stacked.columns import ColumnBuilder
+    from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder
     from ragtruth_spans.detectors.stacked.detector import StackedDetector
-    from ragtruth_spans.training.run_dir import read_run_info, read_run_recipe
+    from ragtruth_spans.training.run_dir import read_run_info
 
     check_options("stacked", options, OPTIONS)
     run_dir = Path(run_dir)

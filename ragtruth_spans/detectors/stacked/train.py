@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import asdict
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from ragtruth_spans.core.types import Record
 from ragtruth_spans.data.augment import is_augmented
 from ragtruth_spans.detectors.base import DetectItem, Detector
 from ragtruth_spans.detectors.stacked import combiner
-from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, character_scores
+from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder, character_scores
 from ragtruth_spans.detectors.stacked.recipe import MemberSection, StackedRecipe
 from ragtruth_spans.training.data import RecordStats, load_eval_records, selected_training_records
 from ragtruth_spans.training.run import TrainResult
@@ -62,8 +62,8 @@ def _write_split(directory: Path, name: str, records: Sequence[Record]) -> None:
 def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, output: Path, console: Console
                   ) -> Detector:
     from ragtruth_spans.detectors.loader import load_detector
-    from ragtruth_spans.training.recipe import load_recipe
-    from ragtruth_spans.training.run import train
+    from ragtruth_spans.detectors.recipes import load_recipe
+    from ragtruth_spans.detectors.train import train
 
     assert member.recipe is not None
     sub = load_recipe(member.recipe, [*member.overrides, f"data.prepared_dir={data_dir}", "data.split=train",
@@ -118,8 +118,6 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
 def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool = False,
           fingerprint: dict[str, Any] | None = None) -> TrainResult:
     """Train per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`)."""
-    from ragtruth_spans.detectors.stacked.family import build_encoder
-
     console = console or Console(stderr=True)
     run_dir = Path(recipe.output_dir)
     seconds: dict[str, float] = {}
@@ -175,7 +173,7 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
                         for m in recipe.members},
             "tuning": {"responses": len(tuned_records), "training_out_of_fold": len(tuned_records) - len(eval_records),
                        "eval": len(eval_records), "span_f1": chosen["span_f1"], "table": table},
-            "words": {"train": int(len(y)), "train_hallucinated": int(y.sum()), "eval": int(len(y_eval)),
+            "words": {"train": len(y), "train_hallucinated": int(y.sum()), "eval": len(y_eval),
                       "eval_hallucinated": int(y_eval.sum())},
             "feature_gain": {name: round(value, 1) for name, value in top},
             "data_stats": asdict(stats),

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragtruth_spans.detectors.stacked.features import sentences as split_sentences
 from ragtruth_spans.detectors.stacked.features import (
     BASE_FEATURES,
     ContextIndex,
@@ -17,6 +16,7 @@ from ragtruth_spans.detectors.stacked.features import (
     word_features,
     words,
 )
+from ragtruth_spans.detectors.stacked.features import sentences as split_sentences
 
 
 def features_of(context: str, response: str, task: str = "Summary", question: str | None = None) -> dict:
