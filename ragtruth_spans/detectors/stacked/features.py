@@ -35,7 +35,16 @@ from ragtruth_spans.core.types import TASK_TYPES
 Interval = tuple[int, int]
 WORD = re.compile(r"\w+(?:[-'’.,/:]\w+)*")
 MAX_NGRAM = 8
-STOP_WORDS = frozenset(["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "here", "he", "she", "they", "them", "his", "her", "their", "we", "our", "you", "your", "i", "me", "my", "not", "no", "yes", "do", "does", "did", "has", "have", "had", "will", "would", "can", "could", "should", "may", "might", "must", "also", "than", "then", "so", "such", "very", "more", "most", "other", "into", "about", "over", "after", "before", "which", "who", "whom", "whose", "what", "when", "where", "why", "how", "all", "any", "each", "both", "few", "many", "much", "some", "only", "own", "same", "just", "while", "during", "under", "above", "between", "out", "up", "down", "off", "again", "further", "once", "s", "t"])
+STOP_WORDS = frozenset({
+    "a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as",
+    "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there",
+    "here", "he", "she", "they", "them", "his", "her", "their", "we", "our", "you", "your", "i", "me", "my",
+    "not", "no", "yes", "do", "does", "did", "has", "have", "had", "will", "would", "can", "could", "should",
+    "may", "might", "must", "also", "than", "then", "so", "such", "very", "more", "most", "other", "into",
+    "about", "over", "after", "before", "which", "who", "whom", "whose", "what", "when", "where", "why", "how",
+    "all", "any", "each", "both", "few", "many", "much", "some", "only", "own", "same", "just", "while",
+    "during", "under", "above", "between", "out", "up", "down", "off", "again", "further", "once", "s", "t",
+})
 
 BASE_FEATURES: tuple[str, ...] = (
     "in_context", "stem_in_context", "fuzzy", "in_question", "ngram", "ngram_stem", "is_number",
