@@ -17,7 +17,6 @@ table, feature importances, counts, seconds per stage).
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -61,22 +60,39 @@ def _write_split(directory: Path, name: str, records: Sequence[Record]) -> None:
 
 def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, output: Path, console: Console
                   ) -> Detector:
+    """The member trained on ``data_dir/train.jsonl`` (eval: ``data_dir/dev.jsonl``) into ``output``; a finished
+    run there with the same fingerprint is reused, an unfinished one resumes (a killed ``train`` goes on)."""
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.detectors.recipes import load_recipe
     from ragtruth_spans.detectors.train import train
+    from ragtruth_spans.training.run_dir import FINGERPRINT_FILE, RUN_INFO_FILE, run_fingerprint
 
     assert member.recipe is not None
     sub = load_recipe(member.recipe, [*member.overrides, f"data.prepared_dir={data_dir}", "data.split=train",
-                                      f"data.eval_split={'dev' if recipe.data.eval_split else 'null'}",
-                                      f"data.tasks={json.dumps(recipe.data.tasks)}", f"output_dir={output}"])
-    train(sub, console=console, resume=True)
+                                      "data.eval_split=dev", f"data.tasks={json.dumps(recipe.data.tasks)}",
+                                      f"output_dir={output}"])
+    fingerprint = run_fingerprint(sub, [data_dir / "train.jsonl", data_dir / "dev.jsonl"])["fingerprint"]
+    stored = output / FINGERPRINT_FILE
+    if (output / RUN_INFO_FILE).is_file() and stored.is_file() and \
+            json.loads(stored.read_text(encoding="utf-8")).get("fingerprint") == fingerprint:
+        console.print(f"member {member.name}: reusing the finished run {output}")
+    else:
+        train(sub, console=console)
     return load_detector(output)
+
+
+def _member_data(directory: Path, train_records: Sequence[Record], eval_records: Sequence[Record]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    _write_split(directory, "train", train_records)
+    _write_split(directory, "dev", eval_records)
+    return directory
 
 
 def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_records: list[Record], run_dir: Path,
                   console: Console) -> tuple[dict[str, Detector], dict[str, Scores], dict[str, Scores]]:
     """Every member's detector (as detection will use it) and its scores of the training (out-of-fold for
-    trained members) and eval records."""
+    trained members) and eval records. Members trained here live in ``members/<name>/{fold-k,full}`` and their
+    data in ``members/<name>/data/``."""
     from ragtruth_spans.detectors.loader import load_detector
 
     detectors: dict[str, Detector] = {}
@@ -89,27 +105,20 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
             detectors[member.name] = load_detector(member.detector)
             on_train[member.name] = character_scores(detectors[member.name], train_items)
         else:
+            home = run_dir / MEMBERS_DIR / member.name
             folds = _source_folds(train_records, member.folds, recipe.data.seed)
             scores: list[Any] = [None] * len(train_records)
-            with tempfile.TemporaryDirectory(prefix="stacked-member-") as tmp:
-                for k in range(member.folds):
-                    part = Path(tmp) / f"fold-{k}"
-                    part.mkdir()
-                    _write_split(part, "train", [r for r, f in zip(train_records, folds) if f != k])
-                    _write_split(part, "dev", eval_records)
-                    console.print(f"member {member.name}: fold {k + 1}/{member.folds}")
-                    detector = _train_member(member, recipe, part, run_dir / MEMBERS_DIR / member.name / f"fold-{k}",
-                                             console)
-                    held = [i for i, f in enumerate(folds) if f == k]
-                    for i, result in zip(held, character_scores(detector, [train_items[i] for i in held])):
-                        scores[i] = result
-                whole = Path(tmp) / "full"
-                whole.mkdir()
-                _write_split(whole, "train", train_records)
-                _write_split(whole, "dev", eval_records)
-                console.print(f"member {member.name}: all training responses")
-                detectors[member.name] = _train_member(member, recipe, whole,
-                                                       run_dir / MEMBERS_DIR / member.name / "full", console)
+            for k in range(member.folds):
+                console.print(f"member {member.name}: fold {k + 1}/{member.folds}")
+                data = _member_data(home / "data" / f"fold-{k}",
+                                    [r for r, f in zip(train_records, folds) if f != k], eval_records)
+                detector = _train_member(member, recipe, data, home / f"fold-{k}", console)
+                held = [i for i, f in enumerate(folds) if f == k]
+                for i, result in zip(held, character_scores(detector, [train_items[i] for i in held])):
+                    scores[i] = result
+            console.print(f"member {member.name}: all training responses")
+            data = _member_data(home / "data" / "full", train_records, eval_records)
+            detectors[member.name] = _train_member(member, recipe, data, home / "full", console)
             on_train[member.name] = scores
         on_eval[member.name] = character_scores(detectors[member.name], eval_items)
     return detectors, on_train, on_eval
