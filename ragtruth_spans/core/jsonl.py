@@ -1,4 +1,10 @@
-"""JSON and JSON-lines files: strict UTF-8 reading with file:line errors, and writing that keeps non-ASCII text."""
+"""JSON and JSON-lines files: strict UTF-8 reading with file:line errors, and writing that keeps non-ASCII text.
+
+Every JSON text a user gives (files, stdin, the benchmark's sidecars) is parsed by :func:`loads_json`, which turns
+every way Python's parser can refuse late — integers over its digit limit, nesting too deep for its recursion,
+``NaN``/``Infinity`` (not JSON) — into one :class:`InputError` naming the file and line. Files are written
+atomically (:mod:`ragtruth_spans.core.files`): a crash leaves the old file or the new one, never a torn one.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.files import atomic_write_json, atomic_writer
 from ragtruth_spans.core.types import Record
 
 
@@ -29,13 +36,35 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 yield lineno, parse_json_object(raw, path, lineno)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_json(raw: str | bytes, path: str | Path | None = None, line: int | None = None) -> Any:
+    """Parse one JSON text; anything Python's parser refuses (bad syntax, an integer over its digit limit,
+    nesting too deep, ``NaN``/``Infinity``) raises :class:`InputError` naming ``path`` and ``line``."""
+    try:
+        return json.loads(raw, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=line) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply", path=path, line=line) from None
+    except UnicodeDecodeError:
+        raise InputError("not valid UTF-8", path=path, line=line) from None
+    except ValueError as exc:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
+        raise InputError(f"invalid JSON: {str(exc).split(';')[0]}", path=path, line=line) from None
+
+
+def read_json_file(path: str | Path) -> Any:
+    """A whole JSON file (strict UTF-8, :func:`loads_json`); a missing, unreadable or malformed file raises
+    :class:`InputError` naming it."""
+    return loads_json(read_text(path), path)
+
+
 def parse_json_object(raw: str, path: str | Path, line: int) -> dict[str, Any]:
     """One JSON line that must hold an object; bad JSON or another value raises :class:`InputError` naming
     ``path`` (a file, or a label such as ``<stdin>``) and the 1-based ``line``."""
-    try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=line) from None
+    obj = loads_json(raw, path, line)
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=line)
     return obj
@@ -56,11 +85,9 @@ def read_text(path: str | Path) -> str:
 
 
 def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
-    """Write dicts as UTF-8 JSON lines (non-ASCII kept as is); return the number written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write dicts as UTF-8 JSON lines (non-ASCII kept as is), atomically; return the number written."""
     n = 0
-    with path.open("w", encoding="utf-8") as fh:
+    with atomic_writer(path) as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             n += 1
@@ -68,10 +95,9 @@ def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
 
 
 def write_json(path: str | Path, obj: Any) -> None:
-    """Write ``obj`` as indented UTF-8 JSON (non-ASCII kept as is), creating parent folders."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    """Write ``obj`` as indented UTF-8 JSON (non-ASCII kept as is), creating parent folders; atomically
+    (:func:`~ragtruth_spans.core.files.atomic_write_json`)."""
+    atomic_write_json(path, obj)
 
 
 def read_records(path: str | Path) -> list[Record]:
