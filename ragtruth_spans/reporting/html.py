@@ -208,9 +208,10 @@ def render_report(data: ReportInput) -> str:
 
 def write_report(path: str | Path, data: ReportInput) -> Path:
     """Render the report and write it to ``path`` (UTF-8), creating parent folders; return the path."""
+    from ragtruth_spans.core.files import atomic_write_text
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(data), encoding="utf-8")
+    atomic_write_text(path, render_report(data))
     return path
 
 

@@ -177,6 +177,7 @@ def write_run_files(output_dir: str | Path, recipe: Recipe, info: dict[str, Any]
     the family's ``info`` and the library versions) into ``output_dir``; return the run info written. A
     fingerprint other than the one the directory was started with is recorded as ``resumed_with_other_settings``
     (a ``--resume`` that insisted)."""
+    from ragtruth_spans.core.files import atomic_write_text
     from ragtruth_spans.core.jsonl import write_json
 
     output_dir = Path(output_dir)
@@ -189,6 +190,6 @@ def write_run_files(output_dir: str | Path, recipe: Recipe, info: dict[str, Any]
             run_info["resumed_with_other_settings"] = {"started_as": started["fingerprint"]}
     run_info.update(info)
     run_info["libraries"] = library_versions()
-    (output_dir / RECIPE_FILE).write_text(recipe.to_yaml(), encoding="utf-8")
+    atomic_write_text(output_dir / RECIPE_FILE, recipe.to_yaml())
     write_json(output_dir / RUN_INFO_FILE, run_info)
     return run_info
