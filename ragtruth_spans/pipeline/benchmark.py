@@ -128,9 +128,9 @@ def _load(spec: DetectorSpec, dev: Path | None, criterion: str, paths: Benchmark
     saved = paths.tuning(spec.label)
     record = _read_sidecar(saved, console)
     if record is not None and all(record.get(name) == value for name, value in key.items()):
-        console.print(f"  reusing the tuning in {saved}", highlight=False)
+        console.print(f"  reusing the tuning in {saved}", highlight=False, markup=False)
         return detector.with_thresholds(record["thresholds"], record["source"]), record
-    console.print(f"  tuning {spec.source} on {dev} ({criterion})", highlight=False)
+    console.print(f"  tuning {spec.source} on {dev} ({criterion})", highlight=False, markup=False)
     detector, result = detector.tune(read_records(dev), criterion=criterion, split="dev")
     record = result.to_dict() | {"dev": str(dev), "source": detector.source} | key
     write_json(saved, record)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 QUICKSTART_RECIPE = "tiny-cpu"
 LEADERBOARD_DETECTORS = ("numbers", "sim-overlap", "flag-all")
@@ -103,7 +104,7 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     if fresh:
         _remove_outputs(paths, console)
     paths.workdir.mkdir(parents=True, exist_ok=True)
-    console.print(f"[bold]ragtruth-spans quickstart[/] — writing under {paths.workdir}", highlight=False)
+    console.print(f"[bold]ragtruth-spans quickstart[/] — writing under {escape(str(paths.workdir))}", highlight=False)
     started = time.perf_counter()
 
     _prepare_sample(paths, console)
