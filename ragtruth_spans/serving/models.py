@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator
 
 from ragtruth_spans.core.fields import surrogate_at
 from ragtruth_spans.core.types import TASK_TYPES
@@ -31,7 +31,16 @@ def _unicode(value: str) -> str:
 
 Text = Annotated[str, AfterValidator(_unicode)]
 """A string of valid Unicode (:func:`~ragtruth_spans.core.fields.surrogate_at`): the rule of every text field."""
-Id = Annotated[str, AfterValidator(_unicode)] | int
+
+
+def _id(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError("must be a string or an integer")  # never coerced: true is not 1
+    return _unicode(value) if isinstance(value, str) else value
+
+
+Id = Annotated[str | int, PlainValidator(_id), WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "integer"}]})]
+"""An id: a string of valid Unicode or an integer, echoed as given."""
 
 
 class _Strict(BaseModel):
@@ -91,7 +100,7 @@ class DetectMany(BaseModel):
 
 class CandidateIn(_Strict):
     response: Text = Field(min_length=1)
-    id: Text | None = None
+    id: Id | None = None
 
 
 class SelectRequest(_Strict):
