@@ -111,7 +111,7 @@ def _write(rows: list[tuple[dict[str, Any], str]], view: bool, stream: TextIO) -
             out.print(detection_view(response, row, title=None if row.get("id") is None else f"id {row['id']}"),
                       highlight=False)
         return
-    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row, _ in rows)
     binary = getattr(stream, "buffer", None)
     stream.flush()
     if binary is not None:  # JSON lines are UTF-8 whatever the locale's encoding of stdout
