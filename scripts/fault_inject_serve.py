@@ -134,6 +134,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     seen_ids: Counter[str] = Counter()
     hostile_status: dict[str, Counter[int]] = {}
+    lost_by: Counter[str] = Counter()
     lock = threading.Lock()
     cursor = iter(range(len(plan)))
     stop_at = time.monotonic() + args.deadline
@@ -157,6 +158,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                 except httpx.HTTPError:
                     with lock:
                         counts["lost"] += 1
+                        lost_by[payload[0] if kind == "hostile" else "valid"] += 1
                     continue
                 with lock:
                     counts["answered"] += 1
@@ -179,7 +181,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     return {"requests_planned": len(plan), **{k: counts[k] for k in (
                 "sent", "answered", "lost", "duplicated", "valid", "valid_ok", "wrongly_failed", "hostile",
                 "hostile_4xx", "hostile_mishandled")},
-            "seconds": round(elapsed, 2), "server_alive": health.status_code == 200,
+            "lost_by_kind": dict(lost_by), "seconds": round(elapsed, 2), "server_alive": health.status_code == 200,
             "server_stats": health.json().get("stats"),
             "hostile_statuses": {name: dict(c) for name, c in sorted(hostile_status.items())}}
 
