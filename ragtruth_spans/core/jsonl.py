@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.fields import check_unicode, surrogate_at
 from ragtruth_spans.core.files import atomic_write_json, atomic_writer
 from ragtruth_spans.core.types import Record
 
@@ -40,9 +42,41 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def loads_json(raw: str | bytes, path: str | Path | None = None, line: int | None = None) -> Any:
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _surrogate_field(obj: Any, where: str = "") -> tuple[str, str] | None:
+    """``(path, text)`` of the first key or string value holding a lone surrogate (path such as
+    ``spans[0].text``), None if there is none."""
+    if isinstance(obj, str):
+        return (where or "value", obj) if surrogate_at(obj) is not None else None
+    if isinstance(obj, list):
+        return next((f for i, v in enumerate(obj) if (f := _surrogate_field(v, f"{where}[{i}]"))), None)
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if surrogate_at(key) is not None:
+                return (f"{where}.<key>" if where else "<key>"), key
+            found = _surrogate_field(value, f"{where}.{key}" if where else key)
+            if found:
+                return found
+    return None
+
+
+def loads_json(raw: str | bytes, path: str | Path | None = None, line: int | None = None, *,
+               allow_surrogates: bool = False) -> Any:
     """Parse one JSON text; anything Python's parser refuses (bad syntax, an integer over its digit limit,
-    nesting too deep, ``NaN``/``Infinity``) raises :class:`InputError` naming ``path`` and ``line``."""
+    nesting too deep, ``NaN``/``Infinity``) raises :class:`InputError` naming ``path`` and ``line``. A string
+    escaping a lone surrogate (``"\\ud800"``: legal JSON, never text) is refused too, naming its field, unless
+    ``allow_surrogates`` (a caller that checks every field itself)."""
+    obj = _parse(raw, path, line)
+    if not allow_surrogates:
+        data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+        if _SURROGATE_ESCAPE.search(data) and (found := _surrogate_field(obj)):
+            check_unicode(found[1], field=found[0], path=path, line=line)
+    return obj
+
+
+def _parse(raw: str | bytes, path: str | Path | None, line: int | None) -> Any:
     try:
         return json.loads(raw, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:

@@ -155,3 +155,12 @@ def test_prepared_records_have_strict_types(tmp_path: Path, changes: dict, field
 def test_a_valid_record_still_reads(tmp_path: Path) -> None:
     [record] = read_records(_write_record(tmp_path, id=12))
     assert record.id == "12" and record.spans[0].type == "Evident Conflict" and not record.spans[0].implicit_true
+
+
+def test_the_parser_refuses_a_lone_surrogate_anywhere_naming_its_field() -> None:
+    assert loads_json('{"a": "\\ud83d\\ude00"}') == {"a": "😀"}  # a valid surrogate pair is text
+    with pytest.raises(InputError, match=r"f:1, field 'a\[1\].b': not valid Unicode text: a lone surrogate U\+DC00"):
+        loads_json('{"a": [1, {"b": "x\\udc00"}]}', "f", 1)
+    with pytest.raises(InputError, match="field '<key>'"):
+        loads_json('{"\\ud800": 1}', "f", 1)  # a diagnostic key would reach a console or a file later
+    assert loads_json('{"a": "\\ud800"}', allow_surrogates=True) == {"a": "\ud800"}  # callers that check fields
