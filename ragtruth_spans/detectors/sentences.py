@@ -85,7 +85,7 @@ def evidence_units(context: str, task: str, question: str | None = None) -> list
     if task == "Data2txt":
         try:
             data = json.loads(context)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or JSON Python refuses late (huge integers, deep nesting)
             data = None
         if isinstance(data, (dict, list)):
             return units + [line for line in _json_lines(data) if line.strip()]

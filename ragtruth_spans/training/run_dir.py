@@ -47,10 +47,9 @@ def read_run_info(run_dir: str | Path) -> dict[str, Any]:
     path = Path(run_dir) / RUN_INFO_FILE
     if not path.is_file():
         return {}
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc})", path=path) from None
+    from ragtruth_spans.core.jsonl import read_json_file
+
+    info = read_json_file(path)
     if not isinstance(info, dict):
         raise InputError("expected a JSON object", path=path)
     return info
@@ -124,7 +123,7 @@ def _changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:
 def _read_fingerprint(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("fingerprint"), str) else None
 

@@ -30,3 +30,10 @@ def test_spans_differing_only_by_composition_align(response_form: str, span_form
     found = alignment.spans[0]
     assert unicodedata.normalize("NFC", response[found.start:found.end]) == "café de Zoë"
     assert response[found.end:].startswith(" ouvre")  # the trailing combining mark stays inside the span
+
+
+@pytest.mark.parametrize("context", ['{"stars": ' + "9" * 5000 + "}", "[" * 5000 + "]" * 5000])
+def test_a_data2txt_context_python_refuses_late_is_read_as_text_not_a_crash(context: str) -> None:
+    from ragtruth_spans.detectors.sentences import evidence_units
+
+    assert evidence_units(context, "Data2txt")  # cut into sentences like any context that is not JSON
