@@ -123,9 +123,10 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     _train_token_classifier(paths, console, max_steps=token_max_steps)
     _step(console, 6, "rank both trained detectors beside baselines", paths.leaderboard)
     _leaderboard(paths, {"batch_size": batch_size, "max_new_tokens": max_new_tokens, "device": "cpu"}, console)
-    console.print(f"\n[bold green]done[/] in {time.perf_counter() - started:.0f} s. Files: data {paths.data}, "
-                  f"model {paths.model}, predictions {paths.predictions}, report {paths.report}, {paths.report_html}, "
-                  f"token classifier {paths.token_model}, leaderboard {paths.leaderboard}", highlight=False)
+    console.print(f"\n[bold green]done[/] in {time.perf_counter() - started:.0f} s. Files: " + escape(
+                  f"data {paths.data}, model {paths.model}, predictions {paths.predictions}, report {paths.report}, "
+                  f"{paths.report_html}, token classifier {paths.token_model}, leaderboard {paths.leaderboard}"),
+                  highlight=False)
     console.print("The tiny random model only shows that the pipeline runs end to end; its scores say nothing "
                   "about a real detector. The token classifier has real pretrained weights but saw 44 invented "
                   "responses: real detection, not a benchmark (see docs/BENCHMARKS.md).", style="dim")
