@@ -210,7 +210,7 @@ def _leaderboard(paths: QuickstartPaths, model_options: dict, console: Console) 
 
 def _step(console: Console, number: int, title: str, target: Path) -> None:
     console.rule(f"[bold]step {number}/{TOTAL_STEPS}[/]: {title}")
-    console.print(f"  → {target}", highlight=False)
+    console.print(f"  → {target}", highlight=False, markup=False)
 
 
 def _write_html_report(paths: QuickstartPaths, gold, pred_file, console: Console) -> None:
