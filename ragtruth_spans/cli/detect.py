@@ -4,7 +4,10 @@ Input: ``--context/--question/--response`` (each text, or ``@FILE`` for a UTF-8 
 JSON lines on stdin, one ``{"context", "question"?, "response", "task", "id"?}`` per line. Output: one JSON line
 per item on stdout, ``{"id"?, "spans": [{"start", "end", "type"?, "score"?, "text"}], "score", "error"?, ...}``
 (offsets are characters of the response, half-open), or on a terminal a highlighted view. Every line of stdin is
-checked before any detection runs: a bad line stops with one error naming ``<stdin>:LINE`` and the field, exit 2.
+checked before any detection runs and before anything is printed — bytes that are not UTF-8, bad JSON, an unknown
+key (a typo such as ``qestion``), a field of the wrong type, text with a lone surrogate — and a bad line stops with
+one error naming ``<stdin>:LINE`` and the field, exit 2. The view escapes control characters (no raw terminal
+escape sequences from a response or an id reach the terminal).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from ragtruth_spans.core.errors import InputError, check_choice
 
 STDIN = "<stdin>"
 OUTPUTS = ("auto", "json", "view")
+INPUT_KEYS = ("context", "question", "response", "task", "task_type", "id")
+"""The keys of a stdin line (``task_type``: the prepared files' name for ``task``); any other key is refused."""
 
 
 def argument_text(value: str | None, option: str) -> str | None:
@@ -35,20 +40,34 @@ def argument_text(value: str | None, option: str) -> str | None:
         raise InputError(exc.message, path=exc.path, line=exc.line, field=option) from None
 
 
-def read_items(lines: Iterable[str], source: str = STDIN) -> list[tuple[Any, Any]]:
-    """``[(id or None, DetectItem)]`` from JSON lines (blank lines skipped); a bad line raises :class:`InputError`
-    naming ``source``, the 1-based line and the field."""
+def _decode(raw: str | bytes, source: str, lineno: int) -> str:
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 (byte {exc.start + 1} of the line)", path=source, line=lineno) from None
+
+
+def read_items(lines: Iterable[str | bytes], source: str = STDIN) -> list[tuple[Any, Any]]:
+    """``[(id or None, DetectItem)]`` from JSON lines (bytes are decoded as strict UTF-8; blank lines skipped); a
+    bad line (see the module docstring) raises :class:`InputError` naming ``source``, the 1-based line and the
+    field."""
+    from ragtruth_spans.core.fields import check_id
     from ragtruth_spans.core.jsonl import parse_json_object
     from ragtruth_spans.detectors.base import DetectItem
 
     items = []
-    for lineno, raw in enumerate(lines, start=1):
+    for lineno, raw_line in enumerate(lines, start=1):
+        raw = _decode(raw_line, source, lineno)
         if not raw.strip():
             continue
         obj = parse_json_object(raw, source, lineno)
-        item_id = obj.get("id")
-        if item_id is not None and (isinstance(item_id, bool) or not isinstance(item_id, (str, int))):
-            raise InputError("must be a string or an integer", path=source, line=lineno, field="id")
+        unknown = [key for key in obj if key not in INPUT_KEYS]
+        if unknown:
+            raise InputError(f"unknown field (expected {', '.join(INPUT_KEYS)})", path=source, line=lineno,
+                             field=unknown[0][:60])
+        item_id = check_id(obj.get("id"), path=source, line=lineno, optional=True)
         try:
             items.append((item_id, DetectItem.of(obj)))
         except InputError as exc:
@@ -66,6 +85,7 @@ def output_row(item_id: Any, response: str, detection: Any) -> dict[str, Any]:
 
 
 def _argument_item(context: str | None, question: str | None, response: str | None, task: str | None) -> Any:
+    from ragtruth_spans.core.fields import check_text
     from ragtruth_spans.core.types import TASK_TYPES
     from ragtruth_spans.detectors.base import DetectItem
 
@@ -78,6 +98,8 @@ def _argument_item(context: str | None, question: str | None, response: str | No
         raise InputError("--task is required (QA, Summary or Data2txt) when no --question is given", field="--task")
     task = task or "QA"
     check_choice(task, TASK_TYPES, "task", field="--task")
+    for value, option in ((context, "--context"), (response, "--response"), (question, "--question")):
+        check_text(value, field=option, optional=True)  # undecodable argument bytes arrive as lone surrogates
     return DetectItem(context=context, response=response, task=task, question=question)
 
 
@@ -86,11 +108,18 @@ def _write(rows: list[tuple[dict[str, Any], str]], view: bool, stream: TextIO) -
         from ragtruth_spans.reporting.console import detection_view
 
         for row, response in rows:
-            out.print(detection_view(response, row, title=None if row.get("id") is None else f"id {row['id']}"))
+            out.print(detection_view(response, row, title=None if row.get("id") is None else f"id {row['id']}"),
+                      highlight=False)
         return
-    for row, _ in rows:
-        stream.write(json.dumps(row, ensure_ascii=False) + "\n")
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row, _ in rows)
+    binary = getattr(stream, "buffer", None)
     stream.flush()
+    if binary is not None:  # JSON lines are UTF-8 whatever the locale's encoding of stdout
+        binary.write(text.encode("utf-8"))
+        binary.flush()
+    else:
+        stream.write(text)
+        stream.flush()
 
 
 @app.command("detect")
@@ -122,7 +151,7 @@ def detect_command(
         elif sys.stdin is None or sys.stdin.isatty():
             raise InputError("no input: give --context and --response, or pipe JSON lines into stdin")
         else:
-            items = read_items(sys.stdin)
+            items = read_items(getattr(sys.stdin, "buffer", sys.stdin))  # bytes: decoded strictly, line by line
         try:
             detector = load_detector(model, device=device, batch_size=batch_size, max_new_tokens=max_new_tokens)
         except OSError as exc:

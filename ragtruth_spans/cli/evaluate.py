@@ -28,15 +28,19 @@ def evaluate_command(
 ) -> None:
     """Score predicted spans against gold: character-overlap P/R/F1, response-level P/R/F1, type recall,
     seqeval, AUROC, by task and by model."""
+    from ragtruth_spans.core.files import check_output_path
     from ragtruth_spans.core.jsonl import write_json
     from ragtruth_spans.evaluation.files import evaluate_files
     from ragtruth_spans.reporting.console import print_evaluation
 
     with user_errors():
+        if json_out is not None:
+            check_output_path(json_out, field="--json")  # before the work, not after it
         report = evaluate_files(gold, pred, ignore_implicit_true=ignore_implicit_true,
                                 ignore_due_to_null=ignore_due_to_null, allow_missing=allow_missing,
                                 bootstrap=bootstrap, seed=seed)
     print_evaluation(report.to_dict(), out)
     if json_out is not None:
-        write_json(json_out, report.to_dict())
+        with user_errors():
+            write_json(json_out, report.to_dict())
         note(f"report written to {json_out}")

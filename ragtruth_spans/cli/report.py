@@ -50,11 +50,13 @@ def report_command(
 ) -> None:
     """Write an HTML report: metrics overall / by task / by model / per type with intervals, charts, and every
     response with correct, missed and false-alarm characters highlighted. Self-contained: open it offline."""
+    from ragtruth_spans.core.files import check_output_path
     from ragtruth_spans.core.predictions import read_prediction_file
     from ragtruth_spans.evaluation import load_gold
     from ragtruth_spans.reporting.html import ReportInput, evaluate_detector, write_report
 
     with user_errors():
+        check_output_path(out_path, field="--out")  # before the work, not after it
         records, gold_info = load_gold(gold)
         lengths = {r.id: len(r.response) for r in records}
         results = [evaluate_detector(name, str(pred), records, read_prediction_file(pred, response_lengths=lengths),

@@ -12,6 +12,8 @@ from ragtruth_spans.cli.common import app, note, out, user_errors
 
 STRATEGY_HELP = "fewest-spans | no-spans | least-hallucinated-chars | max-confidence."
 TIE_BREAK_HELP = "random (seeded) | first | shortest."
+NO_JUDGEMENT_EXIT = 3
+"""``select-best``'s exit status when the detector could judge no candidate (nothing chosen); 2 stays bad input."""
 
 
 @app.command("select")
@@ -30,6 +32,7 @@ def select_command(
 ) -> None:
     """Measure best-of-N answer selection on a labelled corpus (RAGTruth Table 7): one response per source among
     --models, picked by the predicted spans, against each model alone, random and the oracle."""
+    from ragtruth_spans.core.files import check_output_path
     from ragtruth_spans.core.jsonl import write_json
     from ragtruth_spans.core.predictions import read_prediction_file
     from ragtruth_spans.evaluation import load_gold
@@ -37,18 +40,25 @@ def select_command(
     from ragtruth_spans.selection.corpus import evaluate_selection
 
     with user_errors():
+        if json_out is not None:
+            check_output_path(json_out, field="--json")  # before the work, not after it
         records, _ = load_gold(data)
         pred_file = read_prediction_file(pred, response_lengths={r.id: len(r.response) for r in records})
         names = [m.strip() for m in models.split(",") if m.strip()]
         report = evaluate_selection(records, pred_file.spans, names, strategy, seed, bootstrap,
-                                    tie_break=tie_break, response_scores=pred_file.response_scores).to_dict()
+                                    tie_break=tie_break, response_scores=pred_file.response_scores,
+                                    errors=pred_file.errors).to_dict()
     out.print(selection_table(report))
     sources = report["sources"]
     if sources["skipped"]:
         reasons = ", ".join(f"{reason} ({count})" for reason, count in sources["skipped_reasons"].items())
         note(f"skipped {sources['skipped']} of {sources['total']} sources: {reasons}")
+    if report["selected"]["detector_errors"]:
+        note(f"{report['selected']['detector_errors']} candidate(s) in the sources used were detector errors (the "
+             "detector could not judge them): ranked after every judged candidate, never counted as clean")
     if json_out is not None:
-        write_json(json_out, report)
+        with user_errors():
+            write_json(json_out, report)
         note(f"wrote {json_out}")
 
 
@@ -67,30 +77,41 @@ def select_best_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the random tie-breaks."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the selection as JSON."),
 ) -> None:
-    """Pick the least hallucinated of your candidate responses to one input, with a detector."""
+    """Pick the least hallucinated of your candidate responses to one input, with a detector. Exit status 0, 2 for
+    bad input, 3 when the detector could judge no candidate (nothing is chosen)."""
     from ragtruth_spans.core.errors import InputError, check_choice
+    from ragtruth_spans.core.fields import check_text
+    from ragtruth_spans.core.files import check_output_path
     from ragtruth_spans.core.jsonl import read_text, write_json
     from ragtruth_spans.core.types import TASK_TYPES
     from ragtruth_spans.detectors.loader import load_detector
-    from ragtruth_spans.reporting.console import candidates_table
+    from ragtruth_spans.reporting.console import candidates_table, printable
     from ragtruth_spans.selection.select import read_candidates, select_best
 
     with user_errors():
+        if json_out is not None:
+            check_output_path(json_out, field="--json")
         if task is None and question is None:
             raise InputError("--task is required (QA, Summary or Data2txt) when no --question is given")
         task = task or "QA"
         check_choice(task, TASK_TYPES, "task", field="--task")
-        context_text = read_text(context)
+        check_text(question, field="--question", optional=True)
+        context_text = check_text(read_text(context), field="--context", path=context)
         items = read_candidates(candidates)
         detector = load_detector(model, device=device)
         chosen = select_best(items, strategy=strategy, seed=seed, tie_break=tie_break, detector=detector,
                              context=context_text, task=task, question=question)
     payload = chosen.to_dict()
     out.print(candidates_table(payload))
+    if json_out is not None:
+        with user_errors():
+            write_json(json_out, payload)
+        note(f"wrote {json_out}")
+    if chosen.no_judgement or chosen.candidate is None:
+        note(f"no judgement: the detector could not judge any of the {len(items)} candidates; nothing was chosen "
+             f"(exit status {NO_JUDGEMENT_EXIT})")
+        raise typer.Exit(code=NO_JUDGEMENT_EXIT)
     how = f"; tie among {chosen.tied} broken by {chosen.tie_break}" if chosen.tie_broken else ""
     flag = "; no clean candidate, fell back to fewest spans" if chosen.fallback else ""
-    out.print(f"Chosen: candidate {chosen.index} (id {chosen.candidate.id}){how}{flag}", markup=False)
-    out.print(chosen.candidate.response, markup=False)
-    if json_out is not None:
-        write_json(json_out, payload)
-        note(f"wrote {json_out}")
+    out.print(printable(f"Chosen: candidate {chosen.index} (id {chosen.candidate.id}){how}{flag}"), markup=False)
+    out.print(printable(chosen.candidate.response), markup=False)

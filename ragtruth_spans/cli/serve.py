@@ -49,8 +49,10 @@ def serve_command(
     max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
                                                  help="Generative runs: generation budget per response."),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
+    docs: bool = typer.Option(False, "--docs", help="Serve the interactive API docs at /docs and /redoc (their "
+                              "pages load Swagger UI / ReDoc from a public CDN); /openapi.json is always served."),
 ) -> None:
-    """Serve a detector over HTTP: POST /v1/detect, POST /v1/select, GET /v1/model, GET /health, docs at /docs.
+    """Serve a detector over HTTP: POST /v1/detect, POST /v1/select, GET /v1/model, GET /health (docs with --docs).
     Concurrent requests are micro-batched; Ctrl-C or SIGTERM finishes the requests in flight, then stops."""
     import uvicorn
 
@@ -62,13 +64,14 @@ def serve_command(
     with user_errors():
         settings = ServeSettings(max_batch=max_batch, max_wait_ms=max_wait_ms, max_queue=max_queue,
                                  max_items=max_items, max_chars=max_chars,
-                                 max_body_bytes=int(max_body_mb * 1024 * 1024), api_key=api_key_from_env(api_key_env))
+                                 max_body_bytes=int(max_body_mb * 1024 * 1024), api_key=api_key_from_env(api_key_env),
+                                 docs=docs)
         run_info = read_run_info(model) if Path(model).is_dir() else None
         try:
             detector = load_detector(model, device=device, batch_size=batch_size, max_new_tokens=max_new_tokens)
         except OSError as exc:
             fail(exc)
-    note(f"serving {detector.kind} detector {model} on http://{host}:{port} (docs: /docs; auth: "
+    note(f"serving {detector.kind} detector {model} on http://{host}:{port} (docs: {'/docs' if docs else 'off'}; auth: "
          f"{'bearer token from $' + api_key_env if api_key_env else 'none'})")
     config = uvicorn.Config(create_app(detector, settings=settings, run_info=run_info), host=host, port=port,
                             log_level=log_level.lower(), timeout_graceful_shutdown=graceful_timeout)

@@ -1,14 +1,23 @@
-"""JSON and JSON-lines files: strict UTF-8 reading with file:line errors, and writing that keeps non-ASCII text."""
+"""JSON and JSON-lines files: strict UTF-8 reading with file:line errors, and writing that keeps non-ASCII text.
+
+Every JSON text a user gives (files, stdin, the benchmark's sidecars) is parsed by :func:`loads_json`, which turns
+every way Python's parser can refuse late — integers over its digit limit, nesting too deep for its recursion,
+``NaN``/``Infinity`` (not JSON) — into one :class:`InputError` naming the file and line. Files are written
+atomically (:mod:`ragtruth_spans.core.files`): a crash leaves the old file or the new one, never a torn one.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.fields import check_unicode, surrogate_at
+from ragtruth_spans.core.files import atomic_write_json, atomic_writer
 from ragtruth_spans.core.types import Record
 
 
@@ -29,13 +38,67 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 yield lineno, parse_json_object(raw, path, lineno)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _surrogate_field(obj: Any, where: str = "") -> tuple[str, str] | None:
+    """``(path, text)`` of the first key or string value holding a lone surrogate (path such as
+    ``spans[0].text``), None if there is none."""
+    if isinstance(obj, str):
+        return (where or "value", obj) if surrogate_at(obj) is not None else None
+    if isinstance(obj, list):
+        return next((f for i, v in enumerate(obj) if (f := _surrogate_field(v, f"{where}[{i}]"))), None)
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if surrogate_at(key) is not None:
+                return (f"{where}.<key>" if where else "<key>"), key
+            found = _surrogate_field(value, f"{where}.{key}" if where else key)
+            if found:
+                return found
+    return None
+
+
+def loads_json(raw: str | bytes, path: str | Path | None = None, line: int | None = None, *,
+               allow_surrogates: bool = False) -> Any:
+    """Parse one JSON text; anything Python's parser refuses (bad syntax, an integer over its digit limit,
+    nesting too deep, ``NaN``/``Infinity``) raises :class:`InputError` naming ``path`` and ``line``. A string
+    escaping a lone surrogate (``"\\ud800"``: legal JSON, never text) is refused too, naming its field, unless
+    ``allow_surrogates`` (a caller that checks every field itself)."""
+    obj = _parse(raw, path, line)
+    if not allow_surrogates:
+        data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+        if _SURROGATE_ESCAPE.search(data) and (found := _surrogate_field(obj)):
+            check_unicode(found[1], field=found[0], path=path, line=line)
+    return obj
+
+
+def _parse(raw: str | bytes, path: str | Path | None, line: int | None) -> Any:
+    try:
+        return json.loads(raw, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=line) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply", path=path, line=line) from None
+    except UnicodeDecodeError:
+        raise InputError("not valid UTF-8", path=path, line=line) from None
+    except ValueError as exc:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
+        raise InputError(f"invalid JSON: {str(exc).split(';')[0]}", path=path, line=line) from None
+
+
+def read_json_file(path: str | Path) -> Any:
+    """A whole JSON file (strict UTF-8, :func:`loads_json`); a missing, unreadable or malformed file raises
+    :class:`InputError` naming it."""
+    return loads_json(read_text(path), path)
+
+
 def parse_json_object(raw: str, path: str | Path, line: int) -> dict[str, Any]:
     """One JSON line that must hold an object; bad JSON or another value raises :class:`InputError` naming
     ``path`` (a file, or a label such as ``<stdin>``) and the 1-based ``line``."""
-    try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=line) from None
+    obj = loads_json(raw, path, line)
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=line)
     return obj
@@ -56,11 +119,9 @@ def read_text(path: str | Path) -> str:
 
 
 def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
-    """Write dicts as UTF-8 JSON lines (non-ASCII kept as is); return the number written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write dicts as UTF-8 JSON lines (non-ASCII kept as is), atomically; return the number written."""
     n = 0
-    with path.open("w", encoding="utf-8") as fh:
+    with atomic_writer(path) as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             n += 1
@@ -68,10 +129,9 @@ def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
 
 
 def write_json(path: str | Path, obj: Any) -> None:
-    """Write ``obj`` as indented UTF-8 JSON (non-ASCII kept as is), creating parent folders."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    """Write ``obj`` as indented UTF-8 JSON (non-ASCII kept as is), creating parent folders; atomically
+    (:func:`~ragtruth_spans.core.files.atomic_write_json`)."""
+    atomic_write_json(path, obj)
 
 
 def read_records(path: str | Path) -> list[Record]:

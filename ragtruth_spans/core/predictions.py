@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.fields import check_id, check_score, check_text, check_unicode
 from ragtruth_spans.core.jsonl import iter_jsonl
-from ragtruth_spans.core.types import Span, is_finite_number
+from ragtruth_spans.core.types import Span
 
 RESERVED_KEYS = ("id", "spans", "score", "error")
 GOLD_RECORD_KEYS = ("response", "context", "source_id", "task_type", "question")
@@ -63,14 +64,13 @@ def _parse_span(obj: Any, *, path: Path, line: int, pid: str, index: int, length
         if not isinstance(obj[key], int) or isinstance(obj[key], bool):
             raise InputError(f"id {pid!r}: must be an integer, got {obj[key]!r}", path=path, line=line,
                              field=f"spans[{index}].{key}")
-    span_type, score = obj.get("type"), obj.get("score")
+    span_type = obj.get("type")
     if span_type is not None and not isinstance(span_type, str):
-        raise InputError(f"id {pid!r}: 'type' must be a string, got {span_type!r}", **where)
-    if score is not None and not is_finite_number(score):
-        raise InputError(f"id {pid!r}: 'score' must be a finite number, got {score!r}", **where)
+        raise InputError(f"id {pid!r}: 'type' must be a string, got {type(span_type).__name__}", **where)
+    check_unicode(span_type or "", **where)
+    score = check_score(obj.get("score"), path=path, line=line, field=f"spans[{index}].score", what=f"id {pid!r}")
     try:
-        span = Span(start=obj["start"], end=obj["end"], type=span_type,
-                    score=float(score) if score is not None else None)
+        span = Span(start=obj["start"], end=obj["end"], type=span_type, score=score)
     except ValueError as exc:
         raise InputError(f"id {pid!r}: {exc}", **where) from None
     if length is not None and span.end > length:
@@ -82,8 +82,7 @@ def _parse_span(obj: Any, *, path: Path, line: int, pid: str, index: int, length
 def _line_id(obj: dict[str, Any], path: Path, line: int) -> str:
     if "id" not in obj:
         raise InputError("missing required field", path=path, line=line, field="id")
-    if isinstance(obj["id"], bool) or not isinstance(obj["id"], (str, int)):
-        raise InputError(f"must be a string, got {obj['id']!r}", path=path, line=line, field="id")
+    check_id(obj["id"], path=path, line=line)
     gold_keys = [key for key in GOLD_RECORD_KEYS if key in obj]
     if gold_keys:
         raise InputError(f"this line has the field(s) {', '.join(gold_keys)} of a gold record: the file looks like "
@@ -139,14 +138,10 @@ def read_prediction_file(path: str | Path, gold_ids: Collection[str] | None = No
         first_line[pid] = line
         score, error = obj.get("score"), obj.get("error")
         if score is not None:
-            if not is_finite_number(score):
-                raise InputError(f"id {pid!r}: the response score must be a finite number, got {score!r}",
-                                 path=path, line=line, field="score")
-            result.response_scores[pid] = float(score)
+            result.response_scores[pid] = check_score(score, path=path, line=line, what=f"id {pid!r}: the response "
+                                                      "score")  # type: ignore[assignment]
         if error is not None:
-            if not isinstance(error, str):
-                raise InputError(f"id {pid!r}: must be a string, got {error!r}", path=path, line=line, field="error")
-            result.errors[pid] = error
+            result.errors[pid] = check_text(error, path=path, line=line, field="error")
         count_diagnostics(obj, counters)
     result.diagnostics = {"lines": len(result.spans), "scored_lines": len(result.response_scores),
                           "errors": len(result.errors), "counters": dict(sorted(counters.items()))}

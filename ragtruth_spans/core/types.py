@@ -18,12 +18,12 @@ plus optional diagnostics that the evaluator ignores.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError, check_choice
+from ragtruth_spans.core.fields import check_bool, check_id, check_score, check_text, is_finite_number
 
 HALLUCINATION_TYPES: tuple[str, ...] = (
     "Evident Conflict",
@@ -33,6 +33,11 @@ HALLUCINATION_TYPES: tuple[str, ...] = (
 )
 TASK_TYPES: tuple[str, ...] = ("QA", "Summary", "Data2txt")
 SPLITS: tuple[str, ...] = ("train", "dev", "test")
+RECORD_TEXT_FIELDS: tuple[str, ...] = ("id", "source_id", "task_type", "model", "split", "quality", "response",
+                                       "context")
+"""The required fields of a prepared record (every one a string; ``id`` may be an integer)."""
+
+__all__ = ["HALLUCINATION_TYPES", "SPLITS", "TASK_TYPES", "Record", "Span", "is_finite_number"]
 
 
 @dataclass(frozen=True, order=True)
@@ -74,16 +79,34 @@ class Span:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Span:
-        return cls(
-            start=d["start"],
-            end=d["end"],
-            type=d.get("type"),
-            text=d.get("text"),
-            score=d.get("score"),
-            implicit_true=bool(d.get("implicit_true", False)),
-            due_to_null=bool(d.get("due_to_null", False)),
-        )
+    def from_dict(cls, d: Any, *, path: str | Path | None = None, line: int | None = None,
+                  field: str = "span") -> Span:
+        """A span from its JSON object, with strict types: integer offsets, ``type``/``text`` strings or null,
+        ``score`` null or in [0, 1], ``implicit_true``/``due_to_null`` booleans. Anything else raises
+        :class:`InputError` naming ``path``, ``line`` and ``field.key``."""
+        if not isinstance(d, dict):
+            raise InputError(f"a span must be a JSON object, got {type(d).__name__}", path=path, line=line,
+                             field=field)
+        where = {"path": path, "line": line}
+        for key in ("start", "end"):
+            if key not in d:
+                raise InputError("missing required field", **where, field=f"{field}.{key}")
+            if not isinstance(d[key], int) or isinstance(d[key], bool):
+                raise InputError("must be an integer", **where, field=f"{field}.{key}")
+        unknown = sorted(set(d) - {"start", "end", "type", "text", "score", "implicit_true", "due_to_null"})
+        if unknown:
+            raise InputError(f"unknown field {unknown[0][:60]!r}", **where, field=field)
+        try:
+            return cls(start=d["start"], end=d["end"],
+                       type=check_text(d.get("type"), field=f"{field}.type", optional=True, **where),
+                       text=check_text(d.get("text"), field=f"{field}.text", optional=True, **where),
+                       score=check_score(d.get("score"), field=f"{field}.score", **where),
+                       implicit_true=check_bool(d.get("implicit_true"), field=f"{field}.implicit_true", **where),
+                       due_to_null=check_bool(d.get("due_to_null"), field=f"{field}.due_to_null", **where))
+        except ValueError as exc:
+            if isinstance(exc, InputError):
+                raise
+            raise InputError(str(exc), **where, field=field) from None
 
 
 @dataclass
@@ -109,31 +132,27 @@ class Record:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, path: str | Path | None = None, line: int | None = None) -> Record:
-        """Build a record from a prepared-file dict; a missing or bad field raises :class:`InputError`."""
-        required = ("id", "source_id", "task_type", "model", "split", "quality", "response", "context")
-        for key in required:
+        """Build a record from a prepared-file dict with strict types (strings of valid Unicode, ``question`` a
+        string or null, spans as :meth:`Span.from_dict`); a missing or bad field raises :class:`InputError`
+        naming ``path``, ``line`` and the field."""
+        where = {"path": path, "line": line}
+        for key in RECORD_TEXT_FIELDS:
             if key not in d:
-                raise InputError("missing required field", path=path, line=line, field=key)
-        check_choice(d["task_type"], TASK_TYPES, "task type", path=path, line=line, field="task_type")
-        if not isinstance(d["response"], str):
-            raise InputError("must be a string", path=path, line=line, field="response")
+                raise InputError("missing required field", **where, field=key)
+        check_choice(d["task_type"], TASK_TYPES, "task type", **where, field="task_type")
+        text = {key: check_text(d[key], field=key, **where) for key in RECORD_TEXT_FIELDS if key != "id"}
+        record_id = check_id(d["id"], **where)
+        question = check_text(d.get("question"), field="question", optional=True, **where)
+        raw_spans = d.get("spans")
+        if raw_spans is not None and not isinstance(raw_spans, list):
+            raise InputError("must be a list of spans", **where, field="spans")
         spans = []
-        for i, s in enumerate(d.get("spans") or []):
-            try:
-                span = Span.from_dict(s)
-            except (KeyError, TypeError, ValueError) as exc:
-                raise InputError(f"bad span: {exc}", path=path, line=line, field=f"spans[{i}]") from None
-            if span.end > len(d["response"]):
+        for i, s in enumerate(raw_spans or []):
+            span = Span.from_dict(s, **where, field=f"spans[{i}]")
+            if span.end > len(text["response"]):
                 raise InputError(f"span [{span.start}, {span.end}) is out of range for a response of "
-                                 f"{len(d['response'])} characters", path=path, line=line, field=f"spans[{i}]")
+                                 f"{len(text['response'])} characters", **where, field=f"spans[{i}]")
             spans.append(span)
-        return cls(
-            id=str(d["id"]), source_id=str(d["source_id"]), task_type=d["task_type"], model=str(d["model"]),
-            split=str(d["split"]), quality=str(d["quality"]), response=d["response"], context=str(d["context"]),
-            question=d.get("question"), spans=sorted(spans),
-        )
+        return cls(id=str(record_id), question=question, spans=sorted(spans), **text)
 
 
-def is_finite_number(value: Any) -> bool:
-    """Whether a JSON value is a finite number (an int or float, not a bool, not NaN or infinite)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError, check_choice
+from ragtruth_spans.core.fields import check_bool, check_id, check_text, check_unicode
 from ragtruth_spans.core.jsonl import iter_jsonl
 from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES, Record, Span
 
@@ -93,8 +94,9 @@ def _require(obj: dict[str, Any], key: str, path: Path, line: int, prefix: str =
 
 def _as_id(value: Any, path: Path, line: int, name: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
-        raise InputError(f"must be a non-empty string or integer, got {value!r}", path=path, line=line, field=name)
-    return str(value)
+        raise InputError(f"must be a non-empty string or integer, got {type(value).__name__}", path=path, line=line,
+                         field=name)
+    return str(check_id(value, path=path, line=line, field=name))
 
 
 def _source_from_json(obj: dict[str, Any], path: Path, line: int) -> Source:
@@ -109,18 +111,18 @@ def _source_from_json(obj: dict[str, Any], path: Path, line: int) -> Source:
         question = _require(info, "question", path, line, "source_info.")
         passages = _require(info, "passages", path, line, "source_info.")
         for name, value in (("question", question), ("passages", passages)):
-            if not isinstance(value, str):
-                raise InputError("must be a string", path=path, line=line, field=f"source_info.{name}")
+            check_text(value, path=path, line=line, field=f"source_info.{name}")
         return Source(source_id, task_type, passages, question)
     if task_type == "Summary":
         if not isinstance(info, str):
             raise InputError("a Summary source must be the article text (a string)",
                              path=path, line=line, field="source_info")
-        return Source(source_id, task_type, info, None)
+        return Source(source_id, task_type, check_text(info, path=path, line=line, field="source_info"), None)
     if not isinstance(info, dict):
         raise InputError("a Data2txt source must be the business JSON object", path=path, line=line,
                          field="source_info")
-    return Source(source_id, task_type, json.dumps(info, ensure_ascii=False), None)
+    context = check_unicode(json.dumps(info, ensure_ascii=False), path=path, line=line, field="source_info")
+    return Source(source_id, task_type, context, None)
 
 
 def read_sources(path: str | Path) -> dict[str, Source]:
@@ -238,17 +240,12 @@ def _convert_labels(obj: dict[str, Any], response: str, rid: str, path: Path, li
             _require(label, key, path, line, f"{where}.")
         start = _int_offset(label["start"], path, line, f"{where}.start")
         end = _int_offset(label["end"], path, line, f"{where}.end")
-        text = label["text"]
-        if not isinstance(text, str):
-            raise InputError("must be a string", path=path, line=line, field=f"{where}.text")
+        text = check_text(label["text"], path=path, line=line, field=f"{where}.text")
         label_type = label["label_type"]
         check_choice(label_type, HALLUCINATION_TYPES, "label type", path=path, line=line, field=f"{where}.label_type")
         flags = {}
         for key in ("implicit_true", "due_to_null"):
-            value = label.get(key, False)
-            if not isinstance(value, bool):
-                raise InputError(f"must be true or false, got {value!r}", path=path, line=line, field=f"{where}.{key}")
-            flags[key] = value
+            flags[key] = check_bool(label.get(key), path=path, line=line, field=f"{where}.{key}")
 
         report.labels += 1
         check = check_label(response, start, end, text)
@@ -296,8 +293,7 @@ def _record_from_json(obj: dict[str, Any], sources: dict[str, Source], path: Pat
     split = obj["split"]
     check_choice(split, RAGTRUTH_SPLITS, "split", path=path, line=line, field="split")
     for key in ("model", "quality", "response"):
-        if not isinstance(obj[key], str):
-            raise InputError("must be a string", path=path, line=line, field=key)
+        check_text(obj[key], path=path, line=line, field=key)
     response = obj["response"]
     source = sources[source_id]
     spans = _convert_labels(obj, response, rid, path, line, report)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ragtruth_spans.core.errors import InputError, check_choice
+from ragtruth_spans.core.fields import check_text
 from ragtruth_spans.core.types import TASK_TYPES, Record, Span
 
 
@@ -44,7 +45,8 @@ class DetectItem:
     def of(cls, item: DetectItem | Record | Mapping[str, Any]) -> DetectItem:
         """Coerce a :class:`DetectItem`, a :class:`~ragtruth_spans.core.types.Record` or a mapping with
         ``context``, ``response``, ``task`` (or ``task_type``) and optional ``question``; a missing or bad field
-        raises :class:`InputError` naming it."""
+        (not a string, or text with a lone surrogate: :func:`~ragtruth_spans.core.fields.check_text`) raises
+        :class:`InputError` naming it."""
         if isinstance(item, DetectItem):
             return item
         if isinstance(item, Record):
@@ -52,13 +54,12 @@ class DetectItem:
         if not isinstance(item, Mapping):
             raise InputError(f"expected an object with context, response and task, got {type(item).__name__}")
         task = item.get("task", item.get("task_type"))
+        if task is None:
+            raise InputError("missing required field (QA, Summary or Data2txt)", field="task")
         check_choice(task, TASK_TYPES, "task", field="task")
         for key in ("context", "response"):
-            if not isinstance(item.get(key), str):
-                raise InputError("must be a string", field=key)
-        question = item.get("question")
-        if question is not None and not isinstance(question, str):
-            raise InputError("must be a string or null", field="question")
+            check_text(item.get(key), field=key)
+        question = check_text(item.get("question"), field="question", optional=True)
         return cls(context=item["context"], response=item["response"], task=task, question=question)
 
 

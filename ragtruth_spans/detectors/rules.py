@@ -3,7 +3,8 @@
 - ``numbers``: flags every number of the response whose value appears nowhere in the context or the question —
   the commonest RAGTruth hallucination is a wrong or invented number, date or amount. Numbers are runs of digits
   with optional thousands separators and decimals (``1,200``, ``3.5``, ``1998``); ``1,200`` and ``1200`` are the
-  same value, and so are ``3.50`` and ``3.5``. The span is the number's characters; its type is Evident Conflict
+  same value, and so are ``3.50`` and ``3.5``; digits of any script are read by their value (``١٩٩٩``, ``１９９９``
+  and ``𝟏𝟗𝟗𝟗`` are all 1999). The span is the number's characters; its type is Evident Conflict
   when the context states some number (a wrong value), else Evident Baseless Info.
 - ``flag-all``: the whole response is one span (the recall ceiling and the precision floor of span metrics).
 - ``flag-none``: never flags anything (every response clean).
@@ -15,6 +16,7 @@ confidence).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,8 +29,9 @@ NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?!\w)")
 
 
 def number_value(text: str) -> str:
-    """Canonical value of a number as written: thousands separators dropped, trailing decimal zeros dropped."""
-    value = text.replace(",", "")
+    """Canonical value of a number as written: digits of any script as ASCII digits, thousands separators dropped,
+    trailing decimal zeros dropped."""
+    value = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in text).replace(",", "")
     if "." in value:
         value = value.rstrip("0").rstrip(".")
     return value.lstrip("0") or "0"

@@ -88,7 +88,7 @@ def evidence_units(context: str, task: str, question: str | None = None,
     if task == "Data2txt":
         try:
             data = json.loads(context)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or JSON Python refuses late (huge integers, deep nesting)
             data = None
         if isinstance(data, (dict, list)):
             return units + [line for line in _json_lines(data, split=split) if line.strip()]

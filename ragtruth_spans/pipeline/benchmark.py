@@ -18,7 +18,6 @@ render it (:mod:`ragtruth_spans.reporting.leaderboard`, :mod:`ragtruth_spans.rep
 
 from __future__ import annotations
 
-import json
 import platform
 import re
 import time
@@ -30,7 +29,9 @@ from typing import Any
 from rich.console import Console
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.core.jsonl import file_sha256, read_records, write_json
+from ragtruth_spans.core.fields import is_finite_number
+from ragtruth_spans.core.files import atomic_write_text
+from ragtruth_spans.core.jsonl import file_sha256, read_json_file, read_records, write_json
 from ragtruth_spans.training.tuning import CRITERIA, DEFAULT_CRITERION
 
 TUNE_SUFFIX = "@dev"
@@ -125,23 +126,40 @@ def _load(spec: DetectorSpec, dev: Path | None, criterion: str, paths: Benchmark
     # A tuning of the same detector on the same dev file by the same criterion is reused, not run again.
     key = {"untuned": detector.describe(), "dev_sha256": file_sha256(dev), "criterion": criterion}
     saved = paths.tuning(spec.label)
-    if saved.is_file():
-        record = json.loads(saved.read_text(encoding="utf-8"))
-        if all(record.get(name) == value for name, value in key.items()):
-            console.print(f"  reusing the tuning in {saved}", highlight=False)
-            return detector.with_thresholds(record["thresholds"], record["source"]), record
-    console.print(f"  tuning {spec.source} on {dev} ({criterion})", highlight=False)
+    record = _read_sidecar(saved, console)
+    if record is not None and all(record.get(name) == value for name, value in key.items()):
+        console.print(f"  reusing the tuning in {saved}", highlight=False, markup=False)
+        return detector.with_thresholds(record["thresholds"], record["source"]), record
+    console.print(f"  tuning {spec.source} on {dev} ({criterion})", highlight=False, markup=False)
     detector, result = detector.tune(read_records(dev), criterion=criterion, split="dev")
     record = result.to_dict() | {"dev": str(dev), "source": detector.source} | key
     write_json(saved, record)
     return detector, record
 
 
+def _read_sidecar(path: Path, console: Console | None) -> dict[str, Any] | None:
+    """A saved JSON object (tuning, timing), None when absent or unreadable: a damaged sidecar is a cache miss
+    (noted), never a reason to stop every later benchmark."""
+    if not path.is_file():
+        return None
+    try:
+        record = read_json_file(path)
+    except InputError as exc:
+        record = exc
+    if isinstance(record, dict):
+        return record
+    if console is not None:
+        console.print(f"  ignoring {path}: {record if isinstance(record, InputError) else 'not a JSON object'}",
+                      markup=False, highlight=False)
+    return None
+
+
 def _throughput(paths: BenchmarkPaths, label: str, summary: Any) -> dict[str, Any]:
     """Add this session's prediction count and time to the stored ones; responses/s over all sessions."""
-    stored = {"predicted": 0, "seconds": 0.0, "load_seconds": 0.0}
-    if paths.timing(label).is_file():
-        stored.update(json.loads(paths.timing(label).read_text(encoding="utf-8")))
+    stored: dict[str, Any] = {"predicted": 0, "seconds": 0.0, "load_seconds": 0.0}
+    saved = _read_sidecar(paths.timing(label), None)
+    if saved is not None and all(is_finite_number(saved.get(k)) for k in stored):
+        stored.update({k: saved[k] for k in stored})
     stored["predicted"] += summary.predicted
     stored["seconds"] = round(stored["seconds"] + summary.predict_seconds, 4)
     stored["load_seconds"] = round(max(stored["load_seconds"], summary.load_seconds), 4)
@@ -233,6 +251,6 @@ def run_benchmark(data: str | Path, detectors: Sequence[DetectorSpec] | str, out
                "detectors": entries}
     paths.out.mkdir(parents=True, exist_ok=True)
     write_json(paths.json, payload)
-    paths.markdown.write_text(render_markdown(payload), encoding="utf-8")
+    atomic_write_text(paths.markdown, render_markdown(payload))
     plot_leaderboard(payload, paths.plot)
     return payload

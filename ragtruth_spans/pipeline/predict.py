@@ -17,7 +17,10 @@ compared); anything else stops with the settings that differ. A predictions file
 or with ids that are not in ``data``, is never appended to.
 
 Resuming: ids already present in the output file are skipped (and counted). A last line cut mid-write by a crash
-is removed before appending (and reported).
+is removed before appending (and reported); that repair replaces the file atomically.
+
+One writer per output: ``predict`` holds the advisory lock ``OUT.lock`` for the whole run, so a second ``predict``
+on the same ``--out`` is refused at once (one line, exit 2) instead of writing every id twice.
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.core.jsonl import file_sha256, read_records
+from ragtruth_spans.core.files import atomic_write_bytes, check_output_path, exclusive_output
+from ragtruth_spans.core.jsonl import file_sha256, loads_json, read_json_file, read_records
 from ragtruth_spans.core.predictions import count_diagnostics, prediction_row
+from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import Detection, Detector
 
 META_SUFFIX = ".meta.json"
@@ -59,10 +64,9 @@ def check_meta(out: Path, meta: dict[str, Any], *, has_lines: bool) -> None:
                              "another tool): delete it or choose another --out", path=out)
         write_json(sidecar, meta)
         return
-    try:
-        stored = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc})", path=sidecar) from None
+    stored = read_json_file(sidecar)
+    if not isinstance(stored, dict):
+        raise InputError("expected a JSON object", path=sidecar)
     old, new = _comparable(stored.get("detector", {})), _comparable(meta["detector"])
     differ = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
     if stored.get("data_sha256") != meta["data_sha256"]:
@@ -122,18 +126,15 @@ def done_ids(out_path: str | Path) -> tuple[set[str], bool]:
         except (json.JSONDecodeError, UnicodeDecodeError):
             data = data[:last_start]
             repaired = True
-        out_path.write_bytes(data)
+        atomic_write_bytes(out_path, data)
     ids: set[str] = set()
     for lineno, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise InputError("not valid UTF-8", path=out_path, line=lineno) from None
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno}); fix or delete the file to restart",
-                             path=out_path, line=lineno) from None
+            obj = loads_json(raw, out_path, lineno)
+        except InputError as exc:
+            raise InputError(f"{exc.message}; fix or delete the file to restart", path=out_path, line=lineno) from None
         if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
             raise InputError("a prediction line needs a string id", path=out_path, line=lineno, field="id")
         ids.add(obj["id"])
@@ -156,8 +157,18 @@ def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
         raise InputError(f"must be >= 1, got {chunk_size}", field="chunk_size")
     if limit is not None and limit < 0:
         raise InputError(f"must be >= 0, got {limit}", field="limit")
+    out = check_output_path(out, field="--out")
+    check_output_path(meta_path(out), field="--out")
     records = read_records(data)
-    out = Path(out)
+    with exclusive_output(out):
+        return _predict_locked(records, model, data, out, chunk_size=chunk_size, limit=limit, progress=progress,
+                               detector=detector, options={**options, **(detector_options or {})})
+
+
+def _predict_locked(records: list[Record], model: str | Path | None, data: str | Path, out: Path, *,
+                    chunk_size: int | None, limit: int | None, progress: bool, detector: Detector | None,
+                    options: Mapping[str, Any]) -> PredictSummary:
+    """The body of :func:`predict_file`, run while holding the output's lock."""
     finished, repaired = done_ids(out)
     foreign = sorted(finished - {r.id for r in records})
     if foreign:
@@ -172,7 +183,7 @@ def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
     if detector is None:
         from ragtruth_spans.detectors.loader import load_detector
 
-        detector = load_detector(model, **options, **(detector_options or {}))
+        detector = load_detector(model, **options)
     summary.load_seconds = time.perf_counter() - started
     check_meta(out, {"format": "ragtruth-spans predictions", "detector": detector.describe(),
                      "data": str(data), "data_sha256": file_sha256(data)}, has_lines=bool(finished))

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 QUICKSTART_RECIPE = "tiny-cpu"
 LEADERBOARD_DETECTORS = ("numbers", "sim-overlap", "flag-all")
@@ -103,7 +104,7 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     if fresh:
         _remove_outputs(paths, console)
     paths.workdir.mkdir(parents=True, exist_ok=True)
-    console.print(f"[bold]ragtruth-spans quickstart[/] — writing under {paths.workdir}", highlight=False)
+    console.print(f"[bold]ragtruth-spans quickstart[/] — writing under {escape(str(paths.workdir))}", highlight=False)
     started = time.perf_counter()
 
     _prepare_sample(paths, console)
@@ -122,9 +123,10 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
     _train_token_classifier(paths, console, max_steps=token_max_steps)
     _step(console, 6, "rank both trained detectors beside baselines", paths.leaderboard)
     _leaderboard(paths, {"batch_size": batch_size, "max_new_tokens": max_new_tokens, "device": "cpu"}, console)
-    console.print(f"\n[bold green]done[/] in {time.perf_counter() - started:.0f} s. Files: data {paths.data}, "
-                  f"model {paths.model}, predictions {paths.predictions}, report {paths.report}, {paths.report_html}, "
-                  f"token classifier {paths.token_model}, leaderboard {paths.leaderboard}", highlight=False)
+    console.print(f"\n[bold green]done[/] in {time.perf_counter() - started:.0f} s. Files: " + escape(
+                  f"data {paths.data}, model {paths.model}, predictions {paths.predictions}, report {paths.report}, "
+                  f"{paths.report_html}, token classifier {paths.token_model}, leaderboard {paths.leaderboard}"),
+                  highlight=False)
     console.print("The tiny random model only shows that the pipeline runs end to end; its scores say nothing "
                   "about a real detector. The token classifier has real pretrained weights but saw 44 invented "
                   "responses: real detection, not a benchmark (see docs/BENCHMARKS.md).", style="dim")
@@ -208,7 +210,7 @@ def _leaderboard(paths: QuickstartPaths, model_options: dict, console: Console) 
 
 def _step(console: Console, number: int, title: str, target: Path) -> None:
     console.rule(f"[bold]step {number}/{TOTAL_STEPS}[/]: {title}")
-    console.print(f"  → {target}", highlight=False)
+    console.print(f"  → {target}", highlight=False, markup=False)
 
 
 def _write_html_report(paths: QuickstartPaths, gold, pred_file, console: Console) -> None:

@@ -3,7 +3,9 @@ metric code stays pure and another renderer (HTML) can sit beside this one."""
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, is_dataclass
 from typing import Any
@@ -16,6 +18,24 @@ from rich.text import Text
 from ragtruth_spans.core.types import TASK_TYPES
 
 PRF = ("precision", "recall", "f1")
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Characters a terminal would act on rather than show: C0/C1 controls (ESC starts CSI/OSC sequences; newline and
+tab are kept) and the bidirectional overrides."""
+
+
+def printable(text: object) -> str:
+    """``text`` with every terminal control character shown as an escape (``\\x1b``, ``\\u202e``), so nothing a
+    user wrote can clear the screen, forge a link or reorder what is shown. Offsets of the visible text shift only
+    where such a character was."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", str(text))
+
+
+def user_text(text: object, style: str = "") -> Text:
+    """User-supplied text (a model name, an id, a type, a response) as a rich :class:`Text`: never read as
+    markup (``[awq]``, ``[/bold]`` stay as written), control characters escaped (:func:`printable`)."""
+    return Text(printable(text), style=style)
 
 
 def _fmt(value: float | None, interval: list[float] | None = None) -> str:
@@ -56,7 +76,7 @@ def _group_table(groups: Mapping[str, Any], name: str, title: str) -> Table:
     for column in ("n", "span\nP", "span\nR", "span\nF1", "resp.\nP", "resp.\nR", "resp.\nF1", "AUROC"):
         table.add_column(column, justify="right", no_wrap=True, min_width=5)
     for key, group in groups.items():
-        table.add_row(key, str(group["responses"]),
+        table.add_row(user_text(key), str(group["responses"]),
                       *(_fmt(group[level][m]) for level in ("span", "response") for m in PRF),
                       _fmt(group["auroc"]))
     return table
@@ -69,7 +89,7 @@ def _type_table(report: Mapping[str, Any]) -> Table:
     table.add_column("recall", justify="right")
     intervals = (report.get("ci") or {}).get("overall", {}).get("type_recall", {})
     for span_type, recall in report["type_recall"].items():
-        table.add_row(span_type, str(report["counts"]["type_gold_chars"][span_type]),
+        table.add_row(user_text(span_type), str(report["counts"]["type_gold_chars"][span_type]),
                       _fmt(recall, intervals.get(span_type)))
     return table
 
@@ -80,7 +100,7 @@ def _counts_table(counts: Mapping[str, Any]) -> Table:
     table.add_column("n", justify="right")
     for key, value in counts.items():
         if not isinstance(value, dict):
-            table.add_row(key.replace("_", " "), str(value))
+            table.add_row(user_text(key.replace("_", " ")), str(value))
     return table
 
 
@@ -98,7 +118,7 @@ def print_evaluation(report: Mapping[str, Any], console: Console | None = None) 
     for table in evaluation_tables(report):
         console.print(table)
     for note in report.get("notes", []):
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+        console.print(Text("note: ", style="yellow") + user_text(note), highlight=False)
 
 
 # --- selection ---------------------------------------------------------------------------------------------
@@ -123,16 +143,16 @@ def selection_table(report: Mapping[str, Any]) -> Table:
         return "" if not bounds else f"[{_pct(bounds[0])}, {_pct(bounds[1])}]"
 
     sources = report["sources"]
-    table = Table(title=f"Best-of-{len(report['models'])} selection: {report['strategy']} "
-                        f"(tie-break {report['tie_break']}, seed {report['seed']}) on {sources['used']} sources "
-                        f"({sources['skipped']} skipped)")
+    table = Table(title=user_text(f"Best-of-{len(report['models'])} selection: {report['strategy']} "
+                                  f"(tie-break {report['tie_break']}, seed {report['seed']}) on {sources['used']} "
+                                  f"sources ({sources['skipped']} skipped)"))
     for column, justify in (("Answer from", "left"), ("Halluc. rate %", "right"), ("95% CI", "right"),
                             ("Reduction vs random %", "right")):
         table.add_column(column, justify=justify)
     random_rate = report["random"]["hallucination_rate"]
     for model in report["models"]:
         rate = report["by_model"][model]["hallucination_rate"]
-        table.add_row(model, _pct(rate), "", _pct(_reduction(random_rate, rate)),
+        table.add_row(user_text(model), _pct(rate), "", _pct(_reduction(random_rate, rate)),
                       end_section=model == report["models"][-1])
     sampled = report["random"]["sampled_hallucination_rate"]
     table.add_row("random selection (expected)", _pct(random_rate), interval("random"), "")
@@ -141,8 +161,8 @@ def selection_table(report: Mapping[str, Any]) -> Table:
     reduction = _pct(report["relative_reduction"])
     if interval("relative_reduction"):
         reduction += f" {interval('relative_reduction')}"
-    table.add_row(f"selected by detector: {report['strategy']}", _pct(report["selected"]["hallucination_rate"]),
-                  interval("selected"), reduction, style="bold")
+    table.add_row(user_text(f"selected by detector: {report['strategy']}"),
+                  _pct(report["selected"]["hallucination_rate"]), interval("selected"), reduction, style="bold")
     oracle = report["oracle"]["hallucination_rate"]
     table.add_row("oracle (lowest achievable)", _pct(oracle), interval("oracle"),
                   _pct(_reduction(random_rate, oracle)), style="dim")
@@ -160,8 +180,8 @@ def candidates_table(selection: Mapping[str, Any]) -> Table:
                           f"{cand['response'][s['start']:s['end']]!r}" for s in cand["spans"] or ()) or "none"
         if i in selection["detection_failed"]:
             found = "the detector could not judge this candidate (ranked last)"
-        table.add_row(("* " if i == selection["index"] else "") + str(i), Text(cand["id"] or ""),
-                      "inf" if score is None else f"{score:g}", Text(found),
+        table.add_row(("* " if i == selection["index"] else "") + str(i), user_text(cand["id"] or ""),
+                      "inf" if score is None else f"{score:g}", user_text(found),
                       style="bold" if i == selection["index"] else None)
     return table
 
@@ -176,7 +196,8 @@ def prepare_summary(stats: Mapping[str, Any]) -> Group:
     for col in (*TASK_TYPES, "total", "sources", "halluc.", "spans"):
         splits.add_column(col, justify="right")
     for name, s in stats["splits"].items():
-        splits.add_row(name, *(str(s["by_task"][t]["responses"]) for t in TASK_TYPES), str(s["responses"]),
+        splits.add_row(user_text(name), *(str(s["by_task"][t]["responses"]) for t in TASK_TYPES),
+                       str(s["responses"]),
                        str(s["sources"]), str(s["hallucinated_responses"]), str(s["spans"]))
     responses, labels = stats["responses"], stats["labels"]
     keep = stats["keep_quality"]
@@ -200,8 +221,8 @@ def prepare_summary(stats: Mapping[str, Any]) -> Group:
         ("overlapping span pairs (kept)", labels["overlapping_pairs"]),
     ]
     for what, count in rows:
-        accounting.add_row(Text(what), str(count))
-    warnings = [Text(f"warning: {message}", style="yellow") for message in stats["warnings"]]
+        accounting.add_row(user_text(what), str(count))
+    warnings = [user_text(f"warning: {message}", style="yellow") for message in stats["warnings"]]
     return Group(splits, accounting, *warnings)
 
 
@@ -227,7 +248,7 @@ def training_data_summary(stats: Any, source: str, max_length: int) -> Text:
                                                       "too_long_ids", "no_windows"} and isinstance(v, (int, float))}
     if extra:
         lines.append("  " + "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in extra.items()))
-    return Text("\n".join(lines))
+    return user_text("\n".join(lines))
 
 
 def predict_summary(summary: Mapping[str, Any]) -> str:
@@ -260,22 +281,31 @@ SPAN_STYLES = {"Evident Conflict": "bold black on dark_orange", "Subtle Conflict
 def detection_view(response: str, detection: Mapping[str, Any], title: str | None = None) -> Group:
     """One detection (a ``detect`` output line: ``spans`` with character offsets of ``response``, half-open,
     ``score``, ``error``) as the response with its spans highlighted and a table of the spans."""
-    text = Text(response)
-    for span in detection["spans"]:
-        style = SPAN_STYLES.get(span.get("type") or "", "bold black on grey70")
-        text.stylize(f"{style} underline", span["start"], span["end"])
+    text = _highlighted(response, detection["spans"])
     score = detection.get("score")
-    head = Text(f"{title + ' — ' if title else ''}response score {_fmt(score)} · {len(detection['spans'])} span(s)",
-                style="bold")
+    head = user_text(f"{title + ' — ' if title else ''}response score {_fmt(score)} · {len(detection['spans'])} "
+                     "span(s)", style="bold")
     parts: list[Any] = [head, text]
     if detection.get("error"):
-        parts.append(Text(f"the detector could not judge this response: {detection['error']}", style="red"))
+        parts.append(user_text(f"the detector could not judge this response: {detection['error']}", style="red"))
     if detection["spans"]:
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
         for column in ("[start, end)", "type", "score", "text"):
-            table.add_column(column)
+            table.add_column(Text(column))
         for span in detection["spans"]:
-            table.add_row(f"[{span['start']}, {span['end']})", span.get("type") or "–", _fmt(span.get("score")),
-                          Text(response[span["start"]:span["end"]]))
+            table.add_row(f"\\[{span['start']}, {span['end']})", user_text(span.get("type") or "–"),
+                          _fmt(span.get("score")), user_text(response[span["start"]:span["end"]]))
         parts.append(table)
     return Group(*parts)
+
+
+def _highlighted(response: str, spans: list[Mapping[str, Any]]) -> Text:
+    """The response with its spans styled, cut at the span edges so that escaping control characters
+    (:func:`printable`) never shifts a highlight."""
+    edges = sorted({0, len(response), *(p for s in spans for p in (s["start"], s["end"]))})
+    text = Text()
+    for start, end in itertools.pairwise(edges):
+        styles = [f"{SPAN_STYLES.get(s.get('type') or '', 'bold black on grey70')} underline" for s in spans
+                  if s["start"] <= start < s["end"]]
+        text.append(printable(response[start:end]), style=styles[-1] if styles else "")
+    return text

@@ -87,10 +87,13 @@ def _type_names(data: ReportInput) -> list[str]:
 
 def response_rows(data: ReportInput) -> dict[str, Any]:
     """The browser's data: type names, detector names and one row per gold response with its marked runs per
-    detector (``[start, end, kind index, gold type bitmask, score, predicted types]``, code-point offsets)."""
+    detector (``[start, end, kind index, gold type bitmask, score, predicted types]``, code-point offsets).
+    ``contexts`` holds each distinct context once (a source's context is shared by its responses); a row's ``ctx``
+    is its index there."""
     types = _type_names(data)
     type_bit = {t: 1 << i for i, t in enumerate(types)}
     rows = []
+    contexts: dict[str, int] = {}
     for record in data.gold:
         gold = kept_gold(record, data)
         per_detector = []
@@ -104,10 +107,12 @@ def response_rows(data: ReportInput) -> dict[str, Any]:
                 "error": det.predictions.errors.get(record.id),
                 "missing": record.id not in det.predictions.spans,
                 "chars": [totals[k] for k in KINDS]})
+        ctx = contexts.setdefault(record.context, len(contexts))
         rows.append({"id": record.id, "task": record.task_type, "model": record.model, "question": record.question,
-                     "context": record.context, "response": record.response,
+                     "ctx": ctx, "response": record.response,
                      "gold": [[s.start, s.end, s.type] for s in gold], "det": per_detector})
-    return {"types": types, "kinds": list(KINDS), "detectors": [d.name for d in data.detectors], "responses": rows}
+    return {"types": types, "kinds": list(KINDS), "detectors": [d.name for d in data.detectors], "responses": rows,
+            "contexts": list(contexts)}
 
 
 def _length_bin(length: int) -> int:
@@ -208,9 +213,10 @@ def render_report(data: ReportInput) -> str:
 
 def write_report(path: str | Path, data: ReportInput) -> Path:
     """Render the report and write it to ``path`` (UTF-8), creating parent folders; return the path."""
+    from ragtruth_spans.core.files import atomic_write_text
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(data), encoding="utf-8")
+    atomic_write_text(path, render_report(data))
     return path
 
 

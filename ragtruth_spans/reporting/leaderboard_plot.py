@@ -62,6 +62,9 @@ def plot_leaderboard(payload: Mapping[str, Any], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     svg_metadata = {"Date": None} if path.suffix == ".svg" else None  # reproducible SVG bytes
-    fig.savefig(path, metadata=svg_metadata)
+    from ragtruth_spans.core.files import atomic_writer
+
+    with atomic_writer(path, "wb") as fh:
+        fig.savefig(fh, format=path.suffix.lstrip(".") or "svg", metadata=svg_metadata)
     plt.close(fig)
     return path

@@ -5,6 +5,10 @@ of them, :func:`~ragtruth_spans.selection.select.select_best` picks one response
 is *hallucinated* when its gold record has at least one span. The report compares the hallucination rate of the
 picks with each model alone, with a uniform random pick, and with the oracle (a source counts only if all its
 candidates are hallucinated).
+
+A prediction whose detector failed (its line has an ``error``) is never counted as clean: that candidate is ranked
+after every judged one, the number of such candidates is reported (``selected.detector_errors``), and a source where
+no candidate could be judged is skipped with the reason "no candidate could be judged".
 """
 
 from __future__ import annotations
@@ -104,14 +108,16 @@ class _Picks:
     sampled: list[int]
     ties: int
     fallbacks: int
+    detector_errors: int
     skipped: Counter
     n_skipped: int
 
 
 def _pick_per_source(groups: Mapping[str, Mapping[str, Record]], predictions: Mapping[str, Sequence[Span]],
                      models: Sequence[str], strategy: str, seed: int, tie_break: str,
-                     response_scores: Mapping[str, float]) -> _Picks:
-    picks = _Picks(gold=[], picked=[], sampled=[], ties=0, fallbacks=0, skipped=Counter(), n_skipped=0)
+                     response_scores: Mapping[str, float], errors: Mapping[str, str]) -> _Picks:
+    picks = _Picks(gold=[], picked=[], sampled=[], ties=0, fallbacks=0, detector_errors=0, skipped=Counter(),
+                   n_skipped=0)
     for source_id in sorted(groups):
         by_model = groups[source_id]
         reasons = [f"missing response: {m}" for m in models if m not in by_model]
@@ -122,12 +128,18 @@ def _pick_per_source(groups: Mapping[str, Mapping[str, Record]], predictions: Ma
             picks.skipped.update(reasons)
             continue
         candidates = [Candidate(response=by_model[m].response, spans=tuple(predictions[by_model[m].id]),
-                                id=by_model[m].id, score=response_scores.get(by_model[m].id)) for m in models]
+                                id=by_model[m].id, score=response_scores.get(by_model[m].id),
+                                error=errors.get(by_model[m].id)) for m in models]
         try:
             selection = select_best(candidates, strategy=strategy, tie_break=tie_break,
                                     rng=source_rng(seed, source_id))
         except InputError as exc:
             raise InputError(f"source {source_id!r}: {exc}") from None
+        if selection.no_judgement or selection.index is None:
+            picks.n_skipped += 1
+            picks.skipped["no candidate could be judged (detector errors)"] += 1
+            continue
+        picks.detector_errors += len(selection.detection_failed)
         picks.gold.append([bool(by_model[m].spans) for m in models])
         picks.picked.append(selection.index)
         picks.sampled.append(source_rng(seed, source_id).randrange(len(models)))
@@ -150,16 +162,19 @@ def evaluate_selection(
     *,
     tie_break: str = "random",
     response_scores: Mapping[str, float] | None = None,
+    errors: Mapping[str, str] | None = None,
 ) -> SelectionReport:
     """Select one response per source among ``models`` by predicted spans and report gold hallucination rates
     (see :class:`SelectionReport`). Candidates are in ``models`` order; random tie-breaks use :func:`source_rng`.
     Sources without a response from a named model, or without a prediction, are skipped and counted.
     ``response_scores`` (``{id: score}``) become the candidates' :attr:`Candidate.score`, used by
-    ``max-confidence``."""
+    ``max-confidence``. ``errors`` (``{id: error}``): predictions the detector could not judge (see the module
+    docstring)."""
     models = list(models)
     _check_arguments(models, strategy, tie_break, bootstrap)
     groups = _group_sources(records, models)
-    picks = _pick_per_source(groups, predictions, models, strategy, seed, tie_break, response_scores or {})
+    picks = _pick_per_source(groups, predictions, models, strategy, seed, tie_break, response_scores or {},
+                             errors or {})
 
     gold = np.array(picks.gold, dtype=bool)                       # sources x models
     rows = np.arange(len(gold))
@@ -171,7 +186,8 @@ def evaluate_selection(
         strategy=strategy, tie_break=tie_break, seed=seed, models=models,
         selected={"hallucination_rate": selected_rate, "hallucinated": int(selected_flags.sum()),
                   "chosen_by_model": {m: int(np.sum(np.array(picks.picked) == i)) for i, m in enumerate(models)},
-                  "ties_broken": picks.ties, "fallbacks": picks.fallbacks},
+                  "ties_broken": picks.ties, "fallbacks": picks.fallbacks,
+                  "detector_errors": picks.detector_errors},
         random={"hallucination_rate": random_rate,
                 "sampled_hallucination_rate": float(gold[rows, np.array(picks.sampled)].mean())},
         by_model={m: {"hallucination_rate": float(gold[:, i].mean()), "hallucinated": int(gold[:, i].sum())}

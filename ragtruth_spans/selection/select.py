@@ -18,6 +18,10 @@ Every strategy gives each candidate a score, **lower is better**:
 
 Candidates with the best score tie; ``tie_break`` picks among them: ``"random"`` (a seeded uniform choice, as
 the paper), ``"first"`` (lowest index) or ``"shortest"`` (fewest response characters, then lowest index).
+
+A candidate the detector could not judge (its detection, or its prediction line, has an ``error``) is ranked after
+every judged one. When **no** candidate could be judged there is no choice to make: :attr:`Selection.no_judgement`
+is set and :attr:`Selection.index` is None (never an index a gate could mistake for a real pick).
 """
 
 from __future__ import annotations
@@ -30,9 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError, check_choice
+from ragtruth_spans.core.fields import check_id, check_score, check_text
 from ragtruth_spans.core.intervals import covered_length, merge_intervals
 from ragtruth_spans.core.jsonl import iter_jsonl
-from ragtruth_spans.core.types import Span, is_finite_number
+from ragtruth_spans.core.types import Span
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 
 STRATEGIES: tuple[str, ...] = ("fewest-spans", "no-spans", "least-hallucinated-chars", "max-confidence")
@@ -45,24 +50,27 @@ class Candidate:
     """One candidate response. ``spans`` are its detected spans (character offsets of ``response``,
     half-open); ``None`` means "not detected yet" (a detector must then be given to :func:`select_best`).
     ``score``: optional response-level hallucination score (higher = more likely hallucinated), used by
-    ``max-confidence``; a detector's response score (``Detection.score``) is stored here."""
+    ``max-confidence``; a detector's response score (``Detection.score``) is stored here. ``error``: the
+    detector could not judge this candidate (its spans then mean "could not tell")."""
 
     response: str
     spans: tuple[Span, ...] | None = None
     id: str | None = None
     score: float | None = None
+    error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "response": self.response, "score": self.score,
-                "spans": None if self.spans is None else [s.to_dict() for s in self.spans]}
+                "spans": None if self.spans is None else [s.to_dict() for s in self.spans]} | (
+                    {"error": self.error} if self.error is not None else {})
 
 
 @dataclass
 class Selection:
     """The outcome of :func:`select_best`: the chosen candidate and why it was chosen."""
 
-    index: int                  # position of the chosen candidate in the input
-    candidate: Candidate        # the chosen candidate, with its spans
+    index: int | None           # position of the chosen candidate in the input; None when no_judgement
+    candidate: Candidate | None  # the chosen candidate, with its spans; None when no_judgement
     strategy: str
     scores: list[float]         # one per candidate, lower is better
     tied: list[int]             # indices that shared the best score (the chosen one among them)
@@ -70,13 +78,16 @@ class Selection:
     fallback: bool              # ``no-spans`` only: no clean candidate, the fewest-spans choice was taken
     candidates: list[Candidate] = field(default_factory=list)  # all candidates, with their spans
     detection_failed: list[int] = field(default_factory=list)  # the detector could not judge: ranked last
+    no_judgement: bool = False  # no candidate could be judged: nothing was chosen (index and candidate are None)
 
     @property
     def tie_broken(self) -> bool:
         return self.tie_break is not None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "id": self.candidate.id, "response": self.candidate.response,
+        chosen = self.candidate
+        return {"index": self.index, "id": chosen.id if chosen else None,
+                "response": chosen.response if chosen else None, "no_judgement": self.no_judgement,
                 "strategy": self.strategy, "scores": [None if math.isinf(x) else x for x in self.scores],
                 "tied": self.tied, "tie_break": self.tie_break, "fallback": self.fallback,
                 "detection_failed": self.detection_failed,
@@ -89,22 +100,22 @@ def as_candidate(item: Candidate | str | Mapping[str, Any], index: int = 0) -> C
     if isinstance(item, Candidate):
         candidate = item
     elif isinstance(item, str):
-        candidate = Candidate(response=item, id=str(index))
+        candidate = Candidate(response=check_text(item, field=f"candidates[{index}]"), id=str(index))
     elif isinstance(item, Mapping):
-        if not isinstance(item.get("response"), str):
-            raise InputError(f"candidate {index}: 'response' must be a string", field="response")
+        where = f"candidates[{index}]"
+        response = check_text(item.get("response"), field=f"{where}.response")
         raw = item.get("spans")
         spans = None
         if raw is not None:
-            try:
-                spans = tuple(s if isinstance(s, Span) else Span.from_dict(s) for s in raw)
-            except (KeyError, TypeError, ValueError) as exc:
-                raise InputError(f"candidate {index}: bad span: {exc}", field="spans") from None
-        cid, score = item.get("id"), item.get("score")
-        if score is not None and not is_finite_number(score):
-            raise InputError(f"candidate {index}: 'score' must be a finite number, got {score!r}", field="score")
-        candidate = Candidate(response=item["response"], spans=spans, id=str(index) if cid is None else str(cid),
-                              score=None if score is None else float(score))
+            if not isinstance(raw, (list, tuple)):
+                raise InputError("must be a list of spans", field=f"{where}.spans")
+            spans = tuple(s if isinstance(s, Span) else Span.from_dict(s, field=f"{where}.spans[{i}]")
+                          for i, s in enumerate(raw))
+        cid = check_id(item.get("id"), field=f"{where}.id", optional=True)
+        score = check_score(item.get("score"), field=f"{where}.score")
+        error = check_text(item.get("error"), field=f"{where}.error", optional=True)
+        candidate = Candidate(response=response, spans=spans, id=str(index) if cid is None else str(cid),
+                              score=score, error=error)
     else:
         raise InputError(f"candidate {index}: expected a Candidate, a string or a mapping, "
                          f"got {type(item).__name__}")
@@ -180,7 +191,7 @@ def select_best(
     items = [as_candidate(c, i) for i, c in enumerate(candidates)]
     if not items:
         raise InputError("select_best needs at least one candidate")
-    failed: list[int] = []
+    failed: list[int] = [i for i, c in enumerate(items) if c.error is not None]
     todo = [i for i, c in enumerate(items) if c.spans is None]
     if todo:
         if detector is None:
@@ -190,9 +201,11 @@ def select_best(
         detected = _detect(detector, [items[i].response for i in todo], context, task, question)
         for i, detection in zip(todo, detected):
             score = items[i].score if detection.score is None else detection.score
-            items[i] = as_candidate(replace(items[i], spans=tuple(detection.spans), score=score), i)
+            items[i] = as_candidate(replace(items[i], spans=tuple(detection.spans), score=score,
+                                            error=detection.error), i)
             if not detection.ok:
                 failed.append(i)
+    failed = sorted(set(failed))
     by_response_score = strategy == "max-confidence" and all(c.score is not None for c in items)
 
     def score_of(candidate: Candidate) -> float:
@@ -201,6 +214,9 @@ def select_best(
         return candidate_score(candidate, strategy)
 
     scores = [math.inf if i in failed else score_of(c) for i, c in enumerate(items)]
+    if len(failed) == len(items):
+        return Selection(index=None, candidate=None, strategy=strategy, scores=scores, tied=[], tie_break=None,
+                         fallback=False, candidates=items, detection_failed=failed, no_judgement=True)
     best = min(scores)
     tied = [i for i, s in enumerate(scores) if s <= best + _TIE_TOLERANCE]
     index = tied[0] if len(tied) == 1 else _break_tie(tied, items, tie_break, rng or random.Random(seed))
@@ -219,9 +235,11 @@ def read_candidates(path: str | Path) -> list[Candidate]:
         if not isinstance(obj["response"], str):
             raise InputError(f"must be a string, got {type(obj['response']).__name__}", path=path, line=lineno,
                              field="response")
-        cid = obj.get("id", lineno)
-        if not isinstance(cid, (str, int)) or isinstance(cid, bool):
-            raise InputError("must be a string or an integer", path=path, line=lineno, field="id")
+        unknown = sorted(set(obj) - {"response", "id"})
+        if unknown:
+            raise InputError("unknown field (expected response, id)", path=path, line=lineno, field=unknown[0][:60])
+        check_text(obj["response"], path=path, line=lineno, field="response")
+        cid = check_id(obj.get("id", lineno), path=path, line=lineno)
         candidates.append(Candidate(response=obj["response"], id=str(cid)))
     if not candidates:
         raise InputError("no candidates (the file is empty)", path=path)

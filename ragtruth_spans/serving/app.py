@@ -1,14 +1,19 @@
 """The HTTP service around one loaded detector (FastAPI): ``create_app(detector, ...)``.
 
 Endpoints: ``POST /v1/detect`` (one item or a list), ``POST /v1/select`` (best-of-N selection),
-``GET /v1/model`` (the detector and its run), ``GET /health``, and the OpenAPI docs at ``/docs``.
+``GET /v1/model`` (the detector and its run, without server paths), ``GET /health``, ``GET /openapi.json``; the
+interactive docs (``/docs``, ``/redoc``, whose pages load scripts from a public CDN) only with ``docs=True``.
 
 - Every detection goes through one :class:`~ragtruth_spans.serving.batcher.MicroBatcher`: concurrent requests
   share ``detect_batch`` calls; a full queue answers 503 (with ``Retry-After``). The batcher knows how many
   detection requests are in flight, so it waits ``max_wait_ms`` only when another request may still join.
-- Errors: 422 for a malformed body (one message per problem, naming the field), 413 for a body, an item or a
-  list beyond the limits, 401 without the bearer token (when the server has one), 500 with an ``error_id`` and
-  no stack trace when the detector fails (the trace is logged server-side with the same id).
+  A batch that fails is retried item by item, so one bad request never fails another.
+- Bodies are bounded before they are parsed (``max_body_bytes``, as the body arrives), and the item and character
+  limits are checked on the parsed JSON before the request models run, so no work scales past the limits.
+- Errors: 415 for a body that is not JSON, 422 for a malformed body (one message per problem, naming the field,
+  never echoing the client's text), 413 for a body, an item or a list beyond the limits, 401 without the bearer
+  token (when the server has one), 500 with an ``error_id`` and no stack trace when the detector fails on the
+  request's own item (the trace is logged server-side with the same id).
 - Shutdown (the lifespan's end, after uvicorn has stopped taking connections and waited for the requests in
   flight) closes the batcher, which finishes every queued item first.
 """
@@ -33,17 +38,19 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ragtruth_spans import __version__
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
-from ragtruth_spans.serving.batcher import MicroBatcher, Overloaded, ShuttingDown
-from ragtruth_spans.serving.limits import BearerAuth, BodySizeLimit, InFlight, validation_errors
-from ragtruth_spans.serving.models import (
-    DetectionOut,
-    DetectItemIn,
-    DetectMany,
-    DetectOne,
-    DetectorRef,
-    ErrorOut,
-    SelectRequest,
+from ragtruth_spans.serving.batcher import MicroBatcher, Overloaded, ShuttingDown, TooLarge
+from ragtruth_spans.serving.body import (
+    DETECT_BODY,
+    SELECT_BODY,
+    ServiceError,
+    json_body,
+    raw_chars,
+    request_schema,
+    validated,
+    without_server_paths,
 )
+from ragtruth_spans.serving.limits import BearerAuth, BodySizeLimit, InFlight, validation_errors
+from ragtruth_spans.serving.models import DetectionOut, DetectMany, DetectOne, DetectorRef, ErrorOut, SelectRequest
 
 logger = logging.getLogger("ragtruth_spans.serving")
 
@@ -59,17 +66,20 @@ class ServeSettings:
     max_chars: int = 100_000
     max_body_bytes: int = 16 * 1024 * 1024
     api_key: str | None = None
+    docs: bool = False
+
+    def __post_init__(self) -> None:
+        """Refuse settings under which some valid request could never be served."""
+        for name in ("max_batch", "max_queue", "max_items", "max_chars", "max_body_bytes"):
+            if getattr(self, name) < 1:
+                raise InputError(f"must be >= 1, got {getattr(self, name)}", field=f"--{name.replace('_', '-')}")
+        if self.max_queue < self.max_items:
+            raise InputError(f"--max-queue {self.max_queue} is smaller than --max-items {self.max_items}: a request "
+                             "of that many items could never be queued (it would get 503 forever); raise --max-queue "
+                             "or lower --max-items", field="--max-queue")
 
     def public(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if k != "api_key"} | {"auth": self.api_key is not None}
-
-
-class ServiceError(Exception):
-    """An answer other than 200: ``status``, a message, optional headers."""
-
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.headers = status, message, headers
 
 
 class BatchedDetector(Detector):
@@ -135,6 +145,8 @@ class Service:
     async def detect(self, items: list[DetectItem]) -> list[Detection]:
         try:
             return await asyncio.wrap_future(self.batcher.submit(items))
+        except TooLarge as exc:
+            raise ServiceError(413, str(exc)) from None
         except (Overloaded, ShuttingDown) as exc:
             raise _unavailable(exc) from None
         except Exception as exc:
@@ -150,6 +162,8 @@ class Service:
                 select_best, candidates, strategy=body.strategy, seed=body.seed, tie_break=body.tie_break,
                 detector=BatchedDetector(self.detector, self.batcher), context=body.context, task=body.task,
                 question=body.question)
+        except TooLarge as exc:
+            raise ServiceError(413, str(exc)) from None
         except (Overloaded, ShuttingDown) as exc:
             raise _unavailable(exc) from None
         except InputError as exc:
@@ -194,7 +208,9 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
         logger.info("shutting down: finishing %d queued item(s)", service.batcher.pending)
         await run_in_threadpool(service.batcher.close)
 
+    docs = service.settings.docs
     app = FastAPI(title="ragtruth-spans", version=__version__, lifespan=lifespan,
+                  docs_url="/docs" if docs else None, redoc_url="/redoc" if docs else None,
                   description="Hallucinated character spans in RAG answers. Offsets are characters (Unicode code "
                               "points) of the response, half-open [start, end).")
     app.state.service = service
@@ -218,17 +234,23 @@ def _add_routes(app: FastAPI, service: Service) -> None:
 
     @app.get("/v1/model", responses=errors)
     async def model() -> dict[str, Any]:
-        """The detector's description, its run metadata (run_info.json, with the fingerprint) and the limits."""
-        return {"detector": service.detector.describe(), "fingerprint": service.ref.fingerprint,
-                "run_info": service.run_info, "serving": service.settings.public(), "version": __version__}
+        """The detector's description, its run metadata (run_info.json, with the fingerprint) and the limits;
+        server paths are reduced to their last component."""
+        return {"detector": without_server_paths(service.detector.describe()), "fingerprint": service.ref.fingerprint,
+                "run_info": without_server_paths(service.run_info), "serving": service.settings.public(),
+                "version": __version__}
 
-    @app.post("/v1/detect", response_model=DetectOne | DetectMany, responses=errors)
-    async def detect(body: DetectItemIn | list[DetectItemIn]) -> DetectOne | DetectMany:
+    @app.post("/v1/detect", response_model=DetectOne | DetectMany, responses=errors | {415: {"model": ErrorOut}},
+              openapi_extra=request_schema(DETECT_BODY))
+    async def detect(request: Request) -> DetectOne | DetectMany:
         """Hallucinated spans of one item (answer: one detection) or a list of items (answer: ``results``)."""
-        items = body if isinstance(body, list) else [body]
-        if not items:
+        raw = await json_body(request)
+        if isinstance(raw, list) and not raw:
             raise ServiceError(422, "invalid request: the list of items is empty")
-        service.check_size(len(items), [item.chars() for item in items])
+        rows = raw if isinstance(raw, list) else [raw]
+        service.check_size(len(rows), [raw_chars(row, ("context", "response", "question")) for row in rows])
+        body = validated(DETECT_BODY, raw)
+        items = body if isinstance(body, list) else [body]
         detections = await service.detect([DetectItem(context=i.context, response=i.response, task=i.task,
                                                       question=i.question) for i in items])
         outs = [detection_out(i.id, i.response, d) for i, d in zip(items, detections)]
@@ -236,8 +258,15 @@ def _add_routes(app: FastAPI, service: Service) -> None:
             return DetectMany(results=outs, detector=service.ref)
         return DetectOne(**outs[0].model_dump(), detector=service.ref)
 
-    @app.post("/v1/select", responses=errors)
-    async def select(body: SelectRequest) -> dict[str, Any]:
-        """Best-of-N selection: the index of the least hallucinated candidate and each candidate's spans."""
-        service.check_size(len(body.candidates), [body.chars()])
+    @app.post("/v1/select", responses=errors | {415: {"model": ErrorOut}}, openapi_extra=request_schema(SELECT_BODY))
+    async def select(request: Request) -> dict[str, Any]:
+        """Best-of-N selection: the index of the least hallucinated candidate and each candidate's spans;
+        ``no_judgement: true`` and ``index: null`` when the detector could judge no candidate."""
+        raw = await json_body(request)
+        candidates = raw.get("candidates") if isinstance(raw, dict) else None
+        if isinstance(candidates, list):
+            texts = [c if isinstance(c, str) else raw_chars(c, ("response",)) for c in candidates]
+            chars = raw_chars(raw, ("context", "question")) + sum(t if isinstance(t, int) else len(t) for t in texts)
+            service.check_size(len(candidates), [chars])
+        body = validated(SELECT_BODY, raw)
         return (await service.select(body)).to_dict() | {"detector": service.ref.model_dump()}

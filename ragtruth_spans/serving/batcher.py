@@ -10,8 +10,11 @@ from the worker thread, one batch at a time.
 
 - Back-pressure: :meth:`MicroBatcher.submit` raises :class:`Overloaded` when the queue cannot take the request's
   items (the HTTP layer answers 503).
-- A batch whose ``detect_batch`` raises fails the requests that had items in it (their remaining items are
-  dropped from the queue); the other requests are not affected.
+- Isolation: when a batch's ``detect_batch`` raises (or returns the wrong number of results), its items are run
+  again one by one, so only the request whose own item fails gets the error (its remaining items are dropped
+  from the queue); every other request in that batch gets its detections. One bad request never fails another.
+- A request with more items than the queue can ever hold raises :class:`TooLarge` (not :class:`Overloaded`:
+  retrying would never help).
 - :meth:`MicroBatcher.close` stops taking requests (:class:`ShuttingDown`), lets the worker finish every item
   already queued, and joins it: in-flight requests complete.
 """
@@ -38,6 +41,10 @@ class ShuttingDown(RuntimeError):
     """The batcher is closing and takes no new request."""
 
 
+class TooLarge(ValueError):
+    """The request has more items than the queue can ever hold: retrying will not help."""
+
+
 @dataclass
 class BatcherStats:
     """Running totals: requests taken and rejected, items detected, batches run, the largest batch, and time
@@ -48,6 +55,7 @@ class BatcherStats:
     items: int = 0
     failed_items: int = 0
     batches: int = 0
+    isolated_batches: int = 0
     largest_batch: int = 0
     busy_seconds: float = 0.0
     longest_batch_seconds: float = 0.0
@@ -118,6 +126,9 @@ class MicroBatcher:
         with self._cond:
             if self._closing:
                 raise ShuttingDown("the server is shutting down")
+            if len(request.items) > self.max_queue:
+                self.stats.rejected += 1
+                raise TooLarge(f"{len(request.items)} items in one request; the queue holds at most {self.max_queue}")
             if len(self._queue) + len(request.items) > self.max_queue:
                 self.stats.rejected += 1
                 raise Overloaded(f"the queue holds {len(self._queue)} items and takes at most {self.max_queue}")
@@ -167,16 +178,23 @@ class MicroBatcher:
             if batch:
                 self._process(batch)
 
+    def _detect(self, items: list[DetectItem]) -> list[Detection]:
+        detections = self._detect_batch(items)
+        if len(detections) != len(items):
+            raise RuntimeError(f"the detector returned {len(detections)} results for {len(items)} items")
+        return detections
+
     def _process(self, batch: list[tuple[_Request, int, float]]) -> None:
         started = time.perf_counter()
         try:
-            detections = self._detect_batch([request.items[i] for request, i, _ in batch])
-            if len(detections) != len(batch):
-                raise RuntimeError(f"the detector returned {len(detections)} results for {len(batch)} items")
+            detections = self._detect([request.items[i] for request, i, _ in batch])
         except Exception as exc:
-            for request in {id(r): r for r, _, _ in batch}.values():
-                request.fail(exc)
-            self.stats.failed_items += len(batch)
+            if len(batch) == 1:
+                batch[0][0].fail(exc)
+                self.stats.failed_items += 1
+            else:
+                self.stats.isolated_batches += 1
+                self._one_by_one(batch)
             return
         finally:
             elapsed = time.perf_counter() - started
@@ -186,4 +204,18 @@ class MicroBatcher:
             self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
         self.stats.items += len(batch)
         for (request, i, _), detection in zip(batch, detections):
+            request.deliver(i, detection)
+
+    def _one_by_one(self, batch: list[tuple[_Request, int, float]]) -> None:
+        """A failed batch again, item by item: only the requests whose own item fails are failed."""
+        for request, i, _ in batch:
+            if request.future.done():  # failed by an earlier item of its own (or cancelled)
+                continue
+            try:
+                [detection] = self._detect([request.items[i]])
+            except Exception as exc:
+                request.fail(exc)
+                self.stats.failed_items += 1
+                continue
+            self.stats.items += 1
             request.deliver(i, detection)

@@ -103,13 +103,23 @@ class BodySizeLimit:
         await self.app(scope, replay, send)
 
 
+MAX_NAME_CHARS = 40
+"""A field name longer than this (an unknown key is the client's text) is cut in error messages."""
+
+
+def _name(part: Any) -> str:
+    """A key of the client's body, bounded and printable: never echoed whole (a 20,000-character key)."""
+    text = "".join(c if c.isprintable() else "?" for c in str(part)[:MAX_NAME_CHARS])
+    return text + ("…" if len(str(part)) > MAX_NAME_CHARS else "")
+
+
 def _field(loc: Sequence[Any], body: Any) -> str:
     parts = list(loc[1:]) if loc and loc[0] == "body" else list(loc)
     if parts and parts[0] in _UNION_TAGS:
         parts = parts[1:]
     path = ""
     for part in parts:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+        path += f"[{part}]" if isinstance(part, int) else (f".{_name(part)}" if path else _name(part))
     return path or "body"
 
 

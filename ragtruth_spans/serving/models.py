@@ -1,16 +1,19 @@
 """Request and response bodies of the HTTP service (pydantic). Offsets in every answer are characters of the
 response (Unicode code points, as Python ``str`` indices), half-open ``[start, end)``.
 
-Wrong types, missing or unknown fields and empty texts are refused by these models (422); sizes beyond the
-server's limits (characters per item, items per request, request bytes) are checked by the app (413).
+Wrong types, missing or unknown fields, empty texts and text holding a lone surrogate (``"\\ud800"``: legal JSON,
+not text) are refused by these models (422), in strict mode: no coercion, so ``"id": true`` is refused rather than
+echoed as ``1``. Sizes beyond the server's limits (characters per item, items per request, request bytes) are checked
+by the app (413) before these models run.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator
 
+from ragtruth_spans.core.fields import surrogate_at
 from ragtruth_spans.core.types import TASK_TYPES
 from ragtruth_spans.selection.select import STRATEGIES, TIE_BREAKS
 
@@ -19,18 +22,40 @@ Strategy = Literal[STRATEGIES]  # type: ignore[valid-type]
 TieBreak = Literal[TIE_BREAKS]  # type: ignore[valid-type]
 
 
+def _unicode(value: str) -> str:
+    at = surrogate_at(value)
+    if at is not None:
+        raise ValueError(f"not valid Unicode text: a lone surrogate at character {at}")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_unicode)]
+"""A string of valid Unicode (:func:`~ragtruth_spans.core.fields.surrogate_at`): the rule of every text field."""
+
+
+def _id(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError("must be a string or an integer")  # never coerced: true is not 1
+    return _unicode(value) if isinstance(value, str) else value
+
+
+Id = Annotated[str | int, PlainValidator(_id), WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "integer"}]})]
+"""An id: a string of valid Unicode or an integer, echoed as given."""
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class DetectItemIn(_Strict):
     """One response to check, with the context it was written from."""
 
-    context: str = Field(min_length=1, description="The passages (QA), the article (Summary) or the data (Data2txt).")
-    response: str = Field(min_length=1, description="The response to check.")
+    context: Text = Field(min_length=1, description="The passages (QA), the article (Summary) or the data "
+                          "(Data2txt).")
+    response: Text = Field(min_length=1, description="The response to check.")
     task: Task = Field(description="QA, Summary or Data2txt.")
-    question: str | None = Field(default=None, description="The question (QA).")
-    id: str | int | None = Field(default=None, description="Your id, echoed in the answer.")
+    question: Text | None = Field(default=None, description="The question (QA).")
+    id: Id | None = Field(default=None, description="Your id (a string or an integer), echoed in the answer.")
 
     def chars(self) -> int:
         return len(self.context) + len(self.response) + len(self.question or "")
@@ -74,16 +99,16 @@ class DetectMany(BaseModel):
 
 
 class CandidateIn(_Strict):
-    response: str = Field(min_length=1)
-    id: str | None = None
+    response: Text = Field(min_length=1)
+    id: Id | None = None
 
 
 class SelectRequest(_Strict):
     """Best-of-N selection: N candidate responses to one input."""
 
-    context: str = Field(min_length=1)
+    context: Text = Field(min_length=1)
     task: Task
-    question: str | None = None
+    question: Text | None = None
     candidates: list[CandidateIn] = Field(min_length=1, description="Responses: strings, or {response, id?} "
                                           "objects.")
     strategy: Strategy = "fewest-spans"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.training.run_dir import claim_output_dir
@@ -58,7 +59,7 @@ def last_checkpoint(output_dir: str | Path, resume: bool, console: Console) -> s
 
     last = get_last_checkpoint(str(output_dir)) if resume else None
     if last:
-        console.print(f"[bold]resuming[/] from {last}")
+        console.print(f"[bold]resuming[/] from {escape(str(last))}")
     return last
 
 

@@ -47,10 +47,9 @@ def read_run_info(run_dir: str | Path) -> dict[str, Any]:
     path = Path(run_dir) / RUN_INFO_FILE
     if not path.is_file():
         return {}
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc})", path=path) from None
+    from ragtruth_spans.core.jsonl import read_json_file
+
+    info = read_json_file(path)
     if not isinstance(info, dict):
         raise InputError("expected a JSON object", path=path)
     return info
@@ -112,7 +111,7 @@ def _changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:
 def _read_fingerprint(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("fingerprint"), str) else None
 
@@ -165,6 +164,7 @@ def write_run_files(output_dir: str | Path, recipe: Recipe, info: dict[str, Any]
     the family's ``info`` and the library versions) into ``output_dir``; return the run info written. A
     fingerprint other than the one the directory was started with is recorded as ``resumed_with_other_settings``
     (a ``--resume`` that insisted)."""
+    from ragtruth_spans.core.files import atomic_write_text
     from ragtruth_spans.core.jsonl import write_json
 
     output_dir = Path(output_dir)
@@ -177,6 +177,6 @@ def write_run_files(output_dir: str | Path, recipe: Recipe, info: dict[str, Any]
             run_info["resumed_with_other_settings"] = {"started_as": started["fingerprint"]}
     run_info.update(info)
     run_info["libraries"] = library_versions()
-    (output_dir / RECIPE_FILE).write_text(recipe.to_yaml(), encoding="utf-8")
+    atomic_write_text(output_dir / RECIPE_FILE, recipe.to_yaml())
     write_json(output_dir / RUN_INFO_FILE, run_info)
     return run_info

@@ -114,3 +114,16 @@ def test_report_command_names_the_predictions_file_of_a_missing_id(sample, tmp_p
     assert result.exit_code == 2
     assert str(partial) in result.output and "no prediction" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_each_context_is_embedded_once_per_source_not_once_per_response(tmp_path) -> None:
+    """Issue 18: five responses to one source carried its context five times."""
+    from ragtruth_spans.core.types import Record
+    from ragtruth_spans.reporting.html import ReportInput, response_rows
+
+    context = "A long shared context. " * 200
+    records = [Record(id=f"r{i}", source_id="s1", task_type="Summary", model=f"m{i}", split="test", quality="good",
+                      response=f"Response {i}.", context=context) for i in range(5)]
+    rows = response_rows(ReportInput(gold=records, detectors=[], gold_source="x"))
+    assert rows["contexts"] == [context] and {r["ctx"] for r in rows["responses"]} == {0}
+    assert json.dumps(rows).count("A long shared context.") == 200

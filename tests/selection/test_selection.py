@@ -114,7 +114,7 @@ def test_bad_arguments_are_clear_errors():
         select_best(["no spans yet"])
     with pytest.raises(InputError, match="out of range"):
         select_best([cand("abc", sp(0, 4))])
-    with pytest.raises(InputError, match="candidate 1: 'response' must be a string"):
+    with pytest.raises(InputError, match=r"field 'candidates\[1\].response': must be a string"):
         select_best([{"response": "a", "spans": []}, {"spans": []}])
 
 
@@ -414,10 +414,10 @@ def test_candidates_whose_detection_failed_are_ranked_last():
     assert chosen.index == 1 and chosen.detection_failed == [0]
     assert chosen.scores == [float("inf"), 1.0]
     assert chosen.to_dict()["scores"] == [None, 1.0]
-    # all failed: a tie among them, broken as usual
+    # all failed: nothing could be judged, so nothing is chosen (issue 18: no index a gate could take for a pick)
     chosen = select_best(["garbled a", "garbled b"], detector=FlakyDetector("moon"), context="c", task="QA",
                          tie_break="first")
-    assert chosen.index == 0 and chosen.tied == [0, 1] and chosen.detection_failed == [0, 1]
+    assert chosen.no_judgement and chosen.index is None and chosen.tied == [] and chosen.detection_failed == [0, 1]
 
 
 @pytest.fixture()
@@ -525,7 +525,7 @@ def test_max_confidence_uses_response_scores_when_every_candidate_has_one():
     assert mixed.scores == [0.9, 0.0, 0.3] and mixed.index == 1
     # other strategies ignore response scores
     assert select_best(cands, strategy="fewest-spans").index == 1
-    with pytest.raises(InputError, match="candidate 0: 'score' must be a finite number"):
+    with pytest.raises(InputError, match=r"field 'candidates\[0\].score': must be a finite number"):
         select_best([{"response": "x", "score": "high"}], strategy="max-confidence")
 
 

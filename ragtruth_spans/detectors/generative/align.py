@@ -55,37 +55,55 @@ class Alignment:
 
 @dataclass(frozen=True)
 class _Normalized:
-    """A normalized string and, for each of its characters, the index of the original character."""
+    """A normalized string and, for each of its characters, the original ``[start, end)`` it came from (a base
+    character with its combining marks is one unit, so NFC and NFD spellings normalize alike)."""
 
     text: str
     index: list[int]
+    ends: list[int]
 
     def to_original(self, start: int, end: int) -> tuple[int, int]:
         """Original ``[start, end)`` covering normalized ``[start, end)`` (``end > start``)."""
-        return self.index[start], self.index[end - 1] + 1
+        return self.index[start], self.ends[end - 1]
 
     def from_original(self, offset: int) -> int:
         """First normalized position whose original index is ``>= offset``."""
         return bisect_left(self.index, offset)
 
 
+def _clusters(text: str) -> list[tuple[int, int]]:
+    """``[start, end)`` of each base character with the combining marks that follow it."""
+    out: list[tuple[int, int]] = []
+    for i, char in enumerate(text):
+        if out and unicodedata.combining(char) and not text[i - 1].isspace():
+            out[-1] = (out[-1][0], i + 1)
+        else:
+            out.append((i, i + 1))
+    return out
+
+
 def normalize(text: str) -> _Normalized:
-    """Casefold, NFKC and ASCII-quote each character, collapse whitespace runs to one space, keep an index map."""
+    """Casefold, NFKC and ASCII-quote each character cluster (base + combining marks: ``é`` composed or not reads
+    the same), collapse whitespace runs to one space, keep an index map."""
     chars: list[str] = []
     index: list[int] = []
+    ends: list[int] = []
     previous_space = False
-    for i, char in enumerate(text):
-        if char.isspace():
+    for start, end in _clusters(text):
+        cluster = text[start:end]
+        if cluster.isspace():
             if not previous_space:
                 chars.append(" ")
-                index.append(i)
+                index.append(start)
+                ends.append(end)
             previous_space = True
             continue
         previous_space = False
-        for out in unicodedata.normalize("NFKC", char.translate(_ASCII_PUNCT)).casefold():
+        for out in unicodedata.normalize("NFKC", cluster.translate(_ASCII_PUNCT)).casefold():
             chars.append(out)
-            index.append(i)
-    return _Normalized("".join(chars), index)
+            index.append(start)
+            ends.append(end)
+    return _Normalized("".join(chars), index, ends)
 
 
 def align_spans(response: str, items: Sequence[ParsedItem], *,

@@ -95,8 +95,9 @@
       card.appendChild(q);
     }
     var ctx = make("details", { "class": "context" });
-    ctx.appendChild(make("summary", {}, "Context (" + Array.from(r.context).length + " characters)"));
-    ctx.appendChild(make("pre", {}, r.context));
+    var context = data.contexts[r.ctx];  // each distinct context is embedded once, not once per response
+    ctx.appendChild(make("summary", {}, "Context (" + Array.from(context).length + " characters)"));
+    ctx.appendChild(make("pre", {}, context));
     card.appendChild(ctx);
     detectorsShown().forEach(function (d) {
       var det = r.det[d];

@@ -1,0 +1,163 @@
+"""Writing files safely: atomic replacement, one writer per output, and output paths checked before any work.
+
+- :func:`atomic_write_text` / :func:`atomic_write_bytes` / :func:`atomic_write_json` write to a temporary file in
+  the same folder, flush it to disk, then ``os.replace`` it over the target: a reader (or a crash) sees the old
+  file or the new one, never a torn mix.
+- :func:`exclusive_output` holds an advisory lock (``PATH.lock``, ``flock`` where the platform has it) for as long as
+  one process writes ``PATH``; a second writer is refused at once with an :class:`InputError`.
+- :func:`check_output_path` refuses, before any work, an output that names a folder or lies where no file can be
+  created.
+
+Every failure to write is an :class:`InputError` (one line naming the file), never an ``OSError`` traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from ragtruth_spans.core.errors import InputError
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: the lock file is created exclusively instead
+    fcntl = None  # type: ignore[assignment]
+
+LOCK_SUFFIX = ".lock"
+
+
+def check_output_path(path: str | Path, *, field: str | None = None) -> Path:
+    """``path`` as a :class:`Path` if a file can be written there (its parent folders may be created): an
+    existing folder, a parent that is a file, or a folder that is not writable raise :class:`InputError`."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError("is a folder, not a file", path=path, field=field)
+    ancestor = path.parent
+    while not ancestor.exists():
+        if ancestor == ancestor.parent:
+            break
+        ancestor = ancestor.parent
+    if ancestor.exists() and not ancestor.is_dir():
+        raise InputError(f"cannot write here: {ancestor} is a file, not a folder", path=path, field=field)
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write here: the folder {ancestor} is not writable", path=path, field=field)
+    if path.exists() and not os.access(path, os.W_OK):
+        raise InputError("cannot write here: the file is not writable", path=path, field=field)
+    return path
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """A file handle (``"w"``: UTF-8 text, ``"wb"``: bytes) on a temporary file beside ``path``; when the block
+    ends without an exception the file is flushed to disk and renamed over ``path`` (keeping the mode of an existing
+    file), otherwise it is removed and ``path`` is untouched. An OS failure raises :class:`InputError`."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
+    done = False
+    try:
+        with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.is_file() else 0o666 & ~_umask())
+        os.replace(tmp, path)
+        done = True
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
+    except UnicodeEncodeError as exc:
+        raise InputError(f"cannot write: the text holds a lone surrogate (character {exc.start})",
+                         path=path) from None
+    finally:
+        if not done:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` atomically (:func:`atomic_writer`), creating parent folders."""
+    with atomic_writer(path, "wb") as fh:
+        fh.write(data)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Replace ``path`` by ``text`` (UTF-8) atomically; see :func:`atomic_write_bytes`."""
+    with atomic_writer(path) as fh:
+        fh.write(text)
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> None:
+    """Replace ``path`` by ``obj`` as indented UTF-8 JSON (non-ASCII kept as is) atomically."""
+    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def lock_path(path: str | Path) -> Path:
+    """The advisory lock file of an output: ``PATH.lock``."""
+    return Path(str(path) + LOCK_SUFFIX)
+
+
+def _busy(path: Path) -> InputError:
+    return InputError(f"another process is writing this file (lock {lock_path(path).name} is held); wait for it "
+                      "to finish or choose another output", path=path)
+
+
+@contextlib.contextmanager
+def exclusive_output(path: str | Path) -> Iterator[Path]:
+    """Hold the advisory lock of output ``path`` while the block runs: one writer per output. A second writer
+    (another process, or another block of this one) gets :class:`InputError` at once. The lock file is removed on
+    release."""
+    path = Path(path)
+    lock = lock_path(path)
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
+    fd = _acquire(path, lock)
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)  # still holding the lock: a waiting opener re-checks the inode (see _acquire)
+        os.close(fd)
+
+
+def _acquire(path: Path, lock: Path) -> int:
+    if fcntl is None:  # pragma: no cover
+        try:
+            return os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            raise _busy(path) from None
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
+    for _ in range(100):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_WRONLY, 0o644)
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise _busy(path) from None
+        try:  # the holder may have removed the file between our open and our flock: lock the current one
+            if os.stat(lock).st_ino == os.fstat(fd).st_ino:
+                os.write(fd, f"{os.getpid()}\n".encode())
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    raise _busy(path)  # pragma: no cover - the lock file kept changing under us

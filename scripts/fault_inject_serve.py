@@ -1,0 +1,239 @@
+"""Fault injection against ``ragtruth-spans serve``: valid and hostile requests mixed, under concurrency.
+
+Usage::
+
+    python scripts/fault_inject_serve.py [--model numbers] [--requests 600] [--hostile-share 0.35]
+                                         [--concurrency 16] [--deadline 180] [--seed 0] [--json OUT]
+
+It starts the server as a subprocess on 127.0.0.1 only (a free port; nothing else is contacted), with small limits
+(``--max-items 8 --max-chars 5000 --max-body-mb 0.25``) and a batching window (``--max-wait-ms 20``) so valid and
+hostile requests share micro-batches, sends exactly ``--requests`` requests from ``--concurrency`` threads — each a
+valid item with a unique id (some carrying terminal escapes or non-ASCII digits, which are valid text) or one of
+the hostile bodies below, drawn with ``--seed`` — then checks ``/health`` and stops the server (it also stops by
+itself at ``--deadline`` seconds).
+
+Hostile bodies: lone surrogates (question, id, candidate), ``"id": true``, an integer of 5,000 digits, nesting
+5,000 deep, ``NaN``, a 20,000-character unknown key, a form body, ``text/plain``, bytes that are not UTF-8, invalid
+JSON, an empty body, too many items, an item over the character limit, a body over the byte limit, a list mixing a
+valid item with a poisoned one.
+
+Reported: requests sent, answered, lost (no answer: a transport error or timeout), duplicated (an answer carrying
+another request's id, or one id answered twice), wrongly failed (a valid request not answered 200 with the spans
+the detector gives that item alone), hostile answered 4xx as expected, hostile answered 5xx or 200 (mishandled),
+and the server alive at the end. Exit status 1 when anything was lost, duplicated, wrongly failed or mishandled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import httpx
+
+HOST = "127.0.0.1"
+JSON_TYPE = {"content-type": "application/json"}
+LIMITS = {"max_items": 8, "max_chars": 5000, "max_body_mb": 0.25}
+CONTEXT = "Passage 1: The Grand Hotel opened in 1999 and has 120 rooms; a suite costs 1,200 dollars."
+RESPONSES = ["It opened in 1998 and has 120 rooms.", "It has 150 rooms and opened in 1999.",
+             "A suite costs 1,200 dollars.", "It opened in ١٩٩٩ with １２０ rooms.",
+             "Opened in 2001.\x1b[2J\x1b]8;;https://evil.example\x07link\x1b]8;;\x07", "Café opened in 1999."]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def _raw(obj: Any) -> bytes:
+    return json.dumps(obj).encode()  # ensure_ascii: a lone surrogate travels as the escape \ud800
+
+
+def valid_item(i: int, rng: random.Random) -> dict[str, Any]:
+    return {"id": f"v{i}", "context": CONTEXT, "question": "When did it open?", "task": "QA",
+            "response": RESPONSES[rng.randrange(len(RESPONSES))]}
+
+
+def hostile_bodies() -> list[tuple[str, str, bytes, dict[str, str]]]:
+    """``(name, path, body, headers)`` of each hostile request (every one must get a 4xx, never 5xx or 200)."""
+    item = {"context": CONTEXT, "response": "It opened in 1998.", "task": "QA"}
+    big = LIMITS["max_chars"] + 1
+    return [
+        ("surrogate question", "/v1/detect", _raw(item | {"question": "\ud800"}), JSON_TYPE),
+        ("surrogate id", "/v1/detect", _raw(item | {"id": "x\udfff"}), JSON_TYPE),
+        ("surrogate candidate", "/v1/select", _raw({"context": CONTEXT, "task": "QA", "candidates": ["a", "\ud800"]}),
+         JSON_TYPE),
+        ("id true", "/v1/detect", _raw(item | {"id": True}), JSON_TYPE),
+        ("5000-digit integer", "/v1/detect", b'{"context": "c", "response": "r", "task": "QA", "id": '
+         + b"9" * 5000 + b"}", JSON_TYPE),
+        ("nesting 5000 deep", "/v1/detect", b"[" * 5000 + b"]" * 5000, JSON_TYPE),
+        ("NaN", "/v1/detect", b'{"context": NaN}', JSON_TYPE),
+        ("20,000-char unknown key", "/v1/detect", _raw(item | {"k" * 20_000: 1}), JSON_TYPE),
+        ("form body", "/v1/detect", b"context=c&response=r&task=QA",
+         {"content-type": "application/x-www-form-urlencoded"}),
+        ("text/plain", "/v1/detect", _raw(item), {"content-type": "text/plain"}),
+        ("not UTF-8", "/v1/detect", b'{"context": "caf\xe9", "response": "r", "task": "QA"}', JSON_TYPE),
+        ("invalid JSON", "/v1/detect", b'{"context": ', JSON_TYPE),
+        ("empty body", "/v1/detect", b"", JSON_TYPE),
+        ("too many items", "/v1/detect", _raw([item] * (LIMITS["max_items"] + 1)), JSON_TYPE),
+        ("item over the character limit", "/v1/detect", _raw(item | {"context": "x" * big}), JSON_TYPE),
+        ("body over the byte limit", "/v1/detect", _raw(item | {"context": "x" * int(LIMITS["max_body_mb"] * 2**21)}),
+         JSON_TYPE),
+        ("valid + poisoned list", "/v1/detect", _raw([item, item | {"response": "\ud800"}]), JSON_TYPE),
+        ("missing task", "/v1/detect", _raw({"context": "c", "response": "r"}), JSON_TYPE),
+    ]
+
+
+def start_server(model: str, port: int) -> subprocess.Popen:
+    command = [sys.executable, "-m", "ragtruth_spans", "serve", "--model", model, "--host", HOST, "--port", str(port),
+               "--max-items", str(LIMITS["max_items"]), "--max-chars", str(LIMITS["max_chars"]),
+               "--max-body-mb", str(LIMITS["max_body_mb"]), "--max-batch", "16", "--max-wait-ms", "20",
+               "--log-level", "error"]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the server exited with status {process.returncode}")
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.25)
+    raise SystemExit(f"the server did not answer /health within {timeout:.0f} s")
+
+
+def expected_spans(model: str) -> dict[str, list[list[int]]]:
+    """What the detector gives each valid response alone (in this process): the reference answers."""
+    from ragtruth_spans.detectors.loader import load_detector
+
+    detector = load_detector(model)
+    return {r: [[s.start, s.end] for s in detector.detect(context=CONTEXT, response=r, task="QA",
+                                                          question="When did it open?").spans] for r in RESPONSES}
+
+
+def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
+    rng = random.Random(args.seed)
+    hostile = hostile_bodies()
+    plan = []  # (kind, payload) in a fixed, seeded order
+    for i in range(args.requests):
+        plan.append(("hostile", hostile[rng.randrange(len(hostile))]) if rng.random() < args.hostile_share
+                    else ("valid", valid_item(i, rng)))
+    reference = expected_spans(args.model)
+    counts: Counter[str] = Counter()
+    seen_ids: Counter[str] = Counter()
+    hostile_status: dict[str, Counter[int]] = {}
+    lost_by: Counter[str] = Counter()
+    lock = threading.Lock()
+    cursor = iter(range(len(plan)))
+    stop_at = time.monotonic() + args.deadline
+
+    def worker() -> None:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            while time.monotonic() < stop_at:
+                with lock:
+                    index = next(cursor, None)
+                if index is None:
+                    return
+                kind, payload = plan[index]
+                with lock:
+                    counts["sent"] += 1
+                try:
+                    if kind == "valid":
+                        response = client.post("/v1/detect", content=_raw(payload), headers=JSON_TYPE)
+                    else:
+                        _, path, body, headers = payload
+                        response = client.post(path, content=body, headers=headers)
+                except httpx.HTTPError:
+                    with lock:
+                        counts["lost"] += 1
+                        lost_by[payload[0] if kind == "hostile" else "valid"] += 1
+                    continue
+                with lock:
+                    counts["answered"] += 1
+                    if kind == "valid":
+                        _check_valid(payload, response, reference, counts, seen_ids)
+                    else:
+                        hostile_status.setdefault(payload[0], Counter())[response.status_code] += 1
+                        counts["hostile"] += 1
+                        counts["hostile_4xx" if 400 <= response.status_code < 500 else "hostile_mishandled"] += 1
+
+    threads = [threading.Thread(target=worker) for _ in range(args.concurrency)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(args.deadline + 60)
+    elapsed = time.perf_counter() - started
+    counts["duplicated"] += sum(n - 1 for n in seen_ids.values() if n > 1)
+    health = httpx.get(f"{url}/health", timeout=10)
+    return {"requests_planned": len(plan), **{k: counts[k] for k in (
+                "sent", "answered", "lost", "duplicated", "valid", "valid_ok", "wrongly_failed", "hostile",
+                "hostile_4xx", "hostile_mishandled")},
+            "lost_by_kind": dict(lost_by), "seconds": round(elapsed, 2), "server_alive": health.status_code == 200,
+            "server_stats": health.json().get("stats"),
+            "hostile_statuses": {name: dict(c) for name, c in sorted(hostile_status.items())}}
+
+
+def _check_valid(item: dict[str, Any], response: httpx.Response, reference: dict[str, list[list[int]]],
+                 counts: Counter[str], seen_ids: Counter[str]) -> None:
+    counts["valid"] += 1
+    if response.status_code != 200:
+        counts["wrongly_failed"] += 1
+        return
+    answer = response.json()
+    seen_ids[str(answer.get("id"))] += 1
+    if answer.get("id") != item["id"]:
+        counts["duplicated"] += 1  # another request's answer
+    elif [[s["start"], s["end"]] for s in answer["spans"]] != reference[item["response"]]:
+        counts["wrongly_failed"] += 1
+    else:
+        counts["valid_ok"] += 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="numbers", help="A cheap named detector (numbers, flag-all, flag-none).")
+    parser.add_argument("--requests", type=int, default=600)
+    parser.add_argument("--hostile-share", type=float, default=0.35)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--deadline", type=float, default=180.0, help="Seconds after which sending stops.")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", default=None, help="Also write the result here.")
+    args = parser.parse_args()
+    port = free_port()
+    url = f"http://{HOST}:{port}"
+    server = start_server(args.model, port)
+    try:
+        wait_ready(url, server, 120)
+        result = run(args, url)
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(10)
+    result["server_exit_status"] = server.returncode
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    bad = result["lost"] or result["duplicated"] or result["wrongly_failed"] or result["hostile_mishandled"]
+    sys.exit(1 if bad or not result["server_alive"] else 0)
+
+
+if __name__ == "__main__":
+    main()

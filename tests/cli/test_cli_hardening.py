@@ -1,0 +1,116 @@
+"""Issue 18 on the command line: hostile input is one line and exit 2 (never a traceback, never half an output),
+user text is never read as rich markup nor sent raw to the terminal, outputs are checked before the work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragtruth_spans.cli import app
+from ragtruth_spans.detectors.base import Detection, Detector
+
+runner = CliRunner()
+GOOD = {"context": "Opened in 1999.", "response": "It opened in 1999.", "task": "QA"}
+
+
+def _stdin(*rows: dict) -> str:
+    return "".join(json.dumps(row) + "\n" for row in rows)
+
+
+def _one_line_exit_2(result, message: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("stdin", "message"), [
+    (_stdin(GOOD).encode() + b'{"context": "caf\xe9", "response": "r", "task": "QA"}\n',
+     "<stdin>:2: not valid UTF-8 (byte 17 of the line)"),
+    (_stdin(GOOD, GOOD | {"qestion": "When?"}), "<stdin>:2, field 'qestion': unknown field"),
+    (_stdin({"context": "c", "response": "r"}), "<stdin>:1, field 'task': missing required field"),
+    (_stdin(GOOD, GOOD, GOOD | {"response": "bad \ud800"}), "<stdin>:3, field 'response': not valid Unicode"),
+    (_stdin(GOOD | {"question": "\udc80"}), "<stdin>:1, field 'question': not valid Unicode"),
+    (_stdin(GOOD | {"id": True}), "<stdin>:1, field 'id': must be a string or an integer"),
+    (_stdin(GOOD | {"id": "x\ud800"}), "<stdin>:1, field 'id': not valid Unicode"),
+    ('{"context": "c", "response": "r", "task": "QA", "id": ' + "1" * 5000 + "}\n", "<stdin>:1: invalid JSON"),
+    ("[" * 50_000 + "\n", "<stdin>:1: invalid JSON: nested too deeply"),
+])
+def test_detect_refuses_hostile_stdin_before_printing_anything(stdin, message: str) -> None:
+    result = runner.invoke(app, ["detect", "--model", "numbers", "--chunk-size", "1"], input=stdin)
+    _one_line_exit_2(result, message)
+    assert not result.stdout.lstrip().startswith("{")  # no result line was printed before the error
+
+
+def test_detect_json_lines_are_utf8_whatever_the_locale() -> None:
+    result = runner.invoke(app, ["detect", "--model", "numbers", "--output", "json"],
+                           input=_stdin(GOOD | {"response": "Café opened in 1998.", "id": "é"}))
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout_bytes.decode("utf-8"))
+    assert row["id"] == "é" and row["spans"][0]["text"] == "1998"
+
+
+def test_detect_view_escapes_terminal_control_sequences() -> None:
+    hostile = "Opened in 1998.\x1b[2J\x1b]8;;https://evil.example\x07click\x1b]8;;\x07 \x9b31m"
+    result = runner.invoke(app, ["detect", "--model", "numbers", "--output", "view"],
+                           input=_stdin(GOOD | {"response": hostile, "id": "x\x1b[31m"}))
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout and "\x9b" not in result.stdout
+    assert "\\x1b[2J" in result.stdout and "\\x1b]8;;https://evil.example\\x07" in result.stdout
+    assert "id x\\x1b[31m" in result.stdout and "1998" in result.stdout
+
+
+def _gold_and_pred(tmp_path: Path, model: str) -> tuple[Path, Path]:
+    rows = [{"id": f"r{i}", "source_id": f"s{i}", "task_type": "QA", "model": model, "split": "test",
+             "quality": "good", "response": "It opened in 1998.", "context": "Opened in 1999.", "question": "When?",
+             "spans": [{"start": 13, "end": 17, "type": "Evident Conflict", "text": "1998"}] if i else []}
+            for i in range(2)]
+    gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
+    gold.write_text(_stdin(*rows), encoding="utf-8")
+    pred.write_text(_stdin({"id": "r0", "spans": []}, {"id": "r1", "spans": [{"start": 13, "end": 17}]}),
+                    encoding="utf-8")
+    return gold, pred
+
+
+@pytest.mark.parametrize("model", ["llama-2-7b-chat[awq]", "evil[/bold]", "[link=https://evil.example]x"])
+def test_model_names_are_shown_as_written_never_as_markup(tmp_path: Path, model: str) -> None:
+    gold, pred = _gold_and_pred(tmp_path, model)
+    result = runner.invoke(app, ["evaluate", "--gold", str(gold), "--pred", str(pred)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert model in result.stdout
+
+
+def test_evaluate_and_report_check_their_output_before_the_work(tmp_path: Path) -> None:
+    gold, pred = _gold_and_pred(tmp_path, "m")
+    evaluated = runner.invoke(app, ["evaluate", "--gold", str(gold), "--pred", str(pred), "--json", str(tmp_path)])
+    _one_line_exit_2(evaluated, "is a folder, not a file")
+    assert "Overall" not in evaluated.stdout  # refused before evaluating, not after
+    reported = runner.invoke(app, ["report", "--gold", str(gold), "--pred", str(pred), "--out",
+                                   str(gold / "report.html")])
+    _one_line_exit_2(reported, "gold.jsonl is a file, not a folder")
+    selected = runner.invoke(app, ["select", "--data", str(gold), "--pred", str(pred),
+                                   "--models", "m,n", "--json", str(tmp_path)])
+    _one_line_exit_2(selected, "is a folder, not a file")
+
+
+class Unjudging(Detector):
+    kind = "unjudging"
+
+    def detect_batch(self, items) -> list[Detection]:
+        return [Detection(spans=[], score=None, error="endpoint failed") for _ in items]
+
+
+def test_select_best_with_no_judgeable_candidate_exits_3_and_chooses_nothing(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("ragtruth_spans.detectors.loader.load_detector", lambda *a, **k: Unjudging())
+    (tmp_path / "ctx.txt").write_text("Opened in 1999.", encoding="utf-8")
+    (tmp_path / "cands.jsonl").write_text(_stdin({"response": "a"}, {"response": "b", "id": "[bold]x"}),
+                                          encoding="utf-8")
+    result = runner.invoke(app, ["select-best", "--model", "numbers", "--context", str(tmp_path / "ctx.txt"),
+                                 "--candidates", str(tmp_path / "cands.jsonl"), "--task", "QA", "--json",
+                                 str(tmp_path / "sel.json")])
+    assert result.exit_code == 3, result.output
+    assert "no judgement" in result.output and "Chosen" not in result.output and "[bold]x" in result.output
+    payload = json.loads((tmp_path / "sel.json").read_text())
+    assert payload["no_judgement"] is True and payload["index"] is None
