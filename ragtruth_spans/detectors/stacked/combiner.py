@@ -83,7 +83,10 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, settings: Comb
 
 
 def save(booster: Any, run_dir: Path) -> None:
-    booster.save_model(str(run_dir / MODEL_FILE), num_iteration=rounds_of(booster))
+    """Write ``combiner.txt`` atomically (LightGBM's text format, the rounds the booster predicts with)."""
+    from ragtruth_spans.core.files import atomic_write_text
+
+    atomic_write_text(run_dir / MODEL_FILE, booster.model_to_string(num_iteration=rounds_of(booster)))
 
 
 def load(run_dir: Path) -> Any:

@@ -53,9 +53,9 @@ def _source_folds(records: Sequence[Record], folds: int, seed: int) -> list[int]
 
 
 def _write_split(directory: Path, name: str, records: Sequence[Record]) -> None:
-    with (directory / f"{name}.jsonl").open("w", encoding="utf-8") as fh:
-        for record in records:
-            fh.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+    from ragtruth_spans.core.jsonl import write_records
+
+    write_records(directory / f"{name}.jsonl", records)
 
 
 def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, output: Path, console: Console
