@@ -151,3 +151,30 @@ def test_the_fast_span_counter_matches_the_evaluator():
         predictions = {r.id: decide(w, p, threshold, gap) for r, w, p in zip(records, spans, probs)}
         expected = evaluate(records, predictions).overall["span"]["f1"]
         assert counter.f1(range(len(records)), decision) == pytest.approx(expected)
+
+
+def test_detect_benchmark_and_serve_use_a_stacked_run(prepared, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from ragtruth_spans.serving.app import create_app
+
+    out = tmp_path / "run"
+    train(validate_recipe(stacked_recipe(prepared, out)))
+    record = synthetic_records(1, 5, "test")[1]  # the response with a changed year
+    runner = CliRunner()
+    result = runner.invoke(app, ["detect", "--model", str(out), "--context", record.context, "--response",
+                                 record.response, "--task", "Summary", "--output", "json"])
+    assert result.exit_code == 0, result.output
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert [record.response[s["start"]:s["end"]] for s in line["spans"]] == [record.spans[0].text]
+    board = tmp_path / "board"
+    result = runner.invoke(app, ["benchmark", "--data", str(prepared / "test.jsonl"), "--detectors",
+                                 f"{out},numbers", "--out", str(board)])
+    assert result.exit_code == 0, result.output
+    entries = json.loads((board / "leaderboard.json").read_text())["detectors"]
+    assert entries[0]["report"]["overall"]["span"]["f1"] == pytest.approx(1.0)
+    with TestClient(create_app(load_detector(out))) as client:
+        answer = client.post("/v1/detect", json={"context": record.context, "response": record.response,
+                                                 "task": "Summary"})
+    assert answer.status_code == 200
+    assert [(s["start"], s["end"]) for s in answer.json()["spans"]] == [(record.spans[0].start, record.spans[0].end)]
