@@ -95,13 +95,25 @@ class ColumnBuilder:
                 self._indexes.popitem(last=False)
         return self._indexes[key]
 
-    def _cosines(self, item: DetectItem, cut: list[Interval]) -> np.ndarray | None:
-        if self.encoder is None or not cut:
-            return None
+    def _cosines(self, items: Sequence[DetectItem], cuts: Sequence[list[Interval]]) -> list[np.ndarray | None]:
+        """Per item, the cosine of each response sentence to its best context unit (None without an encoder):
+        every response sentence of the call is encoded in one batch, each distinct context once (cached)."""
+        if self.encoder is None:
+            return [None] * len(items)
         from ragtruth_spans.detectors.similarity.encoder import max_cosine
 
-        units = self.encoder.encode_units(evidence_units(item.context, item.task, item.question, split=sentences))
-        return max_cosine(self.encoder.encode([item.response[a:b] for a, b in cut]), units)
+        texts = [item.response[a:b] for item, cut in zip(items, cuts) for a, b in cut]
+        encoded = self.encoder.encode(texts)
+        out: list[np.ndarray | None] = []
+        at = 0
+        for item, cut in zip(items, cuts):
+            if not cut:
+                out.append(None)
+                continue
+            units = self.encoder.encode_units(evidence_units(item.context, item.task, item.question, split=sentences))
+            out.append(max_cosine(encoded[at:at + len(cut)], units))
+            at += len(cut)
+        return out
 
     def build(self, items: Sequence[DetectItem],
               member_scores: dict[str, list[tuple[np.ndarray, bool]]] | None = None) -> list[ItemColumns]:
@@ -111,12 +123,13 @@ class ColumnBuilder:
         for name, detector in self.members.items():
             if name not in scores:
                 scores[name] = character_scores(detector, items)
+        cuts = [sentences(item.response) for item in items]
+        cosines = self._cosines(items, cuts)
         out = []
         for i, item in enumerate(items):
             spans = words(item.response)
-            cut = sentences(item.response)
-            base = word_features(item.response, spans, self.index(item), task=item.task, sentences=cut,
-                                 sentence_cosine=self._cosines(item, cut))
+            base = word_features(item.response, spans, self.index(item), task=item.task, sentences=cuts[i],
+                                 sentence_cosine=cosines[i])
             blocks, failed = [base], []
             for name in self.members:
                 values, ok = scores[name][i]

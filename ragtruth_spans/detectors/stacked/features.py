@@ -47,7 +47,8 @@ STOP_WORDS = frozenset({
 })
 
 BASE_FEATURES: tuple[str, ...] = (
-    "in_context", "stem_in_context", "fuzzy", "in_question", "ngram", "ngram_stem", "is_number",
+    "in_context", "stem_in_context", "fuzzy", "in_question", "false_key", "true_key", "ngram", "ngram_stem",
+    "is_number",
     "number_in_context", "capitalised", "stop_word", "length", "unsupported_3", "unsupported_8",
     "distance_unsupported", "response_unsupported", "sentence_unsupported", "sentence_ngram", "sentence_max_ngram",
     "sentence_position", "sentence_length", "word_position",
@@ -129,6 +130,8 @@ class ContextIndex:
     stem_ngrams: frozenset[tuple[str, ...]]
     vocabulary: tuple[str, ...]
     size: int
+    false_keys: frozenset[str] = frozenset()
+    true_keys: frozenset[str] = frozenset()
 
     @classmethod
     def build(cls, context: str, question: str | None = None) -> ContextIndex:
@@ -139,9 +142,45 @@ class ContextIndex:
         grams = {tuple(tokens[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(tokens) - n + 1)}
         stem_grams = {tuple(stems[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(stems) - n + 1)}
         vocabulary = tuple(sorted(set(tokens) | set(question_words)))
+        false_keys, true_keys = _json_key_stems(context)
         return cls(frozenset(tokens) | frozenset(question_words), frozenset(stems) | {stem(q) for q in question_words},
                    frozenset(numbers), frozenset(question_words), frozenset(grams), frozenset(stem_grams),
-                   vocabulary, len(tokens))
+                   vocabulary, len(tokens), false_keys, true_keys)
+
+
+_KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_FALSE_VALUES = (False, None, "no", "none", "false", "null", "")
+
+
+def _json_key_stems(context: str) -> tuple[frozenset[str], frozenset[str]]:
+    """For a JSON context: stems of the words of keys whose leaf value is false, null or "no"
+    (``RestaurantsReservations: false`` → ``restaurant``, ``reservation``), and of keys whose value is true;
+    empty sets for any other context."""
+    import json
+
+    if not context.lstrip().startswith("{"):
+        return frozenset(), frozenset()
+    try:
+        data = json.loads(context)
+    except (ValueError, RecursionError):
+        return frozenset(), frozenset()
+    false_keys: set[str] = set()
+    true_keys: set[str] = set()
+
+    def visit(value: object, key: str) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                visit(v, f"{key} {k}")
+            return
+        leaf = key.split()[-1] if key.split() else key
+        words_of_key = {stem(normalise(w)) for w in [*_KEY_WORD.findall(leaf), leaf]}
+        if value is True or (isinstance(value, str) and value.lower() in ("yes", "true", "free")):
+            true_keys.update(words_of_key)
+        elif value in _FALSE_VALUES or (isinstance(value, str) and value.lower() in _FALSE_VALUES):
+            false_keys.update(words_of_key)
+
+    visit(data, "")
+    return frozenset(false_keys - true_keys), frozenset(true_keys)
 
 
 def _longest_runs(tokens: Sequence[str], grams: frozenset[tuple[str, ...]]) -> np.ndarray:
@@ -228,6 +267,8 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
         "stem_in_context": 1.0 - unsupported,
         "fuzzy": _fuzzy(tokens, index.vocabulary),
         "in_question": [t in index.question for t in tokens],
+        "false_key": [s in index.false_keys for s in stems],
+        "true_key": [s in index.true_keys for s in stems],
         "ngram": ngram,
         "ngram_stem": _longest_runs(stems, index.stem_ngrams),
         "is_number": [v is not None for v in numbers],

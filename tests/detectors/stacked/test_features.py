@@ -94,3 +94,14 @@ def test_the_sentence_similarity_column_comes_from_the_real_minilm_encoder():
     cosine = cols.matrix[:, BASE_FEATURES.index("sentence_cosine")]
     first, last = cosine[0], cosine[-1]
     assert first > 0.95 and last < 0.5
+
+
+def test_words_of_json_keys_whose_value_is_false_or_null_are_marked():
+    context = ('{"name": "Blue Cafe", "attributes": {"RestaurantsReservations": false, "OutdoorSeating": true, '
+               '"WiFi": "no", "Music": null}}')
+    f = features_of(context, "Blue Cafe takes reservations, has outdoor seating, free wifi and music.",
+                    task="Data2txt")
+    assert f["reservations"]["false_key"] == 1.0 and f["reservations"]["true_key"] == 0.0
+    assert f["outdoor"]["true_key"] == 1.0 and f["outdoor"]["false_key"] == 0.0
+    assert f["wifi"]["false_key"] == 1.0 and f["music"]["false_key"] == 1.0
+    assert features_of("plain text, not JSON", "reservations")["reservations"]["false_key"] == 0.0
