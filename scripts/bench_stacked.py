@@ -24,8 +24,10 @@ VARIANTS: dict[str, list[str]] = {
     "features+cosine": [],
     "features+augment": ["features.encoder=null", "data.augment={}"],
     "features+cosine+augment": ["data.augment={}"],
-    "features, 15 leaves": ["features.encoder=null", "combiner.num_leaves=15", "combiner.min_data_in_leaf=100"],
-    "features, 63 leaves": ["features.encoder=null", "combiner.num_leaves=63", "combiner.min_data_in_leaf=20"],
+    "features+augment x3": ["features.encoder=null", "data.augment={rounds: 3}"],
+    "features+cosine+augment x3": ["data.augment={rounds: 3}"],
+    "features (15 leaves)": ["features.encoder=null", "combiner.num_leaves=15", "combiner.min_data_in_leaf=100"],
+    "features (63 leaves)": ["features.encoder=null", "combiner.num_leaves=63", "combiner.min_data_in_leaf=20"],
 }
 
 
@@ -39,7 +41,7 @@ def run(cmd: list[str], log: Path) -> float:
 
 
 def variant(name: str, overrides: list[str], prepared: Path, out: Path) -> dict:
-    home = out / name.replace(" ", "").replace(",", "-").replace("+", "-")
+    home = out / "".join(c if c.isalnum() else "-" for c in name)
     report_file = home / "test.report.json"
     if not report_file.is_file():
         home.mkdir(parents=True, exist_ok=True)

@@ -150,22 +150,24 @@ EDITS: dict[str, Callable[[Record, random.Random, Sequence[Record]], Record | No
     "number": _number, "entity": _entity, "negation": _negation, "clause": _clause, "qualifier": _qualifier}
 
 
-def augment(records: Sequence[Record], *, kinds: Sequence[str] = KINDS, share: float = 1.0, seed: int = 0
-            ) -> tuple[list[Record], AugmentStats]:
-    """New records: each clean record of ``records`` is edited, with probability ``share``, by one kind drawn
-    from ``kinds`` (see the module docstring). Returns only the new records, and the counts."""
+def augment(records: Sequence[Record], *, kinds: Sequence[str] = KINDS, share: float = 1.0, seed: int = 0,
+            rounds: int = 1) -> tuple[list[Record], AugmentStats]:
+    """New records: in each of ``rounds`` passes, each clean record of ``records`` is edited, with probability
+    ``share``, by one kind drawn from ``kinds`` (see the module docstring); pass ``r`` > 1 appends ``r`` to the new
+    ids. Returns only the new records, and the counts."""
     rng = random.Random(seed)
     stats = AugmentStats()
     out = []
-    for record in records:
-        if record.spans or rng.random() >= share:
-            continue
-        kind = rng.choice(list(kinds))
-        new = EDITS[kind](record, rng, records)
-        if new is None:
-            stats.skipped[kind] += 1
-            continue
-        assert all(new.response[s.start:s.end] == s.text for s in new.spans)
-        stats.made[kind] += 1
-        out.append(new)
+    for round_ in range(1, rounds + 1):
+        for record in records:
+            if record.spans or rng.random() >= share:
+                continue
+            kind = rng.choice(list(kinds))
+            new = EDITS[kind](record, rng, records)
+            if new is None:
+                stats.skipped[kind] += 1
+                continue
+            assert all(new.response[s.start:s.end] == s.text for s in new.spans)
+            stats.made[kind] += 1
+            out.append(new if round_ == 1 else replace(new, id=f"{new.id}{round_}"))
     return out, stats

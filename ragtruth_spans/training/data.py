@@ -81,7 +81,8 @@ def selected_training_records(data: DataSection, stats: RecordStats) -> tuple[li
     if data.augment is not None:
         from ragtruth_spans.data.augment import augment
 
-        new, counts = augment(records, kinds=data.augment.kinds, share=data.augment.share, seed=data.augment.seed)
+        new, counts = augment(records, kinds=data.augment.kinds, share=data.augment.share, seed=data.augment.seed,
+                              rounds=data.augment.rounds)
         stats.augmented = counts.to_dict()
         records = records + new
     return records, source

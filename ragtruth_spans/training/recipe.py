@@ -122,6 +122,7 @@ class AugmentSection(Section):
         default_factory=lambda: ["number", "entity", "negation", "clause", "qualifier"], min_length=1)
     share: float = Field(1.0, gt=0.0, le=1.0, description="Share of clean training responses edited (one new "
                                                            "record each, the original is kept).")
+    rounds: int = Field(1, ge=1, le=10, description="Passes over the clean responses (each makes new edits).")
     seed: int = 0
 
 
