@@ -47,7 +47,8 @@ def test_edits_change_what_they_claim():
 
 
 def test_seeded_counted_and_only_clean_records():
-    records = clean_records() + [make_record("bad", "Summary", CONTEXT, "It opened in 1998.", [("1998", "Evident Conflict")])]
+    labelled = make_record("bad", "Summary", CONTEXT, "It opened in 1998.", [("1998", "Evident Conflict")])
+    records = [*clean_records(), labelled]
     a, stats_a = augment(records, seed=7, rounds=2)
     b, _ = augment(records, seed=7, rounds=2)
     assert [r.to_dict() for r in a] == [r.to_dict() for r in b]
