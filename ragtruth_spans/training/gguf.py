@@ -128,7 +128,8 @@ def converted_model_dir(source: GGUFSource) -> Path:
             os.rename(tmp, final)
         except OSError:  # another process finished first (final exists and is not empty)
             if not (final / SOURCE_FILE).is_file():
-                raise
+                raise InputError(f"the cache folder exists but holds no {SOURCE_FILE} (an incomplete "
+                                 "conversion from another tool?): delete it and run again", path=final) from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

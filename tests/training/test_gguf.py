@@ -134,3 +134,13 @@ def test_a_converted_folder_without_a_source_record_is_not_a_gguf(tmp_path):
     (tmp_path / SOURCE_FILE).write_text("{broken")
     with pytest.raises(InputError, match="not readable JSON"):
         gguf_provenance(tmp_path)
+
+
+def test_a_foreign_folder_in_the_cache_slot_is_a_one_line_error(tiny_gguf, cache):
+    _, path = tiny_gguf
+    slot = cache / "gguf" / hashlib.sha256(path.read_bytes()).hexdigest()
+    slot.mkdir(parents=True)
+    (slot / "config.json").write_text("{}")  # not ours: no gguf_source.json, never used as a base
+    with pytest.raises(InputError, match="holds no gguf_source.json"):
+        resolve_base_model(str(path.parent), None, gguf_file=path.name)
+    assert [p.name for p in slot.parent.iterdir()] == [slot.name]  # the temporary conversion was removed
