@@ -57,13 +57,18 @@ def is_local_reference(name_or_path: str) -> bool:
     return Path(name_or_path).expanduser().exists() or not HUB_ID.match(name_or_path)
 
 
-def resolve_base_model(name_or_path: str, revision: str | None = None) -> tuple[str, str | None]:
+def resolve_base_model(name_or_path: str, revision: str | None = None,
+                       gguf_file: str | None = None) -> tuple[str, str | None]:
     """``(path_or_id, revision)`` of a recipe's ``model.name_or_path`` (not the tiny model): a packaged model's
-    verified folder and its official revision (:func:`~ragtruth_spans.training.pretrained.resolve_model`); a local
+    verified folder and its official revision (:func:`~ragtruth_spans.training.pretrained.resolve_model`; a
+    packaged GGUF model's converted folder); with ``gguf_file``, that GGUF file (relative to the folder
+    ``name_or_path``, or absolute) converted once to a cached folder (:mod:`ragtruth_spans.training.gguf`); a local
     folder, checked now (a missing one is an :class:`InputError` naming ``model.name_or_path``, not a hub lookup);
     or a hub id with ``revision``."""
     from ragtruth_spans.training.pretrained import resolve_model
 
+    if gguf_file:
+        return _gguf_base(name_or_path, gguf_file), None
     base, packaged_revision = resolve_model(name_or_path)
     if is_local_reference(base):
         if not Path(base).expanduser().exists():
@@ -74,10 +79,32 @@ def resolve_base_model(name_or_path: str, revision: str | None = None) -> tuple[
     return base, packaged_revision or revision
 
 
-def run_base_model(saved: Path, name_or_path: str, revision: str | None) -> tuple[str, str | None]:
+def _gguf_base(name_or_path: str, gguf_file: str) -> str:
+    from ragtruth_spans.training.gguf import converted_model_dir, local_gguf
+
+    return str(converted_model_dir(local_gguf(name_or_path, gguf_file)))
+
+
+def check_gguf_base(base: str, expected: dict[str, Any] | None) -> None:
+    """A run trained on a GGUF base (``expected``: its ``run_info.json`` ``base_model.gguf``) must be reloaded on
+    the same file: a converted folder of another SHA-256 is an :class:`InputError`."""
+    from ragtruth_spans.training.gguf import gguf_provenance
+
+    if not expected or not expected.get("sha256"):
+        return
+    found = gguf_provenance(base) or {}
+    if found.get("sha256") != expected["sha256"]:
+        raise InputError(f"the run was trained on the GGUF file with sha256 {expected['sha256']}, but the base "
+                         f"model resolves to {found.get('sha256') or 'a non-GGUF model'}", path=base,
+                         field="model.gguf_file")
+
+
+def run_base_model(saved: Path, name_or_path: str, revision: str | None, gguf_file: str | None = None,
+                   gguf: dict[str, Any] | None = None) -> tuple[str, str | None]:
     """``(path_or_id, revision)`` of the base model a run directory was trained on: the run's own copy ``saved``
-    (its ``base_model/`` folder, where the tiny model lives; checked), else the recipe's ``name_or_path`` as a
-    packaged model's verified folder and its official revision, a local folder (checked) or a hub id with
+    (its ``base_model/`` folder, where the tiny model lives; checked), else the recipe's ``name_or_path`` (and
+    ``gguf_file``) as a packaged model's verified folder and its official revision, a converted GGUF (whose
+    sha256 must be ``gguf["sha256"]``, the run's record), a local folder (checked) or a hub id with
     ``revision``. A tiny run without its saved base is an :class:`InputError`."""
     from ragtruth_spans.training.pretrained import resolve_model
     from ragtruth_spans.training.recipe import TINY
@@ -87,7 +114,11 @@ def run_base_model(saved: Path, name_or_path: str, revision: str | None) -> tupl
         return str(saved), None
     if name_or_path == TINY:
         raise InputError(f"the tiny base model should be saved under {saved.name}/ but is missing", path=saved)
-    base, packaged_revision = resolve_model(name_or_path)
+    if gguf_file:
+        base, packaged_revision = _gguf_base(name_or_path, gguf_file), None
+    else:
+        base, packaged_revision = resolve_model(name_or_path)
+    check_gguf_base(base, gguf)
     if is_local_reference(base):
         check_model_folder(base, what="base model")
     return base, packaged_revision or revision

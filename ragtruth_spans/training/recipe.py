@@ -88,8 +88,12 @@ class TinyModel(Section):
 
 
 class ModelSection(Section):
-    name_or_path: str = Field(description="Hub id, local path, or 'tiny' for the built-in tiny random Llama.")
+    name_or_path: str = Field(description="Hub id, local path, a packaged model (e.g. smollm2-135m-instruct, a "
+                                          "GGUF), or 'tiny' for the built-in tiny random Llama.")
     revision: str | None = None
+    gguf_file: str | None = Field(None, description="A GGUF file as the base: a path relative to the folder "
+                                                    "name_or_path, or absolute; converted once to a cached "
+                                                    "safetensors folder (pip install gguf).")
     dtype: Dtype = "bfloat16"
     attn_implementation: Literal["eager", "sdpa", "flash_attention_2"] | None = "sdpa"
     tiny: TinyModel = Field(default_factory=TinyModel)

@@ -21,7 +21,7 @@ def write(tmp_path, data) -> str:
 
 
 TOKEN_CLS_RECIPES = {"all-minilm-l6-v2/token-cls", "modernbert-large/token-cls",
-                     "llama-3.1-8b-instruct/qlora-token-cls"}
+                     "llama-3.1-8b-instruct/qlora-token-cls", "smollm2-135m-instruct/qlora-token-cls"}
 BASELINE_RECIPES = {f"all-minilm-l6-v2/{name}" for name in ("similarity-cosine", "similarity-hybrid",
                                                              "similarity-keywords", "similarity-overlap", "two-tier")}
 
@@ -29,7 +29,8 @@ BASELINE_RECIPES = {f"all-minilm-l6-v2/{name}" for name in ("similarity-cosine",
 def test_every_shipped_recipe_validates():
     names = shipped_recipes()
     assert set(names) == {"tiny-cpu", "llama-2-13b/qlora", "llama-3.1-8b-instruct/qlora", "mistral-7b-instruct/qlora",
-                          "qwen2.5-7b-instruct/qlora", *TOKEN_CLS_RECIPES, *BASELINE_RECIPES}
+                          "qwen2.5-7b-instruct/qlora", "smollm2-135m-instruct/qlora", *TOKEN_CLS_RECIPES,
+                          *BASELINE_RECIPES}
     for name in names:
         recipe = load_recipe(name)
         assert isinstance(recipe, Recipe)
@@ -41,6 +42,10 @@ def test_every_shipped_recipe_validates():
             continue
         assert recipe.quantization.enabled and recipe.quantization.quant_type == "nf4"
     assert load_recipe("llama-2-13b/qlora").model.name_or_path == "meta-llama/Llama-2-13b-chat-hf"
+    for name in ("smollm2-135m-instruct/qlora", "smollm2-135m-instruct/qlora-token-cls"):  # the packaged GGUF
+        smol = load_recipe(name)
+        assert smol.model.name_or_path == "smollm2-135m-instruct" and smol.quantization.quant_type == "nf4"
+        assert not smol.training.bf16 and smol.quantization.compute_dtype == "float32"  # CPU-first
 
 
 def test_token_classification_recipes():

@@ -59,9 +59,10 @@ class ModelDir:
         _check_adapter(path, read_json_object(adapter_config))
         check_tokenizer_folder(path)
         info = read_run_info(path)
+        recorded = info.get("base_model") or {}
         base, revision = run_base_model(path / BASE_MODEL_DIR, recipe.model.name_or_path,
-                                        (info.get("base_model") or {}).get("resolved_revision")
-                                        or recipe.model.revision)
+                                        recorded.get("resolved_revision") or recipe.model.revision,
+                                        recipe.model.gguf_file, recorded.get("gguf"))
         return cls(path=path, base_model=base, revision=revision, recipe=recipe, fingerprint=info.get("fingerprint"))
 
 

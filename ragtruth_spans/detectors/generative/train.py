@@ -40,6 +40,7 @@ from ragtruth_spans.training.data import (
     select_records,
     selected_training_records,
 )
+from ragtruth_spans.training.gguf import gguf_record
 from ragtruth_spans.training.hf_models import (
     bitsandbytes_config,
     check_report_to,
@@ -102,7 +103,7 @@ def ensure_base_model(recipe: GenerativeRecipe, output_dir: Path, records: Seque
     """``(path_or_id, revision)`` of the base model: the tiny random Llama, built under ``output_dir/base_model``;
     a packaged model's verified folder; a local folder (checked now, not after a hub lookup); or a hub id."""
     if recipe.model.name_or_path != TINY:
-        return resolve_base_model(recipe.model.name_or_path, recipe.model.revision)
+        return resolve_base_model(recipe.model.name_or_path, recipe.model.revision, recipe.model.gguf_file)
     base = output_dir / BASE_MODEL_DIR
     if not (base / "config.json").is_file():
         from ragtruth_spans.training.tiny import build_tiny_llama
@@ -262,7 +263,8 @@ def _run_info(recipe: GenerativeRecipe, data: _Prepared, model: Any, metrics: di
         "base_model": {"name_or_path": recipe.model.name_or_path, "revision": data.revision,
                        # the commit a hub revision such as "main" resolved to: predict loads exactly this base
                        "resolved_revision": resolved_revision(model, data.base_path),
-                       "path": BASE_MODEL_DIR if recipe.model.name_or_path == TINY else data.base_path},
+                       "path": BASE_MODEL_DIR if recipe.model.name_or_path == TINY else data.base_path,
+                       **gguf_record(data.base_path)},
         "quantization": recipe.quantization.model_dump(),
         "data": {"source": data.source, "examples_sha256": examples_sha256(data.train),
                  "counts": asdict(data.stats),

@@ -39,7 +39,7 @@ def ensure_base_model(recipe: TokenClassificationRecipe, output_dir: Path,
     """``(path_or_id, revision)`` of the base model: a tiny random BERT or Llama built under
     ``output_dir/base_model``; a packaged model's verified folder; a local folder (checked); or a hub id."""
     if recipe.model.name_or_path != TINY:
-        return resolve_base_model(recipe.model.name_or_path, recipe.model.revision)
+        return resolve_base_model(recipe.model.name_or_path, recipe.model.revision, recipe.model.gguf_file)
     base = output_dir / BASE_MODEL_DIR
     if not (base / "config.json").is_file():
         from ragtruth_spans.training.tiny import build_tiny_bert, build_tiny_llama

@@ -56,8 +56,10 @@ def _check_weights(path: Path, recipe: TokenClassificationRecipe) -> None:
 
 def base_model_of(path: Path, recipe: TokenClassificationRecipe, info: dict[str, Any]) -> tuple[str, str | None]:
     """``(path_or_id, revision)`` of the base a LoRA run was trained on."""
+    recorded = info.get("base_model") or {}
     return run_base_model(path / BASE_MODEL_DIR, recipe.model.name_or_path,
-                          (info.get("base_model") or {}).get("resolved_revision") or recipe.model.revision)
+                          recorded.get("resolved_revision") or recipe.model.revision, recipe.model.gguf_file,
+                          recorded.get("gguf"))
 
 
 def load_run(path: str | Path, *, device: str | None = None, batch_size: int = 16, threshold: float | None = None,

@@ -41,6 +41,7 @@ from ragtruth_spans.training.data import (
     select_records,
     selected_training_records,
 )
+from ragtruth_spans.training.gguf import gguf_record
 from ragtruth_spans.training.hf_models import check_report_to, is_local_reference, resolved_revision
 from ragtruth_spans.training.recipe import TINY
 from ragtruth_spans.training.run import TrainResult, last_checkpoint, run_trainer
@@ -278,7 +279,8 @@ def _run_info(recipe: TokenClassificationRecipe, data: _Prepared, model: Any, me
                        # the commit a hub revision such as "main" resolved to: a LoRA run reloads exactly this base
                        "resolved_revision": resolved_revision(model, data.base_path),
                        "path": BASE_MODEL_DIR if recipe.model.name_or_path == TINY else data.base_path,
-                       "local": is_local_reference(data.base_path)},
+                       "local": is_local_reference(data.base_path),
+                       **gguf_record(data.base_path)},
         "finetuning": recipe.finetuning,
         "labels": list(label_names(recipe.labels.scheme)),
         "quantization": recipe.quantization.model_dump() if recipe.finetuning == "lora" else None,
