@@ -30,9 +30,9 @@ import numpy as np
 from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
-from ragtruth_spans.detectors.sentences import Interval, evidence_units, split_sentences, tokens
+from ragtruth_spans.detectors.sentences import Interval
+from ragtruth_spans.detectors.similarity.evidence import context_evidence, response_sentences, sentence_supports
 from ragtruth_spans.detectors.similarity.keywords import DEFAULT_MAX_NGRAM, DEFAULT_TOP, KeywordMatch, match_keywords
-from ragtruth_spans.detectors.similarity.overlap import overlap_ratio
 from ragtruth_spans.training.pretrained import MINILM
 from ragtruth_spans.training.tuning import DEFAULT_CRITERION, PAPER_GRID, TuningResult, grid, tune_thresholds
 
@@ -97,34 +97,29 @@ class SimilarityDetector(Detector):
     @property
     def encoder(self) -> Any:
         if self._encoder is None:
-            from ragtruth_spans.detectors.similarity.encoder import SentenceEncoder
+            from ragtruth_spans.detectors.similarity.encoder import shared_encoder
 
-            self._encoder = SentenceEncoder(self.encoder_name, device=self.device, batch_size=self.batch_size)
+            self._encoder = shared_encoder(self.encoder_name, device=self.device, batch_size=self.batch_size)
         return self._encoder
 
     # --- evidence (expensive, thresholds-free) ------------------------------------------------------------
     def evidence(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[ResponseEvidence]:
-        """The supports of every sentence of every item (what :meth:`decide` thresholds)."""
-        out = []
-        for item in map(DetectItem.of, items):
-            sentences = split_sentences(item.response)
-            texts = [item.response[a:b] for a, b in sentences]
-            found = ResponseEvidence(sentences=sentences)
-            if self.method == "keywords":
+        """The supports of every sentence of every item (what :meth:`decide` thresholds); computed for the whole
+        batch at once and cached per distinct text (:mod:`.evidence`)."""
+        items = [DetectItem.of(item) for item in items]
+        out = [ResponseEvidence(sentences=list(response_sentences(item.response))) for item in items]
+        if self.method == "keywords":
+            for item, found in zip(items, out):
                 found.keywords = match_keywords(item.response, (item.question or "") + "\n" + item.context,
                                                 max_ngram=self.max_ngram, top=self.top_keywords)
-            else:
-                units = evidence_units(item.context, item.task, item.question)
-                if self.method in ("cosine", "hybrid"):
-                    from ragtruth_spans.detectors.similarity.encoder import max_cosine
-
-                    found.cosine = [float(x) for x in max_cosine(self.encoder.encode(texts),
-                                                                 self.encoder.encode_units(units))]
-                if self.method in ("overlap", "hybrid"):
-                    unit_tokens = [tokens(u) for u in units]
-                    found.overlap = [max((overlap_ratio(tokens(t), u) for u in unit_tokens), default=0.0)
-                                     for t in texts]
-            out.append(found)
+            return out
+        contexts = [context_evidence(item.context, item.task, item.question) for item in items]
+        pairs = [(context, item.response[a:b]) for item, context, found in zip(items, contexts, out)
+                 for a, b in found.sentences]
+        for name in METHOD_THRESHOLDS[self.method]:
+            values = iter(sentence_supports(pairs, name, self.encoder if name == "cosine" else None))
+            for found in out:
+                setattr(found, name, [next(values) for _ in found.sentences])
         return out
 
     # --- decision (cheap) ---------------------------------------------------------------------------------
