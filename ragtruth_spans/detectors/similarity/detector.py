@@ -43,6 +43,12 @@ PAPER_THRESHOLDS: dict[str, dict[str, float]] = {"cosine": {"cosine": 0.6}, "ove
                                                  "hybrid": {"cosine": 0.1, "overlap": 0.9},
                                                  "keywords": {"keywords": 0.2}}
 """DelucionQA's thresholds: T1 0.6 (cosine); T2 0.1 (overlap); hybrid T1 0.1, T2 0.9; T3 0.2 (keywords)."""
+DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {**PAPER_THRESHOLDS, "hybrid": {"cosine": 0.6, "overlap": 0.1}}
+"""The named detectors' thresholds: the paper's, except hybrid, whose paper thresholds flag nothing on RAGTruth
+(dev span F1 0.000): its default is the best of the paper's grid tuned by span F1 on the pool's dev split (0.174;
+docs/BASELINES.md), which is the paper's own single-method T1 and T2."""
+DEFAULTS_FROM: dict[str, str] = {"cosine": "paper", "overlap": "paper", "keywords": "paper",
+                                 "hybrid": "tuned on the RAGTruth pool's dev split (docs/BASELINES.md)"}
 NAMES: dict[str, str] = {"sim-cosine": "cosine", "sim-overlap": "overlap", "sim-hybrid": "hybrid",
                          "keyword-match": "keywords"}
 
@@ -88,10 +94,11 @@ class SimilarityDetector(Detector):
                  top_keywords: int = DEFAULT_TOP, source: dict[str, Any] | None = None) -> None:
         self.method = method
         self.thresholds = check_thresholds(method, thresholds if thresholds is not None
-                                           else PAPER_THRESHOLDS.get(method, {}))
+                                           else DEFAULT_THRESHOLDS.get(method, {}))
         self.encoder_name, self.device, self.batch_size = encoder, device, batch_size
         self.max_ngram, self.top_keywords = max_ngram, top_keywords
-        self.source = dict(source or {"thresholds_from": "paper"})
+        default_source = DEFAULTS_FROM.get(method, "paper") if thresholds is None else "given"
+        self.source = dict(source or {"thresholds_from": default_source})
         self._encoder: Any = None
 
     @property
