@@ -199,4 +199,7 @@ def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
 def _progress(total: int, *, enabled: bool):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit="response", desc="predict", disable=not enabled, dynamic_ncols=True)
+    from ragtruth_spans.core.logs import progress_enabled
+
+    return tqdm(total=total, unit="response", desc="predict", disable=not (enabled and progress_enabled()),
+                dynamic_ncols=True)
