@@ -143,9 +143,9 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
                         ("report", paths.report), ("HTML report", paths.report_html),
                         ("token classifier", paths.token_model), ("leaderboard", paths.leaderboard)):
         console.print(f"  {label + ':':18} {path.relative_to(paths.workdir)}", highlight=False)
-    console.print("The tiny random model only shows that the pipeline runs end to end. The token classifier has "
-                  "real pretrained weights but saw 44 invented responses: real detection, not a benchmark (see "
-                  "docs/BENCHMARKS.md).", style="dim")
+    console.print("The tiny random model only shows that the pipeline runs end to end.", style="dim")
+    console.print("The token classifier has real pretrained weights but saw 44 invented responses: real detection, "
+                  "not a benchmark (see docs/BENCHMARKS.md).", style="dim")
     return report
 
 
@@ -206,8 +206,8 @@ def _leaderboard(paths: QuickstartPaths, model_options: dict, console: Console) 
              *parse_detectors(list(LEADERBOARD_DETECTORS))]
     payload = run_benchmark(paths.data / "test.jsonl", specs, paths.leaderboard, bootstrap=200, progress=False,
                             console=Console(quiet=True))  # its per-detector summaries: one line below instead
-    console.print(f"  {len(specs)} detectors; their predictions in {paths.leaderboard / 'predictions'}, the full "
-                  f"leaderboard in {paths.leaderboard / 'leaderboard.md'}", highlight=False)
+    console.print(f"  {len(specs)} detectors; predictions in leaderboard/predictions/, the full table in "
+                  "leaderboard/leaderboard.md", highlight=False)
     console.print(leaderboard_table(payload))
 
 
