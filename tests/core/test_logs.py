@@ -43,7 +43,7 @@ def test_normal_silences_the_libraries_and_counts_their_warnings():
 
 def test_verbose_hands_the_libraries_their_voice_back_and_quiet_silences_progress():
     logs.configure("verbose")
-    assert logging.getLogger("transformers").level == logging.NOTSET
+    assert logging.getLogger("transformers").level <= logging.WARNING  # its own default when already imported
     shown = []
     original = logs._state["showwarning"]
     logs._state["showwarning"] = lambda *args: shown.append(args[0])
