@@ -29,10 +29,12 @@ def benchmark_command(
 ) -> None:
     """Run every detector on --data (resumably), tune the NAME@dev ones on --dev, score them exactly as
     `evaluate` does and write the leaderboard (Markdown, JSON, SVG plot)."""
+    from ragtruth_spans.core.extras import require
     from ragtruth_spans.pipeline.benchmark import BenchmarkPaths, run_benchmark
     from ragtruth_spans.reporting.leaderboard import overall_table
 
     with user_errors():
+        require("detect", "ragtruth-spans benchmark")  # its leaderboard plot (matplotlib) and most detectors
         payload = run_benchmark(data, detectors, out_dir, dev=dev, criterion=criterion, bootstrap=bootstrap,
                                 seed=seed, chunk_size=chunk_size, console=err)
     sys.stdout.write("\n".join(overall_table(payload)) + "\n")

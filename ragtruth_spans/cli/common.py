@@ -2,7 +2,10 @@
 
 Messages to people go to stderr through :data:`err` and never wrap (``soft_wrap``), so an error naming a long
 path stays on one line when stderr is a pipe or a file and ``grep`` finds it. Results (tables, YAML, JSON) go
-to stdout through :data:`out`.
+to stdout through :data:`out`, which never wraps text either when stdout is not a terminal.
+
+Global options (before the command): ``--quiet`` (results and errors only) and ``--verbose`` (the libraries'
+own warnings, load reports and progress bars); see :mod:`ragtruth_spans.core.logs`.
 """
 
 from __future__ import annotations
@@ -16,12 +19,25 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Find the exact hallucinated spans in RAG answers (RAGTruth).")
-err = Console(stderr=True, soft_wrap=True, highlight=False)
-out = Console(soft_wrap=False, highlight=False)
+err: Console = Console(stderr=True, soft_wrap=True, highlight=False)
+out: Console = logs.make_console()
+
+
+@app.callback()
+def _global_options(
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print results and errors only (for scripts)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also show the libraries' warnings, load reports "
+                                 "and progress bars."),
+) -> None:
+    """Find the exact hallucinated spans in RAG answers (RAGTruth)."""
+    if quiet and verbose:
+        fail(InputError("--quiet and --verbose exclude each other", field="--quiet"))
+    logs.configure("quiet" if quiet else "verbose" if verbose else "normal")
 
 # bitsandbytes warns on import, on CPUs with AVX512-BF16, that its optional Hub-downloaded `kernels` package is
 # missing; ragtruth-spans never fetches code from the Hub and the built-in CPU kernels are used, so that one
@@ -53,8 +69,9 @@ def user_errors() -> Iterator[None]:
 
 
 def note(message: str) -> None:
-    """A one-line note to stderr."""
-    err.print(message, markup=False)
+    """A one-line note to stderr (not with ``--quiet``)."""
+    if logs.verbosity() != "quiet":
+        err.print(message, markup=False)
 
 
 def parse_options(items: list[str] | None, *, flag: str = "--option") -> dict[str, Any]:

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 
 from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, err, note, parse_options, user_errors
+from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError
 
 
@@ -48,7 +49,8 @@ def predict_command(
     from ragtruth_spans.pipeline.predict import predict_file
     from ragtruth_spans.reporting.console import predict_summary
 
-    err.print(f"predicting with [bold]{escape(str(model))}[/] on {escape(str(data))} → {escape(str(out_path))}")
+    if logs.verbosity() != "quiet":
+        err.print(f"predicting with [bold]{escape(str(model))}[/] on {escape(str(data))} → {escape(str(out_path))}")
     with user_errors():
         if threshold is not None and not 0.0 < threshold < 1.0:
             raise InputError(f"must be in (0, 1) (0 and 1 excluded), got {threshold}", field="--threshold")

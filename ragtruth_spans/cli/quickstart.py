@@ -21,7 +21,9 @@ def quickstart_command(
 ) -> None:
     """Run the whole pipeline on the embedded sample on CPU: prepare → train tiny-cpu → predict → evaluate →
     train the MiniLM token classifier → leaderboard beside baselines."""
+    from ragtruth_spans.core.extras import require
     from ragtruth_spans.pipeline.quickstart import run_quickstart
 
     with user_errors():
+        require("train", "ragtruth-spans quickstart")
         run_quickstart(workdir, max_steps=max_steps, fresh=fresh, console=out)

@@ -54,6 +54,10 @@ def serve_command(
 ) -> None:
     """Serve a detector over HTTP: POST /v1/detect, POST /v1/select, GET /v1/model, GET /health (docs with --docs).
     Concurrent requests are micro-batched; Ctrl-C or SIGTERM finishes the requests in flight, then stops."""
+    from ragtruth_spans.core.extras import require
+
+    with user_errors():
+        require("serve", "ragtruth-spans serve")
     import uvicorn
 
     from ragtruth_spans.detectors.loader import load_detector

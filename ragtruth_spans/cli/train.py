@@ -24,9 +24,11 @@ def train_command(
     """Train the detector a recipe describes (its `kind`). An unfinished run of the same recipe and data resumes
     from its last checkpoint; a finished run, or one of other settings, is never silently reused or rewritten.
     Multi-GPU: `accelerate launch --config_file recipes/accelerate/ddp.yaml -m ragtruth_spans train RECIPE`."""
+    from ragtruth_spans.core.extras import require
     from ragtruth_spans.detectors.recipes import load_recipe
 
     with user_errors():
+        require("train", "ragtruth-spans train")  # recipes are checked against transformers' names
         resolved = load_recipe(recipe, overrides)
         if dry_run:
             sys.stdout.write(resolved.to_yaml())

@@ -43,6 +43,8 @@ class Family:
     family's own, e.g. ``device`` or ``batch_size``; an unknown one is an :class:`InputError`).
     ``recipe``/``train``: the recipe class (``kind: Literal[kind]``) and ``train(recipe, *, console)``, or None
     for families that are not trained. ``named``: ``{name: factory(**options)}`` of detectors built by name.
+    ``extra``: the pip extra its detectors need (:mod:`ragtruth_spans.core.extras`; None: the core suffices);
+    training always needs ``train``.
     """
 
     kind: str
@@ -51,6 +53,7 @@ class Family:
     recipe: type[Recipe] | None = None
     train: Callable[..., Any] | None = None
     named: Mapping[str, Callable[..., Detector]] = field(default_factory=dict)
+    extra: str | None = "detect"
 
 
 _registered: dict[str, Family] = {}

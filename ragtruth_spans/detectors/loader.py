@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.extras import require
 from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.family import get_family, named_detectors
 from ragtruth_spans.training.run_dir import run_kind
@@ -29,10 +30,14 @@ def load_detector(path_or_name: str | Path, **options: Any) -> Detector:
         family = get_family(run_kind(path))
         if family.load is None:
             raise InputError(f"detectors of kind {family.kind!r} are not loaded from a directory", path=path)
+        if family.extra:
+            require(family.extra, f"a {family.kind} detector")
         return family.load(path, **options)
     named = named_detectors()
     if str(path_or_name) in named:
-        _, factory = named[str(path_or_name)]
+        family, factory = named[str(path_or_name)]
+        if family.extra:
+            require(family.extra, f"the {path_or_name} detector")
         return factory(**options)
     raise InputError(f"neither a run directory nor a detector name (names: {', '.join(sorted(named))})",
                      path=path)

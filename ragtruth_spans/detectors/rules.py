@@ -104,4 +104,4 @@ def _factory(cls: type[RuleDetector]):
 
 RULES = (NumberDetector, FlagAllDetector, FlagNoneDetector)
 FAMILY = Family(kind="rules", summary="rule-based references: unsupported numbers, flag everything, flag nothing",
-                named={cls.name: _factory(cls) for cls in RULES})
+                named={cls.name: _factory(cls) for cls in RULES}, extra=None)

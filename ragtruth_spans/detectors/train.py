@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.extras import require
 from ragtruth_spans.detectors.family import get_family
 from ragtruth_spans.training.data import split_file, training_file
 from ragtruth_spans.training.recipe import Recipe
@@ -27,6 +28,7 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     family = get_family(recipe.kind)
     if family.train is None:
         raise InputError(f"detectors of kind {recipe.kind!r} are not trained", field="kind")
+    require("train", "training")
     data_files = [training_file(recipe.data)]
     if recipe.data.eval_split is not None:
         data_files.append(split_file(recipe.data, recipe.data.eval_split))

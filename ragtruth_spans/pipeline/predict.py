@@ -210,4 +210,7 @@ def _predict_locked(records: list[Record], model: str | Path | None, data: str |
 def _progress(total: int, *, enabled: bool):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit="response", desc="predict", disable=not enabled, dynamic_ncols=True)
+    from ragtruth_spans.core.logs import progress_enabled
+
+    return tqdm(total=total, unit="response", desc="predict", disable=not (enabled and progress_enabled()),
+                dynamic_ncols=True)

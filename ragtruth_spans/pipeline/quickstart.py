@@ -33,6 +33,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 QUICKSTART_RECIPE = "tiny-cpu"
 LEADERBOARD_DETECTORS = ("numbers", "sim-overlap", "flag-all")
@@ -88,18 +89,24 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
                    max_new_tokens: int = 128, batch_size: int = 8, fresh: bool = False,
                    console: Console | None = None, token_max_steps: int | None = None):
     """Prepare → train → predict → evaluate → train a token classifier → leaderboard, under ``workdir``; print
-    each step and the reports; return the generative model's :class:`~ragtruth_spans.evaluation.Report`.
+    each step, what it produced and where, and the final leaderboard; return the generative model's
+    :class:`~ragtruth_spans.evaluation.Report`.
 
     ``max_steps`` / ``token_max_steps`` override the tiny-cpu / token-classifier recipes' ``training.max_steps``
     (tests use a few steps); ``max_new_tokens`` is the
     generation budget per response (the sample's gold targets take at most ~80 tokens of the tiny tokenizer, and
     128 leaves the prompt 768 - 128 = 640 tokens, enough for every test prompt of the sample unshortened).
+    With ``--verbose`` (:func:`ragtruth_spans.core.logs.verbosity`) step 4 prints every evaluation table.
     """
+    from ragtruth_spans.core import logs
     from ragtruth_spans.core.jsonl import write_json
+    from ragtruth_spans.core.predictions import read_prediction_file
+    from ragtruth_spans.evaluation.files import evaluate_prediction_file
+    from ragtruth_spans.evaluation.gold import load_gold
     from ragtruth_spans.pipeline.predict import predict_file
-    from ragtruth_spans.reporting.console import predict_summary, print_evaluation
+    from ragtruth_spans.reporting.console import print_evaluation
 
-    console = console or Console()
+    console = console or logs.make_console()
     paths = QuickstartPaths(Path(workdir).resolve())
     if fresh:
         _remove_outputs(paths, console)
@@ -112,24 +119,35 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
 
     _step(console, 3, "predict spans on the test split", paths.predictions)
     summary = predict_file(paths.model, paths.data / "test.jsonl", paths.predictions, batch_size=batch_size,
-                           max_new_tokens=max_new_tokens, device="cpu")
-    console.print(predict_summary(summary.to_dict()), highlight=False, markup=False)
+                           max_new_tokens=max_new_tokens, device="cpu").to_dict()
+    console.print(f"  {summary['predicted']} responses detected ({summary['skipped_done']} already done), "
+                  f"{summary['spans']} spans, {summary['errors']} failures, "
+                  f"{summary['responses_per_second']:.1f} responses/s", highlight=False)
 
     _step(console, 4, "evaluate against the gold spans", paths.report)
-    gold, pred_file, report = _evaluate(paths.data / "test.jsonl", paths.predictions)
-    print_evaluation(report.to_dict(), console)
+    gold, gold_info = load_gold(paths.data / "test.jsonl")
+    pred_file = read_prediction_file(paths.predictions, response_lengths={r.id: len(r.response) for r in gold})
+    report = evaluate_prediction_file(gold, pred_file, paths.predictions, gold_info=gold_info)
     write_json(paths.report, report.to_dict())
+    overall = report.to_dict()["overall"]
+    console.print(f"  span F1 {overall['span']['f1']:.3f}, response F1 {overall['response']['f1']:.3f} "
+                  f"(tiny random model: shows the pipeline runs, not how well it detects)", highlight=False)
+    if logs.verbosity() == "verbose":
+        print_evaluation(report.to_dict(), console)
     _write_html_report(paths, gold, pred_file, console)
     _train_token_classifier(paths, console, max_steps=token_max_steps)
     _step(console, 6, "rank both trained detectors beside baselines", paths.leaderboard)
     _leaderboard(paths, {"batch_size": batch_size, "max_new_tokens": max_new_tokens, "device": "cpu"}, console)
-    console.print(f"\n[bold green]done[/] in {time.perf_counter() - started:.0f} s. Files: " + escape(
-                  f"data {paths.data}, model {paths.model}, predictions {paths.predictions}, report {paths.report}, "
-                  f"{paths.report_html}, token classifier {paths.token_model}, leaderboard {paths.leaderboard}"),
+    console.print(f"\n[bold green]done[/] in {time.perf_counter() - started:.0f} s. "
+                  f"Files under {escape(str(paths.workdir))}:",
                   highlight=False)
-    console.print("The tiny random model only shows that the pipeline runs end to end; its scores say nothing "
-                  "about a real detector. The token classifier has real pretrained weights but saw 44 invented "
-                  "responses: real detection, not a benchmark (see docs/BENCHMARKS.md).", style="dim")
+    for label, path in (("data", paths.data), ("generative model", paths.model), ("predictions", paths.predictions),
+                        ("report", paths.report), ("HTML report", paths.report_html),
+                        ("token classifier", paths.token_model), ("leaderboard", paths.leaderboard)):
+        console.print(f"  {label + ':':18} {path.relative_to(paths.workdir)}", highlight=False, markup=False)
+    console.print("The tiny random model only shows that the pipeline runs end to end.", style="dim")
+    console.print("The token classifier has real pretrained weights but saw 44 invented responses: real detection, "
+                  "not a benchmark (see docs/BENCHMARKS.md).", style="dim")
     return report
 
 
@@ -181,36 +199,42 @@ def _train_token_classifier(paths: QuickstartPaths, console: Console, *, max_ste
         train(load_recipe(TOKEN_CLS_RECIPE, overrides), console=console)
 
 
-def _evaluate(gold_path: Path, predictions: Path):
-    """``(gold records, prediction file, evaluation report)`` of a predictions file against ``gold_path``."""
-    from ragtruth_spans.core.jsonl import read_records
-    from ragtruth_spans.core.predictions import read_prediction_file
-    from ragtruth_spans.evaluation import evaluate
-
-    gold = read_records(gold_path)
-    pred_file = read_prediction_file(predictions, response_lengths={r.id: len(r.response) for r in gold})
-    report = evaluate(gold, pred_file.spans, response_scores=pred_file.response_scores)
-    report.settings["gold"] = str(gold_path)
-    report.settings["predictions"] = str(predictions)
-    return gold, pred_file, report
-
-
 def _leaderboard(paths: QuickstartPaths, model_options: dict, console: Console) -> None:
     """Step 6: ``ragtruth-spans benchmark`` on the test split with both trained detectors and cheap baselines."""
     from ragtruth_spans.pipeline.benchmark import DetectorSpec, parse_detectors, run_benchmark
-    from ragtruth_spans.reporting.leaderboard import overall_table
 
     specs = [DetectorSpec(label=QUICKSTART_RECIPE, source=str(paths.model), options=model_options),
              DetectorSpec(label=TOKEN_CLS_RECIPE, source=str(paths.token_model), options={"device": "cpu"}),
              *parse_detectors(list(LEADERBOARD_DETECTORS))]
     payload = run_benchmark(paths.data / "test.jsonl", specs, paths.leaderboard, bootstrap=200, progress=False,
-                            console=console)
-    console.print("\n".join(overall_table(payload)), highlight=False, markup=False, soft_wrap=True)
+                            console=Console(quiet=True))  # its per-detector summaries: one line below instead
+    console.print(f"  {len(specs)} detectors; predictions in leaderboard/predictions/, the full table in "
+                  "leaderboard/leaderboard.md", highlight=False)
+    console.print(leaderboard_table(payload))
+
+
+def leaderboard_table(payload: dict) -> Table:
+    """The leaderboard's main figures in a narrow table (the full one is ``leaderboard/leaderboard.md``)."""
+    table = Table(title="test split of the sample (span F1 with its 95 % bootstrap interval)", title_justify="left")
+    for name in ("#", "detector", "span P", "span R", "span F1 [95% CI]", "resp. F1", "AUROC", "resp./s"):
+        table.add_column(name, justify="left" if name == "detector" else "right")
+
+    def num(value: float | None) -> str:
+        return "–" if value is None else f"{value:.3f}"
+
+    for rank, entry in enumerate(payload["detectors"], start=1):
+        overall = entry["report"]["overall"]
+        ci = ((entry["report"].get("ci") or {}).get("overall") or {}).get("span", {}).get("f1")
+        f1 = num(overall["span"]["f1"]) + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+        rate = entry["throughput"].get("responses_per_second")
+        table.add_row(str(rank), entry["label"], num(overall["span"]["precision"]), num(overall["span"]["recall"]),
+                      f1, num(overall["response"]["f1"]), num(overall["auroc"]),
+                      "–" if rate is None else f"{rate:.1f}")
+    return table
 
 
 def _step(console: Console, number: int, title: str, target: Path) -> None:
-    console.rule(f"[bold]step {number}/{TOTAL_STEPS}[/]: {title}")
-    console.print(f"  → {target}", highlight=False, markup=False)
+    console.print(f"\n[bold]step {number}/{TOTAL_STEPS}[/]: {title} → {escape(str(target))}", highlight=False)
 
 
 def _write_html_report(paths: QuickstartPaths, gold, pred_file, console: Console) -> None:
@@ -220,7 +244,7 @@ def _write_html_report(paths: QuickstartPaths, gold, pred_file, console: Console
     data = report_from_files(gold, {"tiny-cpu": (str(paths.predictions), pred_file)}, bootstrap=1000,
                              gold_source=str(paths.data / "test.jsonl"))
     data.title = "ragtruth-spans quickstart report"
-    console.print(f"HTML report: {write_report(paths.report_html, data)}", highlight=False)
+    console.print(f"  HTML report: {write_report(paths.report_html, data)}", highlight=False)
 
 
 def _remove_outputs(paths: QuickstartPaths, console: Console) -> None:

@@ -261,7 +261,7 @@ def predict_summary(summary: Mapping[str, Any]) -> str:
         f"throughput: {summary['responses_per_second']:.2f} responses/s ({summary['predict_seconds']:.1f} s "
         f"detecting, {summary['load_seconds']:.1f} s loading)",
     ]
-    counters = summary.get("counters") or {}
+    counters = {k: v for k, v in (summary.get("counters") or {}).items() if v}  # all-zero counters say nothing
     if counters:
         lines.insert(2, "diagnostics: " + "   ".join(f"{k}: {v}" for k, v in counters.items()))
     if not summary["predicted"]:  # a resumed run with nothing left: no counts or speed to report for this run

@@ -63,10 +63,15 @@ def last_checkpoint(output_dir: str | Path, resume: bool, console: Console) -> s
     return last
 
 
-def run_trainer(trainer: Any, last: str | None, *, best_metric: str | None = None) -> dict[str, Any]:
+def run_trainer(trainer: Any, last: str | None, *, best_metric: str | None = None,
+                console: Console | None = None) -> dict[str, Any]:
     """Train (continuing from checkpoint ``last`` when not None) and return the trainer's metrics plus ``wall_s``
     and ``train_loss_whole_run``; with ``best_metric`` (the name under which to record the best evaluation
-    figure, for a run with an eval split) also that figure and ``best_checkpoint``."""
+    figure, for a run with an eval split) also that figure and ``best_checkpoint``. Progress and metrics are
+    shown on ``console`` as :func:`~ragtruth_spans.training.progress.attach_progress` says."""
+    from ragtruth_spans.training.progress import attach_progress
+
+    attach_progress(trainer, console)
     start = time.time()
     metrics = dict(trainer.train(resume_from_checkpoint=last).metrics)
     metrics["wall_s"] = round(time.time() - start, 2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -36,14 +37,16 @@ def test_quickstart_runs_every_step_then_reuses_them(tmp_path: Path, monkeypatch
     assert all("raw" in r and "parse_ok" in r for r in rows)
     saved = json.loads((workdir / "report.json").read_text(encoding="utf-8"))
     assert saved["overall"]["responses"] == len(test) == report.overall["responses"]
-    assert f"responses: {len(test)} ({len(test)} predicted, 0 skipped" in out
+    assert f"{len(test)} responses detected (0 already done)" in out
     html = (workdir / "report.html").read_text(encoding="utf-8")
     assert "HTML report: " in out and str(workdir / "report.html") in out.replace("\n", "")
     assert 'id="report-data"' in html and all(f'"id": "{r.id}"' in html for r in test)
     board = json.loads((workdir / "leaderboard" / "leaderboard.json").read_text(encoding="utf-8"))
     labels = {"tiny-cpu", TOKEN_CLS_RECIPE, "numbers", "sim-overlap", "flag-all"}
     assert {e["label"] for e in board["detectors"]} == labels
-    assert (workdir / "leaderboard" / "leaderboard.md").is_file() and "| `flag-all` |" in out
+    assert (workdir / "leaderboard" / "leaderboard.md").is_file() and re.search(r"│ \d │ flag-all +│", out)
+    lines = out.splitlines()
+    assert len(lines) < 80 and max(map(len, lines)) <= 200 and "\x1b" not in out and "\r" not in out
     info = json.loads((workdir / "token-cls" / "run_info.json").read_text(encoding="utf-8"))
     assert info["kind"] == "token-classification" and info["detection"]["tuned"]
     assert info["data"]["source"].endswith("train.jsonl") and info["data"]["eval"]["split"] == "dev"
@@ -56,11 +59,14 @@ def test_quickstart_runs_every_step_then_reuses_them(tmp_path: Path, monkeypatch
     token_overall = token_entry["report"]["overall"]
     assert token_overall["responses"] == len(test) and token_overall["auroc"] is not None
 
+    predicted = {p.name: p.read_bytes() for p in (workdir / "leaderboard" / "predictions").glob("*.jsonl")}
+    assert len(predicted) == len(labels)
     console = Console(record=True, width=140)
     run_quickstart(max_steps=3, max_new_tokens=24, console=console, token_max_steps=2)
     again = console.export_text()
-    assert again.count("reusing") == 3 and again.count(f"(0 predicted, {len(test)} skipped") == 1 + len(labels)
+    assert again.count("reusing") == 3 and f"0 responses detected ({len(test)} already done)" in again
     assert json.loads((workdir / "report.json").read_text(encoding="utf-8")) == saved
+    assert {p.name: p.read_bytes() for p in (workdir / "leaderboard" / "predictions").glob("*.jsonl")} == predicted
 
 
 def test_fresh_removes_only_quickstart_outputs(tmp_path: Path) -> None:

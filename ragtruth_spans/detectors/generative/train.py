@@ -242,8 +242,10 @@ def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: b
                          train_dataset=_dataset(data.train), eval_dataset=_dataset(data.eval) if data.eval else None,
                          processing_class=data.tokenizer, peft_config=lora_config(recipe))
     if trainer.is_world_process_zero():
-        trainer.model.print_trainable_parameters()
-    metrics = run_trainer(trainer, last, best_metric="best_eval_loss" if data.eval else None)
+        trainable, total = trainer.model.get_nb_trainable_parameters()
+        console.print(f"trainable parameters: {trainable:,} of {total:,} ({100 * trainable / total:.2f}%)",
+                      highlight=False)
+    metrics = run_trainer(trainer, last, best_metric="best_eval_loss" if data.eval else None, console=console)
 
     if trainer.is_fsdp_enabled:  # gather the sharded adapter into one file
         trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")

@@ -28,4 +28,4 @@ def load(judge_dir: str | Path, **options: Any) -> Detector:
 
 FAMILY = Family(kind=KIND, summary="an LLM behind an OpenAI-compatible endpoint judges each response (span mode: "
                 "the RAGTruth detection prompt; claims mode: a verdict per sentence)", load=load,
-                named={KIND: build})
+                named={KIND: build}, extra="judge")

@@ -30,9 +30,9 @@ import numpy as np
 from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
-from ragtruth_spans.detectors.sentences import Interval, evidence_units, split_sentences, tokens
+from ragtruth_spans.detectors.sentences import Interval
+from ragtruth_spans.detectors.similarity.evidence import context_evidence, response_sentences, sentence_supports
 from ragtruth_spans.detectors.similarity.keywords import DEFAULT_MAX_NGRAM, DEFAULT_TOP, KeywordMatch, match_keywords
-from ragtruth_spans.detectors.similarity.overlap import overlap_ratio
 from ragtruth_spans.training.pretrained import MINILM
 from ragtruth_spans.training.tuning import DEFAULT_CRITERION, PAPER_GRID, TuningResult, grid, tune_thresholds
 
@@ -43,6 +43,12 @@ PAPER_THRESHOLDS: dict[str, dict[str, float]] = {"cosine": {"cosine": 0.6}, "ove
                                                  "hybrid": {"cosine": 0.1, "overlap": 0.9},
                                                  "keywords": {"keywords": 0.2}}
 """DelucionQA's thresholds: T1 0.6 (cosine); T2 0.1 (overlap); hybrid T1 0.1, T2 0.9; T3 0.2 (keywords)."""
+DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {**PAPER_THRESHOLDS, "hybrid": {"cosine": 0.6, "overlap": 0.1}}
+"""The named detectors' thresholds: the paper's, except hybrid, whose paper thresholds flag nothing on RAGTruth
+(dev span F1 0.000): its default is the best of the paper's grid tuned by span F1 on the pool's dev split (0.174;
+docs/BASELINES.md), which is the paper's own single-method T1 and T2."""
+DEFAULTS_FROM: dict[str, str] = {"cosine": "paper", "overlap": "paper", "keywords": "paper",
+                                 "hybrid": "tuned on the RAGTruth pool's dev split (docs/BASELINES.md)"}
 NAMES: dict[str, str] = {"sim-cosine": "cosine", "sim-overlap": "overlap", "sim-hybrid": "hybrid",
                          "keyword-match": "keywords"}
 
@@ -88,43 +94,39 @@ class SimilarityDetector(Detector):
                  top_keywords: int = DEFAULT_TOP, source: dict[str, Any] | None = None) -> None:
         self.method = method
         self.thresholds = check_thresholds(method, thresholds if thresholds is not None
-                                           else PAPER_THRESHOLDS.get(method, {}))
+                                           else DEFAULT_THRESHOLDS.get(method, {}))
         self.encoder_name, self.device, self.batch_size = encoder, device, batch_size
         self.max_ngram, self.top_keywords = max_ngram, top_keywords
-        self.source = dict(source or {"thresholds_from": "paper"})
+        default_source = DEFAULTS_FROM.get(method, "paper") if thresholds is None else "given"
+        self.source = dict(source or {"thresholds_from": default_source})
         self._encoder: Any = None
 
     @property
     def encoder(self) -> Any:
         if self._encoder is None:
-            from ragtruth_spans.detectors.similarity.encoder import SentenceEncoder
+            from ragtruth_spans.detectors.similarity.encoder import shared_encoder
 
-            self._encoder = SentenceEncoder(self.encoder_name, device=self.device, batch_size=self.batch_size)
+            self._encoder = shared_encoder(self.encoder_name, device=self.device, batch_size=self.batch_size)
         return self._encoder
 
     # --- evidence (expensive, thresholds-free) ------------------------------------------------------------
     def evidence(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[ResponseEvidence]:
-        """The supports of every sentence of every item (what :meth:`decide` thresholds)."""
-        out = []
-        for item in map(DetectItem.of, items):
-            sentences = split_sentences(item.response)
-            texts = [item.response[a:b] for a, b in sentences]
-            found = ResponseEvidence(sentences=sentences)
-            if self.method == "keywords":
+        """The supports of every sentence of every item (what :meth:`decide` thresholds); computed for the whole
+        batch at once and cached per distinct text (:mod:`.evidence`)."""
+        items = [DetectItem.of(item) for item in items]
+        out = [ResponseEvidence(sentences=list(response_sentences(item.response))) for item in items]
+        if self.method == "keywords":
+            for item, found in zip(items, out):
                 found.keywords = match_keywords(item.response, (item.question or "") + "\n" + item.context,
                                                 max_ngram=self.max_ngram, top=self.top_keywords)
-            else:
-                units = evidence_units(item.context, item.task, item.question)
-                if self.method in ("cosine", "hybrid"):
-                    from ragtruth_spans.detectors.similarity.encoder import max_cosine
-
-                    found.cosine = [float(x) for x in max_cosine(self.encoder.encode(texts),
-                                                                 self.encoder.encode_units(units))]
-                if self.method in ("overlap", "hybrid"):
-                    unit_tokens = [tokens(u) for u in units]
-                    found.overlap = [max((overlap_ratio(tokens(t), u) for u in unit_tokens), default=0.0)
-                                     for t in texts]
-            out.append(found)
+            return out
+        contexts = [context_evidence(item.context, item.task, item.question) for item in items]
+        pairs = [(context, item.response[a:b]) for item, context, found in zip(items, contexts, out)
+                 for a, b in found.sentences]
+        for name in METHOD_THRESHOLDS[self.method]:
+            values = iter(sentence_supports(pairs, name, self.encoder if name == "cosine" else None))
+            for found in out:
+                setattr(found, name, [next(values) for _ in found.sentences])
         return out
 
     # --- decision (cheap) ---------------------------------------------------------------------------------

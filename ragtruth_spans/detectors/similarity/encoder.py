@@ -1,6 +1,8 @@
 """Sentence embeddings for the sentence-level detectors: a sentence-transformers model (all-MiniLM-L6-v2 by
 default, resolved offline and sha256-verified by :func:`ragtruth_spans.training.pretrained.resolve_model`), with
-a cache of context embeddings (the responses of one source share their context)."""
+a cache of context embeddings (the responses of one source share their context) and a bounded cache of sentence
+embeddings by text (:meth:`SentenceEncoder.embed`: each distinct text is encoded once, in one batched call).
+:func:`shared_encoder` loads a model once per process, so several detectors on one encoder share it."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from ragtruth_spans.training.pretrained import MINILM
 
 CONTEXT_CACHE_SIZE = 256
 """Contexts whose unit embeddings are kept (a RAGTruth source has 6 responses to the same context)."""
+TEXT_CACHE_SIZE = 50_000
+"""Sentence embeddings kept by text (384 float32 each for MiniLM: about 75 MB when full)."""
 
 
 class SentenceEncoder:
@@ -32,6 +36,7 @@ class SentenceEncoder:
             self.model = SentenceTransformer(path, device=device or "cpu",
                                              local_files_only=is_local_reference(path))
         self._cache: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
+        self._texts: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """``len(texts) x dim`` float32 array of unit-length embeddings (``0 x dim`` for no text)."""
@@ -52,8 +57,42 @@ class SentenceEncoder:
             self._cache.popitem(last=False)
         return embeddings
 
+    def embed(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """``{text: unit-length embedding}`` for every text of ``texts``: the ones not seen lately are encoded
+        together in one :meth:`encode` call (each distinct text once), the others come from the cache."""
+        found: dict[str, np.ndarray] = {}
+        missing: dict[str, None] = {}
+        for text in texts:
+            if text in found or text in missing:
+                continue
+            cached = self._texts.get(text)
+            if cached is None:
+                missing[text] = None
+            else:
+                self._texts.move_to_end(text)
+                found[text] = cached
+        if missing:
+            for text, row in zip(missing, self.encode(list(missing))):
+                found[text] = self._texts[text] = row
+            while len(self._texts) > TEXT_CACHE_SIZE:
+                self._texts.popitem(last=False)
+        return found
+
     def describe(self) -> dict[str, Any]:
         return {"encoder": self.name_or_path, "encoder_revision": self.revision}
+
+
+_SHARED: dict[tuple[str, str | None, int], SentenceEncoder] = {}
+
+
+def shared_encoder(name_or_path: str = MINILM, *, device: str | None = None, batch_size: int = 64) -> SentenceEncoder:
+    """The process's :class:`SentenceEncoder` for these settings, loaded on first use (a few are kept)."""
+    key = (name_or_path, device, batch_size)
+    if key not in _SHARED:
+        if len(_SHARED) >= 4:
+            _SHARED.pop(next(iter(_SHARED)))
+        _SHARED[key] = SentenceEncoder(name_or_path, device=device, batch_size=batch_size)
+    return _SHARED[key]
 
 
 def max_cosine(sentences: np.ndarray, units: np.ndarray) -> np.ndarray:

@@ -1,7 +1,8 @@
 """The similarity family (``kind: similarity``): DelucionQA's sentence-similarity and keyword baselines.
 
-By name, with the paper's thresholds: ``sim-cosine``, ``sim-overlap``, ``sim-hybrid``, ``keyword-match``. From a
-run directory (``ragtruth-spans train`` on a ``kind: similarity`` recipe): the thresholds tuned on its dev split.
+By name, with the paper's thresholds (``sim-hybrid``: dev-tuned ones, see docs/BASELINES.md): ``sim-cosine``,
+``sim-overlap``, ``sim-hybrid``, ``keyword-match``. From a run directory (``ragtruth-spans train`` on a
+``kind: similarity`` recipe): the thresholds tuned on its dev split.
 Options: ``device`` and ``batch_size`` (the sentence encoder of the cosine and hybrid methods).
 """
 

@@ -38,7 +38,7 @@ def train(recipe: SimilarityRecipe, *, console: Console | None = None, resume: b
     console.print(f"tuning the {recipe.method} thresholds on {len(kept)} responses of {source} "
                   f"({recipe.tuning.criterion}, {len(recipe.tuning.grid)} values per threshold)")
     started = time.perf_counter()
-    detector = detector_from_recipe(recipe)
+    detector = detector_from_recipe(recipe, PAPER_THRESHOLDS[recipe.method])
     paper = {r.id: d for r, d in zip(kept, detector.detect_batch(kept))}
     tuned, result = detector.tune(kept, criterion=recipe.tuning.criterion, split=recipe.data.eval_split or "",
                                   values=recipe.tuning.grid)

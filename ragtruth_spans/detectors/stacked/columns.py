@@ -37,9 +37,9 @@ def build_encoder(name: str | None, **options: Any) -> Any:
     """The sentence encoder of the similarity column (``options``: ``device``, ``batch_size``), or None."""
     if name is None:
         return None
-    from ragtruth_spans.detectors.similarity.encoder import SentenceEncoder
+    from ragtruth_spans.detectors.similarity.encoder import shared_encoder
 
-    return SentenceEncoder(name, **options)
+    return shared_encoder(name, **options)
 
 
 def column_names(members: Sequence[str]) -> list[str]:

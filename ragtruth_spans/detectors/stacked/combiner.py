@@ -34,8 +34,8 @@ def _lightgbm() -> Any:
     try:
         import lightgbm
     except ImportError:
-        raise InputError("the stacked detector needs LightGBM: pip install lightgbm "
-                         "(or the project's [detect] extra)") from None
+        raise InputError("the stacked detector needs LightGBM, which comes with the [detect] extra: "
+                         "pip install 'ragtruth-spans[detect]'") from None
     return lightgbm
 
 

@@ -237,7 +237,8 @@ def train(recipe: TokenClassificationRecipe, *, console: Console | None = None, 
     last = last_checkpoint(output_dir, resume, console)
     model = load_for_training(recipe, data.base_path, data.revision, data.tokenizer)
     trainer = _trainer(recipe, data, model, output_dir)
-    metrics = run_trainer(trainer, last, best_metric="best_eval_token_f1" if data.eval else None)
+    metrics = run_trainer(trainer, last, best_metric="best_eval_token_f1" if data.eval else None,
+                          console=console)
     trainer.save_model(str(output_dir))  # weights (or adapter + head) and the tokenizer
     if trainer.is_world_process_zero():
         detection = _tune_threshold(recipe, trainer.model, data, console)

@@ -121,6 +121,7 @@ def fit(recipe: TwoTierRecipe, base: str, train_rows: list[dict[str, Any]], eval
 
     from ragtruth_spans.training.arguments import trainer_arguments
     from ragtruth_spans.training.hf_models import is_local_reference, loading
+    from ragtruth_spans.training.progress import attach_progress
     from ragtruth_spans.training.run import last_checkpoint
 
     set_seed(recipe.training.seed)
@@ -134,6 +135,7 @@ def fit(recipe: TwoTierRecipe, base: str, train_rows: list[dict[str, Any]], eval
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=Dataset.from_list(train_rows),
                                   eval_dataset=Dataset.from_list(eval_rows) if eval_rows else None, loss=loss)
     last = last_checkpoint(output_dir, resume, console)
+    attach_progress(trainer, console)
     result = trainer.train(resume_from_checkpoint=last)
     metrics = dict(result.metrics) | {"resumed_from": last, "best_checkpoint": trainer.state.best_model_checkpoint}
     return model, metrics

@@ -11,6 +11,7 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.loader import load_detector
 from ragtruth_spans.detectors.sentences import evidence_units, split_sentences, tokens
 from ragtruth_spans.detectors.similarity.detector import (
+    DEFAULT_THRESHOLDS,
     PAPER_THRESHOLDS,
     ResponseEvidence,
     SimilarityDetector,
@@ -99,11 +100,20 @@ def test_scores_put_the_threshold_at_one_half():
         SimilarityDetector("overlap", {"overlap": 1.0})
 
 
-def test_named_detectors_carry_the_paper_thresholds():
-    for name, method in (("sim-cosine", "cosine"), ("sim-overlap", "overlap"), ("sim-hybrid", "hybrid"),
-                         ("keyword-match", "keywords")):
+def test_named_detectors_carry_the_paper_thresholds_except_the_dev_tuned_hybrid():
+    for name, method in (("sim-cosine", "cosine"), ("sim-overlap", "overlap"), ("keyword-match", "keywords")):
         described = load_detector(name).describe()
         assert described["thresholds"] == PAPER_THRESHOLDS[method] and described["thresholds_from"] == "paper"
+    hybrid = load_detector("sim-hybrid").describe()
+    assert hybrid["thresholds"] == DEFAULT_THRESHOLDS["hybrid"] == {"cosine": 0.6, "overlap": 0.1}
+    assert "dev" in hybrid["thresholds_from"] and PAPER_THRESHOLDS["hybrid"] != DEFAULT_THRESHOLDS["hybrid"]
+    assert SimilarityDetector("hybrid", {"cosine": 0.5, "overlap": 0.5}).describe()["thresholds_from"] == "given"
+
+
+def test_default_hybrid_flags_an_unsupported_sentence_and_spares_a_copied_one():
+    response = "It has 120 rooms and a rooftop pool. The hotel was built by Gustave Eiffel in 1887."
+    detection = load_detector("sim-hybrid").detect(context=CONTEXT, response=response, task="Summary")
+    assert spans_text(response, detection) == ["The hotel was built by Gustave Eiffel in 1887."]
     with pytest.raises(InputError, match="option.*device"):
         load_detector("keyword-match", device="cpu", colour="red")
 
