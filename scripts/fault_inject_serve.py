@@ -37,6 +37,7 @@ from collections import Counter
 from typing import Any
 
 import httpx
+from bench_serve import wait_ready  # scripts/ is on sys.path when this file runs as a script
 
 HOST = "127.0.0.1"
 JSON_TYPE = {"content-type": "application/json"}
@@ -98,20 +99,6 @@ def start_server(model: str, port: int) -> subprocess.Popen:
                "--max-body-mb", str(LIMITS["max_body_mb"]), "--max-batch", "16", "--max-wait-ms", "20",
                "--log-level", "error"]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"the server exited with status {process.returncode}")
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.25)
-    raise SystemExit(f"the server did not answer /health within {timeout:.0f} s")
 
 
 def expected_spans(model: str) -> dict[str, list[list[int]]]:
