@@ -13,8 +13,8 @@ from conftest import overfit_records
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.detectors.loader import load_detector
-from ragtruth_spans.training.recipe import validate_recipe
-from ragtruth_spans.training.run import train
+from ragtruth_spans.detectors.recipes import validate_recipe
+from ragtruth_spans.detectors.train import train
 
 pytest.importorskip("gguf")
 
