@@ -13,7 +13,8 @@ A prepared record (one line of ``OUT/{train,dev,test}.jsonl``) looks like::
                 "implicit_true": false, "due_to_null": false}]}
 
 A prediction (one line of ``PRED.jsonl``) is ``{"id": "...", "spans": [{"start", "end", "type"?, "score"?}]}``
-plus optional diagnostics that the evaluator ignores.
+plus optional diagnostics that the evaluator ignores; a span may carry its evidence in the context (``verdict``,
+``reason``, ``evidence``: :mod:`ragtruth_spans.core.evidence`), which the evaluator ignores too.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError, check_choice
+from ragtruth_spans.core.evidence import SpanEvidence, evidence_from_dict
 
 HALLUCINATION_TYPES: tuple[str, ...] = (
     "Evident Conflict",
@@ -40,7 +42,8 @@ class Span:
     """A character span ``[start, end)`` of a response, optionally typed and scored.
 
     Gold spans carry ``type``, ``text``, ``implicit_true`` and ``due_to_null``; predicted spans may carry
-    ``type`` and a confidence ``score`` in [0, 1].
+    ``type`` and a confidence ``score`` in [0, 1], and ``evidence`` (:class:`SpanEvidence`: where the context
+    contradicts the span's claim or that nothing supports it; not compared, not hashed).
     """
 
     start: int
@@ -50,6 +53,7 @@ class Span:
     score: float | None = None
     implicit_true: bool = False
     due_to_null: bool = False
+    evidence: SpanEvidence | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.start, int) and isinstance(self.end, int)) or isinstance(self.start, bool):
@@ -71,6 +75,8 @@ class Span:
             d["implicit_true"] = True
         if self.due_to_null:
             d["due_to_null"] = True
+        if self.evidence is not None:
+            d |= self.evidence.to_dict()
         return d
 
     @classmethod
@@ -83,6 +89,7 @@ class Span:
             score=d.get("score"),
             implicit_true=bool(d.get("implicit_true", False)),
             due_to_null=bool(d.get("due_to_null", False)),
+            evidence=evidence_from_dict(d),
         )
 
 

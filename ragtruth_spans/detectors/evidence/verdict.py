@@ -1,0 +1,194 @@
+"""The verdict on one span's claim, from the context's index and the relevance of each unit to the claim.
+
+Rules, in order (the first that applies decides):
+
+1. **contradicted**, Data2txt field: the span names a field (all the specific words of its key) whose value is
+   ``false`` / ``"no"`` / ``"none"`` while the claim does not negate it, or ``true`` while the claim negates it.
+2. **contradicted**, a different fact: a number, time of day, month or weekday of the span that the context never
+   states, while a relevant passage (relevance ≥ ``conflict_relevance``) states another of the same kind; with
+   ``name_conflicts``, the same for names.
+3. **contradicted**, negation: the most relevant passage (relevance ≥ ``negation_relevance``) and the claim
+   disagree on negation (one negates, the other does not).
+4. **unsupported**: the span names a Data2txt field whose value is ``null``; or the context never states a fact
+   of the span; or the context holds less than ``unsupported_coverage`` of the span's content words
+   (idf-weighted); or, with an encoder, no passage is closer than ``unsupported_similarity`` (cosine).
+5. **uncertain** otherwise: the context has the span's words and facts and no contradiction was found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ragtruth_spans.core.evidence import Passage, SpanEvidence
+from ragtruth_spans.detectors.evidence.facts import WORD, Fact, content_stems, facts, negations
+from ragtruth_spans.detectors.evidence.index import ContextIndex
+from ragtruth_spans.detectors.evidence.units import Unit, key_words
+
+GENERIC_KEY_STEMS = frozenset(content_stems("attributes good for ambience business parking restaurants info "
+                                            "review stars date text hours name categories accepts"))
+FALSE_VALUES = (False, "no", "none", "False", "u'no'", "'no'", "u'none'", "'none'")
+TRUE_VALUES = (True, "yes", "free", "True", "u'free'", "'free'", "u'yes'", "'yes'")
+CHECKED_KINDS = ("num", "time", "month", "weekday")
+
+
+@dataclass(frozen=True)
+class VerdictSettings:
+    """The thresholds of the rules (see the module docstring); tuned on a dev split, never on test."""
+
+    top_k: int = 3
+    conflict_relevance: float = 0.15
+    negation_relevance: float = 0.5
+    unsupported_coverage: float = 0.6
+    unsupported_similarity: float = 0.0
+    name_conflicts: bool = False
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One span's claim: the span ``[start, end)`` and the sentence(s) around it, characters of the response."""
+
+    response: str
+    start: int
+    end: int
+    sentence_start: int
+    sentence_end: int
+
+    @property
+    def span_text(self) -> str:
+        return self.response[self.start:self.end]
+
+    @property
+    def sentence(self) -> str:
+        return self.response[self.sentence_start:self.sentence_end]
+
+    def text(self) -> str:
+        """What is compared with the passages: the sentence, then the span again."""
+        return f"{self.sentence} {self.span_text}" if self.span_text.strip() else self.sentence
+
+    def weights(self) -> dict[str, float]:
+        """``{stem: weight}``: the sentence's content stems weigh 1, the span's 2 more."""
+        out = {s: 1.0 for s in content_stems(self.sentence)}
+        for s in content_stems(self.span_text):
+            out[s] = out.get(s, 0.0) + 2.0
+        return out
+
+    def negated_near_span(self) -> bool:
+        """Whether the span, or the 30 characters of its sentence before it, negate."""
+        before = self.response[max(self.sentence_start, self.start - 30):self.start]
+        return bool(negations(self.span_text) or negations(before))
+
+
+def _field_matches(index: ContextIndex, span_stems: set[str]) -> list[tuple[int, Unit]]:
+    out = []
+    for i, unit in enumerate(index.units):
+        if not unit.is_field or not unit.keys or isinstance(unit.value, (dict, list)):
+            continue
+        own = set(content_stems(key_words(unit.keys[-1]))) - GENERIC_KEY_STEMS
+        if own and own <= span_stems:
+            out.append((i, unit))
+    return out
+
+
+def _passages(index: ContextIndex, ranked: Sequence[int], scores: Sequence[float],
+              conflicts: dict[int, list[tuple[int, int]]]) -> tuple[Passage, ...]:
+    return tuple(Passage(index.units[i].start, index.units[i].end, float(scores[i]),
+                         tuple(sorted(set(conflicts.get(i, []))))) for i in ranked)
+
+
+def _field_rule(index: ContextIndex, claim: Claim) -> tuple[tuple[int, Unit] | None, tuple[int, Unit] | None]:
+    """``(a field the claim contradicts, a null field the claim names)``, each None when there is none."""
+    negated = claim.negated_near_span()
+    null_match = None
+    for i, unit in _field_matches(index, set(content_stems(claim.span_text))):
+        value = unit.value
+        if (value in FALSE_VALUES and not negated) or (value in TRUE_VALUES and negated):
+            return (i, unit), None
+        if value is None and null_match is None:
+            null_match = (i, unit)
+    return None, null_match
+
+
+def _field_evidence(index: ContextIndex, verdict: str, match: tuple[int, Unit], ranked: list[int],
+                    scores: Sequence[float], top_k: int) -> SpanEvidence:
+    i, unit = match
+    ranked = [i] + [j for j in ranked if j != i][:top_k - 1]
+    shown = _quote(index.context[unit.start:unit.end])
+    reason = f"the data says {shown}" if verdict == "contradicted" else f"the data leaves it empty: {shown}"
+    return SpanEvidence(verdict, _passages(index, ranked, scores, {i: [unit.value_span or (unit.start, unit.end)]}),
+                        reason)
+
+
+def _absent_words(text: str, index: ContextIndex) -> list[str]:
+    """The words of ``text`` whose stems the context does not have, in order, without repeats."""
+    out: list[str] = []
+    for m in WORD.finditer(text):
+        stems = content_stems(m.group())
+        if stems and stems[0] not in index.stems and m.group() not in out:
+            out.append(m.group())
+    return out
+
+
+def _fact_conflicts(index: ContextIndex, claim: Claim, ranked: Sequence[int], scores: Sequence[float],
+                    settings: VerdictSettings) -> tuple[list[Fact], dict[int, list[Fact]]]:
+    """The span's facts the context never states, and per relevant passage its facts of the same kinds that
+    the claim does not state."""
+    kinds = CHECKED_KINDS + (("name",) if settings.name_conflicts else ())
+    missing = [f for f in facts(claim.span_text) if not index.has_fact(f)]
+    claim_values = {(f.kind, f.value) for f in facts(claim.sentence)}
+    alternatives: dict[int, list[Fact]] = {}
+    missing_kinds = {f.kind for f in missing if f.kind in kinds}
+    for i in ranked:
+        if scores[i] < settings.conflict_relevance:
+            continue
+        others = [f for f in index.unit_facts[i] if f.kind in missing_kinds and (f.kind, f.value) not in claim_values]
+        if others:
+            alternatives[i] = others
+    return missing, alternatives
+
+
+def _quote(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def decide(index: ContextIndex, claim: Claim, scores: Sequence[float], settings: VerdictSettings,
+           similarity: float | None = None) -> SpanEvidence:
+    """The :class:`SpanEvidence` of one claim (see the module docstring); ``scores``: each unit's relevance,
+    ``similarity``: the best cosine of a passage (encoder mode) or None."""
+    ranked = [i for i in sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:settings.top_k] if scores[i] > 0]
+    context = index.context
+    contradicting_field, null_field = _field_rule(index, claim)
+    if contradicting_field is not None:
+        return _field_evidence(index, "contradicted", contradicting_field, ranked, scores, settings.top_k)
+    missing, alternatives = _fact_conflicts(index, claim, ranked, scores, settings)
+    if alternatives:
+        conflicts = {i: [(f.start, f.end) for f in fs] for i, fs in alternatives.items()}
+        said = sorted({_quote(context[f.start:f.end], 30) for fs in alternatives.values() for f in fs})[:4]
+        gone = sorted({_quote(claim.span_text[f.start:f.end], 30) for f in missing})[:3]
+        return SpanEvidence("contradicted", _passages(index, ranked, scores, conflicts),
+                            f"the context has {', '.join(said)}, not {', '.join(gone)}")
+    if ranked and scores[ranked[0]] >= settings.negation_relevance:
+        best = index.units[ranked[0]]
+        passage_neg = negations(context[best.start:best.end])
+        if bool(passage_neg) != bool(negations(claim.sentence)):
+            conflicts = {ranked[0]: [(best.start + a, best.start + b) for a, b in passage_neg]}
+            side = "negates it" if passage_neg else "states it without the negation"
+            return SpanEvidence("contradicted", _passages(index, ranked, scores, conflicts),
+                                f"the closest passage {side}")
+    if null_field is not None:
+        return _field_evidence(index, "unsupported", null_field, ranked, scores, settings.top_k)
+    passages = _passages(index, ranked, scores, {})
+    if missing:
+        gone = sorted({_quote(claim.span_text[f.start:f.end], 30) for f in missing})[:4]
+        return SpanEvidence("unsupported", passages, f"the context never states {', '.join(gone)}")
+    span_stems = content_stems(claim.span_text)
+    coverage = index.coverage(span_stems)
+    if coverage < settings.unsupported_coverage:
+        absent = _absent_words(claim.span_text, index)[:4]
+        return SpanEvidence("unsupported", passages, f"the context has {coverage:.0%} of the span's words (not: "
+                                                     f"{', '.join(absent)})")
+    if similarity is not None and similarity < settings.unsupported_similarity:
+        return SpanEvidence("unsupported", passages, f"no passage is close to the claim (cosine {similarity:.2f})")
+    return SpanEvidence("uncertain", passages, f"the context has the span's words ({coverage:.0%}) and no "
+                                               "contradicting fact was found")
