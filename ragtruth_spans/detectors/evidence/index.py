@@ -13,8 +13,20 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from ragtruth_spans.detectors.evidence.facts import Fact, content_stems, facts
-from ragtruth_spans.detectors.evidence.units import Unit, context_units
+from ragtruth_spans.detectors.evidence.facts import Fact, content_stems, facts, stem
+from ragtruth_spans.detectors.evidence.units import Unit, context_units, key_words
+
+GENERIC_KEY_STEMS = frozenset(stem(w) for w in "attributes good for ambience business parking restaurants restaurant "
+                              "info review stars date text hours name categories accepts".split())
+"""Words of Data2txt keys that say nothing of the field by themselves."""
+
+
+def key_stems(key: str) -> tuple[frozenset[str], str | None]:
+    """``(content stems of a key's specific words, the stem of those words joined)``: ``RestaurantsTakeOut`` →
+    ``({"take"}, "takeou")`` (so ``takeout`` in a claim names it); the joined stem is None for one word."""
+    words = [w for w in key_words(key).split() if stem(w) not in GENERIC_KEY_STEMS]
+    joined = stem("".join(words)) if len(words) > 1 else None
+    return frozenset(content_stems(" ".join(words))), joined
 
 
 @dataclass
@@ -33,7 +45,7 @@ class ContextIndex:
     @classmethod
     def build(cls, context: str, task: str) -> ContextIndex:
         units = context_units(context, task)
-        unit_stems = [frozenset(content_stems(u.text)) for u in units]
+        unit_stems = [frozenset(content_stems(u.text)) | _joined_keys(u) for u in units]
         unit_facts = [_unit_facts(context, u) for u in units]
         df = Counter(s for stems in unit_stems for s in stems)
         n = max(1, len(units))
@@ -70,6 +82,11 @@ class ContextIndex:
         if fact.kind == "num" and fact.value in self.stems:
             return True
         return fact.value in self.fact_values.get(fact.kind, frozenset())
+
+
+def _joined_keys(unit: Unit) -> frozenset[str]:
+    joined = key_stems(unit.keys[-1])[1] if unit.is_field and unit.keys else None
+    return frozenset([joined]) if joined else frozenset()
 
 
 def _unit_facts(context: str, unit: Unit) -> list[Fact]:

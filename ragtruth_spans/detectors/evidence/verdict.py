@@ -17,16 +17,16 @@ Rules, in order (the first that applies decides):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragtruth_spans.core.evidence import Passage, SpanEvidence
 from ragtruth_spans.detectors.evidence.facts import WORD, Fact, content_stems, facts, negations
-from ragtruth_spans.detectors.evidence.index import ContextIndex
-from ragtruth_spans.detectors.evidence.units import Unit, key_words
+from ragtruth_spans.detectors.evidence.hours import claimed_days, hours_conflicts
+from ragtruth_spans.detectors.evidence.index import ContextIndex, key_stems
+from ragtruth_spans.detectors.evidence.units import Unit
 
-GENERIC_KEY_STEMS = frozenset(content_stems("attributes good for ambience business parking restaurants info "
-                                            "review stars date text hours name categories accepts"))
 FALSE_VALUES = (False, "no", "none", "False", "u'no'", "'no'", "u'none'", "'none'")
 TRUE_VALUES = (True, "yes", "free", "True", "u'free'", "'free'", "u'yes'", "'yes'")
 CHECKED_KINDS = ("num", "time", "month", "weekday")
@@ -37,6 +37,7 @@ class VerdictSettings:
     """The thresholds of the rules (see the module docstring); tuned on a dev split, never on test."""
 
     top_k: int = 3
+    conflict_k: int = 5
     conflict_relevance: float = 0.15
     negation_relevance: float = 0.5
     unsupported_coverage: float = 0.6
@@ -74,8 +75,9 @@ class Claim:
         return out
 
     def negated_near_span(self) -> bool:
-        """Whether the span, or the 30 characters of its sentence before it, negate."""
+        """Whether the span, or the 30 characters of its clause before it (back to a comma or semicolon), negate."""
         before = self.response[max(self.sentence_start, self.start - 30):self.start]
+        before = re.split(r"[,;:()]|\bbut\b|\bwhile\b", before)[-1]
         return bool(negations(self.span_text) or negations(before))
 
 
@@ -84,8 +86,8 @@ def _field_matches(index: ContextIndex, span_stems: set[str]) -> list[tuple[int,
     for i, unit in enumerate(index.units):
         if not unit.is_field or not unit.keys or isinstance(unit.value, (dict, list)):
             continue
-        own = set(content_stems(key_words(unit.keys[-1]))) - GENERIC_KEY_STEMS
-        if own and own <= span_stems:
+        own, joined = key_stems(unit.keys[-1])
+        if own and own <= span_stems or joined in span_stems:
             out.append((i, unit))
     return out
 
@@ -138,13 +140,27 @@ def _fact_conflicts(index: ContextIndex, claim: Claim, ranked: Sequence[int], sc
     claim_values = {(f.kind, f.value) for f in facts(claim.sentence)}
     alternatives: dict[int, list[Fact]] = {}
     missing_kinds = {f.kind for f in missing if f.kind in kinds}
-    for i in ranked:
-        if scores[i] < settings.conflict_relevance:
+    if not missing_kinds:
+        return missing, {}
+    span_scores = index.relevance({s: 1.0 for s in content_stems(claim.span_text)})
+    by_span = sorted(range(len(span_scores)), key=lambda i: (-span_scores[i], i))[:settings.conflict_k]
+    for i in dict.fromkeys(list(ranked) + by_span):
+        if max(scores[i], span_scores[i]) < settings.conflict_relevance:
             continue
         others = [f for f in index.unit_facts[i] if f.kind in missing_kinds and (f.kind, f.value) not in claim_values]
         if others:
             alternatives[i] = others
     return missing, alternatives
+
+
+def _hours_rule(index: ContextIndex, claim: Claim) -> tuple[list[int], str] | None:
+    """Opening days or hours of the span that the data's ``hours`` contradict (:mod:`.hours`)."""
+    span_facts = [f for f in facts(claim.span_text) if f.kind in ("time", "weekday")]
+    if not span_facts and claimed_days(claim.span_text) is None:
+        return None
+    span_times = sum(f.kind == "time" for f in span_facts)
+    text = claim.span_text if span_times >= 2 or claimed_days(claim.span_text) else claim.sentence
+    return hours_conflicts(index, text)
 
 
 def _quote(text: str, limit: int = 60) -> str:
@@ -161,9 +177,16 @@ def decide(index: ContextIndex, claim: Claim, scores: Sequence[float], settings:
     contradicting_field, null_field = _field_rule(index, claim)
     if contradicting_field is not None:
         return _field_evidence(index, "contradicted", contradicting_field, ranked, scores, settings.top_k)
+    hours = _hours_rule(index, claim)
+    if hours is not None:
+        units, reason = hours
+        ranked = list(dict.fromkeys(units[:settings.top_k] + ranked))[:max(settings.top_k, len(units[:settings.top_k]))]
+        spans = {i: [index.units[i].value_span or (index.units[i].start, index.units[i].end)] for i in units}
+        return SpanEvidence("contradicted", _passages(index, ranked, scores, spans), reason)
     missing, alternatives = _fact_conflicts(index, claim, ranked, scores, settings)
     if alternatives:
-        conflicts = {i: [(f.start, f.end) for f in fs] for i, fs in alternatives.items()}
+        ranked = list(dict.fromkeys(ranked + sorted(alternatives, key=lambda i: -scores[i])))[:settings.top_k + 1]
+        conflicts = {i: [(f.start, f.end) for f in fs] for i, fs in alternatives.items() if i in ranked}
         said = sorted({_quote(context[f.start:f.end], 30) for fs in alternatives.values() for f in fs})[:4]
         gone = sorted({_quote(claim.span_text[f.start:f.end], 30) for f in missing})[:3]
         return SpanEvidence("contradicted", _passages(index, ranked, scores, conflicts),
