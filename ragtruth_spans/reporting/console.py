@@ -271,11 +271,17 @@ def detection_view(response: str, detection: Mapping[str, Any], title: str | Non
     if detection.get("error"):
         parts.append(Text(f"the detector could not judge this response: {detection['error']}", style="red"))
     if detection["spans"]:
+        evidence = any("verdict" in span for span in detection["spans"])
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-        for column in ("[start, end)", "type", "score", "text"):
+        for column in ("[start, end)", "type", "score", "text") + (("verdict", "why (evidence: context offsets)")
+                                                                   if evidence else ()):
             table.add_column(column)
         for span in detection["spans"]:
-            table.add_row(f"[{span['start']}, {span['end']})", span.get("type") or "–", _fmt(span.get("score")),
-                          Text(response[span["start"]:span["end"]]))
+            row = [f"[{span['start']}, {span['end']})", span.get("type") or "–", _fmt(span.get("score")),
+                   Text(response[span["start"]:span["end"]])]
+            if evidence:
+                where = " ".join(f"[{p['start']}, {p['end']})" for p in span.get("evidence", []))
+                row += [span.get("verdict", "–"), Text(f"{span.get('reason', '')} · {where}")]
+            table.add_row(*row)
         parts.append(table)
     return Group(*parts)

@@ -31,9 +31,21 @@ class DetectItemIn(_Strict):
     task: Task = Field(description="QA, Summary or Data2txt.")
     question: str | None = Field(default=None, description="The question (QA).")
     id: str | int | None = Field(default=None, description="Your id, echoed in the answer.")
+    evidence: bool = Field(default=False, description="Add each span's evidence: context passages (characters of "
+                           "the context, half-open) and a verdict (contradicted, unsupported, uncertain).")
 
     def chars(self) -> int:
         return len(self.context) + len(self.response) + len(self.question or "")
+
+
+class PassageOut(BaseModel):
+    """A context passage ``[start, end)`` (characters of the context) about a span's claim; ``conflicts``: the
+    characters of the context that state something else than the span."""
+
+    start: int
+    end: int
+    score: float
+    conflicts: list[list[int]] | None = None
 
 
 class SpanOut(BaseModel):
@@ -42,6 +54,10 @@ class SpanOut(BaseModel):
     text: str
     type: str | None = None
     score: float | None = None
+    verdict: Literal["contradicted", "unsupported", "uncertain"] | None = Field(
+        default=None, description="With evidence: what the context says of the span's claim.")
+    reason: str | None = None
+    evidence: list[PassageOut] | None = None
 
 
 class DetectorRef(BaseModel):

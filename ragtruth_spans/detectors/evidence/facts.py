@@ -11,15 +11,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-STOPWORDS = frozenset("""
-a about above after again against all also am an and any are as at be because been before being below between both
-but by can could did do does doing down during each few for from further had has have having he her here hers
-herself him himself his how i if in into is it its itself just let me more most my myself of off on once only or
-other our ours out over own same she should so some such than that the their theirs them then there these they this
-those through to too under until up very was we were what when where which while who whom why will with would you
-your yours also well may might must shall per via etc overall however including include includes based offer
-offers offering provide provides providing located location business restaurant restaurants
-""".split())
+_STOPWORD_TEXT = (
+    "a about above after again against all also am an and any are as at be because been before being "
+    "below between both but by can could did do does doing down during each few for from further had has "
+    "have having he her here hers herself him himself his how i if in into is it its itself just let me "
+    "more most my myself of off on once only or other our ours out over own same she should so some such "
+    "than that the their theirs them then there these they this those through to too under until up very "
+    "was we were what when where which while who whom why will with would you your yours also well may "
+    "might must shall per via etc overall however including include includes based offer offers offering "
+    "provide provides providing located location business restaurant restaurants"
+)
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 NEGATIONS = frozenset({"not", "no", "never", "none", "nor", "without", "cannot", "n't", "neither", "nobody",
                        "nothing", "lacks", "lack"})
 MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
@@ -37,8 +39,8 @@ NUMBER_WORDS |= {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy":
 FACT_KINDS = ("num", "time", "month", "weekday", "name")
 
 WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+(?:[.,]\d+)*", re.UNICODE)
-_TIME = re.compile(r"\b(\d{1,2})(?::(\d{1,2}))?\s*([ap])\.?\s?m\b\.?|\b(\d{1,2}):(\d{1,2})(?::\d{2})?\b|\b(noon|midnight)\b",
-                   re.IGNORECASE)
+_TIME = re.compile(r"\b(\d{1,2})(?::(\d{1,2}))?\s*([ap])\.?\s?m\b\.?"
+                   r"|\b(\d{1,2}):(\d{1,2})(?::\d{2})?\b|\b(noon|midnight)\b", re.IGNORECASE)
 _DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?![\w])|(?<![\w.])\d+(?:\.\d+)?(?=[a-zA-Z%$])")
 _HALF = re.compile(r"\b([a-z]+|\d+)\s+and\s+a\s+half\b", re.IGNORECASE)
@@ -72,7 +74,7 @@ def content_stems(text: str) -> list[str]:
     out = []
     for m in WORD.finditer(text):
         w = m.group().lower()
-        if w in STOPWORDS or w in NEGATIONS or len(w) < 2 and not w.isdigit():
+        if w in STOPWORDS or w in NEGATIONS or (len(w) < 2 and not w.isdigit()):
             continue
         out.append(w.replace(",", "") if w[0].isdigit() else stem(w))
     return out

@@ -36,7 +36,7 @@ def claim_of(response: str, span: Span, sentences: Sequence[tuple[int, int]] | N
     """The claim of ``span``: the span and the response sentences it touches (an empty span: the sentence at its
     start); without such a sentence, the span alone."""
     sentences = split_sentences(response) if sentences is None else sentences
-    touching = [(a, b) for a, b in sentences if a < span.end and span.start < b or a <= span.start < b]
+    touching = [(a, b) for a, b in sentences if (a < span.end and span.start < b) or a <= span.start < b]
     if not touching:
         return Claim(response, span.start, span.end, span.start, span.end)
     return Claim(response, span.start, span.end, min(span.start, touching[0][0]), max(span.end, touching[-1][1]))

@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from ragtruth_spans.detectors.evidence.facts import Fact, content_stems, facts, stem
 from ragtruth_spans.detectors.evidence.units import Unit, context_units, key_words
 
-GENERIC_KEY_STEMS = frozenset(stem(w) for w in "attributes good for ambience business parking restaurants restaurant "
-                              "info review stars date text hours name categories accepts".split())
+_GENERIC_KEY_TEXT = (
+    "attributes good for ambience business parking restaurants restaurant info review stars date text "
+    "hours name categories accepts"
+)
+GENERIC_KEY_STEMS = frozenset(stem(w) for w in _GENERIC_KEY_TEXT.split())
 """Words of Data2txt keys that say nothing of the field by themselves."""
 
 

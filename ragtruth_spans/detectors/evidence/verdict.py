@@ -87,7 +87,7 @@ def _field_matches(index: ContextIndex, span_stems: set[str]) -> list[tuple[int,
         if not unit.is_field or not unit.keys or isinstance(unit.value, (dict, list)):
             continue
         own, joined = key_stems(unit.keys[-1])
-        if own and own <= span_stems or joined in span_stems:
+        if (own and own <= span_stems) or joined in span_stems:
             out.append((i, unit))
     return out
 
