@@ -20,6 +20,7 @@ _RANGE = re.compile(_DAY + r"\s*(?:-|–|to|through|thru|until)\s*" + _DAY)
 _ONE_DAY = re.compile(r"\b" + _DAY)
 _ALL_DAYS = re.compile(r"\b(daily|every\s+day|7\s+days|seven\s+days|all\s+week)\b", re.IGNORECASE)
 _ABBREVIATIONS = {name[:3]: i for name, i in WEEKDAYS.items()}
+_CLAUSES = re.compile(r"[;,]|\band\b|\bbut\b|\bwhile\b")
 _HOURS_VALUE = re.compile(r"^\s*(\d{1,2}):(\d{1,2})\s*-\s*(\d{1,2}):(\d{1,2})\s*$")
 
 
@@ -53,27 +54,47 @@ def data_hours(index: ContextIndex) -> dict[int, tuple[int, str]]:
     return out
 
 
+def claimed_hours(text: str) -> list[tuple[set[int] | None, str | None]]:
+    """``[(days or None, "open-close" or None)]`` that ``text`` states, clause by clause: a clause with two times
+    of day takes the days named in it, or those named in the clauses since the previous time range
+    ("Monday, Tuesday and Wednesday from 9 am to 5 pm"); days named without times make a claim of their own."""
+    claims: list[tuple[set[int] | None, str | None]] = []
+    pending: set[int] = set()
+    for clause in _CLAUSES.split(text):
+        days = claimed_days(clause) or set()
+        times = [f.value for f in facts(clause) if f.kind == "time"]
+        if len(times) >= 2:
+            claims.append(((days | pending) or None, f"{times[0]}-{times[1]}"))
+            pending = set()
+        else:
+            pending |= days
+    if pending and not claims:
+        claims.append((pending, None))
+    return claims
+
+
 def hours_conflicts(index: ContextIndex, text: str) -> tuple[list[int], str] | None:
     """``(unit indices of the conflicting hours fields, reason)`` when ``text`` states opening days or hours the
-    data contradicts; None when the data has no hours, the text states none, or they agree."""
+    data contradicts; None when the data has no hours, the text states none, or they agree. A time range without
+    days is compared with every day of the data."""
     hours = data_hours(index)
     if not hours:
         return None
-    times = [f.value for f in facts(text) if f.kind == "time"][:2]
-    days = claimed_days(text)
-    if days is None and len(times) < 2:
-        return None
-    days = days if days is not None else set(hours)
-    claimed = f"{times[0]}-{times[1]}" if len(times) == 2 else None
-    closed = sorted(d for d in days if d not in hours)
-    different = sorted(d for d in days if d in hours and claimed is not None and hours[d][1] != claimed)
+    closed: set[int] = set()
+    different: set[int] = set()
+    for days, claimed in claimed_hours(text):
+        for day in days if days is not None else set(hours):
+            if day not in hours:
+                closed.add(day)
+            elif claimed is not None and hours[day][1] != claimed:
+                different.add(day)
     if not closed and not different:
         return None
     names = list(WEEKDAYS)
     parts = []
     if closed:
-        parts.append(f"no hours on {', '.join(names[d].title() for d in closed)}")
+        parts.append(f"no hours on {', '.join(names[d].title() for d in sorted(closed))}")
     if different:
-        parts.append(", ".join(f"{names[d].title()} {hours[d][1]}" for d in different[:3]))
-    conflicting = [hours[d][0] for d in different] or [i for i, _ in hours.values()]
+        parts.append(", ".join(f"{names[d].title()} {hours[d][1]}" for d in sorted(different)[:3]))
+    conflicting = [hours[d][0] for d in sorted(different)] or [i for i, _ in hours.values()]
     return conflicting, "the data has " + "; ".join(parts)

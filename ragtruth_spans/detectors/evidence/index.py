@@ -25,11 +25,12 @@ GENERIC_KEY_STEMS = frozenset(stem(w) for w in _GENERIC_KEY_TEXT.split())
 
 
 def key_stems(key: str) -> tuple[frozenset[str], str | None]:
-    """``(content stems of a key's specific words, the stem of those words joined)``: ``RestaurantsTakeOut`` →
-    ``({"take"}, "takeou")`` (so ``takeout`` in a claim names it); the joined stem is None for one word."""
+    """``(stems of a key's specific words, the stem of those words joined)``: ``RestaurantsTakeOut`` →
+    ``({"take", "out"}, "takeou")`` (so ``take out`` or ``takeout`` in a claim names it); the joined stem is None
+    for one word."""
     words = [w for w in key_words(key).split() if stem(w) not in GENERIC_KEY_STEMS]
     joined = stem("".join(words)) if len(words) > 1 else None
-    return frozenset(content_stems(" ".join(words))), joined
+    return frozenset(stem(w) for w in words), joined
 
 
 @dataclass

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragtruth_spans.core.evidence import Passage, SpanEvidence
-from ragtruth_spans.detectors.evidence.facts import WORD, Fact, content_stems, facts, negations
+from ragtruth_spans.detectors.evidence.facts import WORD, Fact, content_stems, facts, negations, stem
 from ragtruth_spans.detectors.evidence.hours import claimed_days, hours_conflicts
 from ragtruth_spans.detectors.evidence.index import ContextIndex, key_stems
 from ragtruth_spans.detectors.evidence.units import Unit
@@ -30,6 +30,7 @@ from ragtruth_spans.detectors.evidence.units import Unit
 FALSE_VALUES = (False, "no", "none", "False", "u'no'", "'no'", "u'none'", "'none'")
 TRUE_VALUES = (True, "yes", "free", "True", "u'free'", "'free'", "u'yes'", "'yes'")
 CHECKED_KINDS = ("num", "time", "month", "weekday")
+_CLAUSE = re.compile(r"[,;:()]|\b(?:but|while|although|however|whereas)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -74,21 +75,31 @@ class Claim:
             out[s] = out.get(s, 0.0) + 2.0
         return out
 
-    def negated_near_span(self) -> bool:
-        """Whether the span, or the 30 characters of its clause before it (back to a comma or semicolon), negate."""
-        before = self.response[max(self.sentence_start, self.start - 30):self.start]
-        before = re.split(r"[,;:()]|\bbut\b|\bwhile\b", before)[-1]
-        return bool(negations(self.span_text) or negations(before))
+    def negated_at(self, stems: set[str]) -> bool:
+        """Whether the clause of the span's sentence that holds the first word with one of ``stems`` negates
+        (clauses end at commas, semicolons, brackets, "but", "while", "although", "however")."""
+        sentence = self.sentence
+        offset = self.start - self.sentence_start
+        hits = [m.start() for m in WORD.finditer(sentence) if stem(m.group()) in stems and m.start() >= offset]
+        at = hits[0] if hits else offset
+        bounds = [0] + [m.end() for m in _CLAUSE.finditer(sentence)] + [len(sentence)]
+        start = max(b for b in bounds if b <= at)
+        end = min((b for b in bounds if b > at), default=len(sentence))
+        return bool(negations(sentence[start:end]))
 
 
-def _field_matches(index: ContextIndex, span_stems: set[str]) -> list[tuple[int, Unit]]:
+def _field_matches(index: ContextIndex, span_stems: set[str]) -> list[tuple[int, Unit, set[str]]]:
+    """The scalar fields whose key's specific words (or those words joined) are all among ``span_stems``, with
+    the stems that matched."""
     out = []
     for i, unit in enumerate(index.units):
         if not unit.is_field or not unit.keys or isinstance(unit.value, (dict, list)):
             continue
         own, joined = key_stems(unit.keys[-1])
-        if (own and own <= span_stems) or joined in span_stems:
-            out.append((i, unit))
+        if own and own <= span_stems:
+            out.append((i, unit, set(own)))
+        elif joined in span_stems:
+            out.append((i, unit, {joined}))
     return out
 
 
@@ -100,10 +111,10 @@ def _passages(index: ContextIndex, ranked: Sequence[int], scores: Sequence[float
 
 def _field_rule(index: ContextIndex, claim: Claim) -> tuple[tuple[int, Unit] | None, tuple[int, Unit] | None]:
     """``(a field the claim contradicts, a null field the claim names)``, each None when there is none."""
-    negated = claim.negated_near_span()
     null_match = None
-    for i, unit in _field_matches(index, set(content_stems(claim.span_text))):
+    for i, unit, matched in _field_matches(index, {stem(w) for w in WORD.findall(claim.span_text)}):
         value = unit.value
+        negated = claim.negated_at(matched)
         if (value in FALSE_VALUES and not negated) or (value in TRUE_VALUES and negated):
             return (i, unit), None
         if value is None and null_match is None:
