@@ -45,6 +45,8 @@ _DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?![\w])|(?<![\w.])\d+(?:\.\d+)?(?=[a-zA-Z%$])")
 _HALF = re.compile(r"\b([a-z]+|\d+)\s+and\s+a\s+half\b", re.IGNORECASE)
 _NAME = re.compile(r"(?<![\w'])([A-Z][\w'’-]*[a-z][\w'’-]*)")
+_PASSAGE_LABEL = re.compile(r"passage\s*$", re.IGNORECASE)
+"""RAGTruth's QA contexts number their passages (``passage 1:``): those numbers are labels, not facts."""
 _SENTENCE_START = re.compile(r"(^|[.!?:;\n]\s*|[\"“(]\s*|\d+\.\s+)$")
 
 
@@ -83,8 +85,8 @@ def content_stems(text: str) -> list[str]:
 def negations(text: str) -> list[tuple[int, int]]:
     """Where ``text`` negates: ``not``, ``no``, ``never``, ``n't`` ... as ``[start, end)`` intervals."""
     out = []
-    for m in re.finditer(r"\b\w+\b|n't", text):
-        w = m.group().lower()
+    for m in re.finditer(r"[^\W\d_]+(?:['’]t\b)?", text):
+        w = m.group().lower().replace("’", "'")
         if w in NEGATIONS or w.endswith("n't"):
             out.append((m.start(), m.end()))
     return out
@@ -114,7 +116,7 @@ def _numbers(text: str, taken: list[tuple[int, int]]) -> list[Fact]:
             facts.append(Fact("num", _num(base + 0.5), m.start(), m.end()))
             taken.append((m.start(), m.end()))
     for m in _NUMBER.finditer(text):
-        if free(m.start(), m.end()):
+        if free(m.start(), m.end()) and not _PASSAGE_LABEL.search(text, max(0, m.start() - 9), m.start()):
             facts.append(Fact("num", _num(float(m.group().replace(",", ""))), m.start(), m.end()))
     for m in WORD.finditer(text):
         w = m.group().lower()

@@ -174,6 +174,15 @@ def _hours_rule(index: ContextIndex, claim: Claim) -> tuple[list[int], str] | No
     return hours_conflicts(index, text)
 
 
+def _without_stated_facts(index: ContextIndex, text: str) -> str:
+    """``text`` with the facts the context states blanked out (``2 pm`` is covered by a ``14:0`` of the data)."""
+    chars = list(text)
+    for fact in facts(text):
+        if index.has_fact(fact):
+            chars[fact.start:fact.end] = " " * (fact.end - fact.start)
+    return "".join(chars)
+
+
 def _quote(text: str, limit: int = 60) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
@@ -202,7 +211,7 @@ def decide(index: ContextIndex, claim: Claim, scores: Sequence[float], settings:
         gone = sorted({_quote(claim.span_text[f.start:f.end], 30) for f in missing})[:3]
         return SpanEvidence("contradicted", _passages(index, ranked, scores, conflicts),
                             f"the context has {', '.join(said)}, not {', '.join(gone)}")
-    if ranked and scores[ranked[0]] >= settings.negation_relevance:
+    if ranked and scores[ranked[0]] >= settings.negation_relevance and not index.units[ranked[0]].is_field:
         best = index.units[ranked[0]]
         passage_neg = negations(context[best.start:best.end])
         if bool(passage_neg) != bool(negations(claim.sentence)):
@@ -216,7 +225,7 @@ def decide(index: ContextIndex, claim: Claim, scores: Sequence[float], settings:
     if missing:
         gone = sorted({_quote(claim.span_text[f.start:f.end], 30) for f in missing})[:4]
         return SpanEvidence("unsupported", passages, f"the context never states {', '.join(gone)}")
-    span_stems = content_stems(claim.span_text)
+    span_stems = content_stems(_without_stated_facts(index, claim.span_text))
     coverage = index.coverage(span_stems)
     if coverage < settings.unsupported_coverage:
         absent = _absent_words(claim.span_text, index)[:4]
