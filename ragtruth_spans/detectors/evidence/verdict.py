@@ -75,6 +75,15 @@ class Claim:
             out[s] = out.get(s, 0.0) + 2.0
         return out
 
+    def window(self, words: int = 4) -> str:
+        """The span with up to ``words`` words of its sentence on each side (what a number is about: ``4.5`` →
+        ``rates 4.5 stars and``)."""
+        before = self.response[self.sentence_start:self.start]
+        after = self.response[self.end:self.sentence_end]
+        left = re.search(rf"(?:\S+\s+){{0,{words}}}$", before)
+        right = re.match(rf"(?:\s*\S+){{0,{words}}}", after)
+        return (left.group() if left else "") + self.span_text + (right.group() if right else "")
+
     def negated_at(self, stems: set[str]) -> bool:
         """Whether the clause of the span's sentence that holds the first word with one of ``stems`` negates
         (clauses end at commas, semicolons, brackets, "but", "while", "although", "however")."""
@@ -153,7 +162,7 @@ def _fact_conflicts(index: ContextIndex, claim: Claim, ranked: Sequence[int], sc
     missing_kinds = {f.kind for f in missing if f.kind in kinds}
     if not missing_kinds:
         return missing, {}
-    span_scores = index.relevance({s: 1.0 for s in content_stems(claim.span_text)})
+    span_scores = index.relevance({s: 1.0 for s in content_stems(claim.window())})
     by_span = sorted(range(len(span_scores)), key=lambda i: (-span_scores[i], i))[:settings.conflict_k]
     for i in dict.fromkeys(list(ranked) + by_span):
         if max(scores[i], span_scores[i]) < settings.conflict_relevance:
