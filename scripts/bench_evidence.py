@@ -29,13 +29,33 @@ from typing import Any
 from ragtruth_spans.core.jsonl import read_records
 from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.detectors.evidence import EvidenceFinder, VerdictSettings
+from ragtruth_spans.detectors.evidence import finder as finder_module
 
 FAMILY = {"Evident Conflict": "conflict", "Subtle Conflict": "conflict",
           "Evident Baseless Info": "baseless", "Subtle Baseless Info": "baseless"}
 EXPECTED = {"conflict": "contradicted", "baseless": "unsupported"}
-GRID = {"conflict_relevance": (0.05, 0.15, 0.3, 0.5), "negation_relevance": (0.4, 0.6, 0.8, 1.01),
-        "unsupported_coverage": (0.5, 0.7, 0.8, 0.9, 0.95), "name_conflicts": (False, True)}
-ENCODER_GRID = {"unsupported_similarity": (0.0, 0.3, 0.4, 0.5)}
+GRID = {"conflict_relevance": (0.05, 0.1, 0.15, 0.3), "negation_relevance": (0.4, 0.5, 0.7, 1.01),
+        "unsupported_coverage": (0.4, 0.5, 0.6, 0.7, 0.8), "name_conflicts": (False, True)}
+ENCODER_GRID = {"unsupported_similarity": (0.0, 0.2, 0.3, 0.4)}
+
+
+class MemoEncoder:
+    """An encoder that computes each claim's embedding once (the grid search encodes the same claims again)."""
+
+    def __init__(self, encoder: Any) -> None:
+        self.inner, self.memo = encoder, {}
+        self.name_or_path = getattr(encoder, "name_or_path", None)
+
+    def encode(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        todo = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        if todo:
+            self.memo.update(zip(todo, self.inner.encode(todo)))
+        return np.stack([self.memo[t] for t in texts])
+
+    def encode_units(self, units: list[str]) -> Any:
+        return self.inner.encode_units(units)
 
 
 def gold_spans(records: list[Record]) -> list[tuple[Record, list[Span]]]:
@@ -69,9 +89,12 @@ def verdict_table(rows: list[tuple[Record, Span]]) -> dict[str, Any]:
 def tune(mode: str, pairs: list[tuple[Record, list[Span]]], encoder: Any) -> tuple[VerdictSettings, dict[str, Any]]:
     grid = GRID | (ENCODER_GRID if mode == "encoder" else {})
     best: tuple[float, VerdictSettings, dict[str, Any]] | None = None
+    finder_module.INDEX_CACHE_SIZE = 100_000  # every context indexed once for the whole grid
+    finder = EvidenceFinder(mode, encoder=encoder)
     for values in itertools.product(*grid.values()):
         settings = VerdictSettings(**dict(zip(grid, values)))
-        table = verdict_table(explained(EvidenceFinder(mode, settings=settings, encoder=encoder), pairs))
+        finder.settings = settings
+        table = verdict_table(explained(finder, pairs))
         if best is None or table["balanced_match"] > best[0] + 1e-12:
             best = (table["balanced_match"], settings, table)
     assert best is not None
@@ -135,6 +158,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="A prepared split (e.g. /tmp/pool/test.jsonl).")
     parser.add_argument("--mode", default="lexical", choices=("lexical", "encoder"))
+    parser.add_argument("--settings", type=Path, default=None, help="Thresholds from a JSON file (e.g. the "
+                        "tuned_settings that --tune printed) instead of the shipped ones.")
     parser.add_argument("--tune", action="store_true", help="Grid-search the thresholds on --data (dev/train only).")
     parser.add_argument("--detector", default=None, help="Also time this detector alone and with evidence.")
     parser.add_argument("--sample", type=int, default=0, help="Write N conflict spans with their passages.")
@@ -145,7 +170,11 @@ def main() -> None:
     records = read_records(args.data)
     pairs = gold_spans(records)
     finder = EvidenceFinder(args.mode)
-    encoder = finder.encoder if args.mode == "encoder" else None
+    encoder = MemoEncoder(finder.encoder) if args.mode == "encoder" else None
+    finder = EvidenceFinder(args.mode, encoder=encoder)
+    if args.settings:
+        settings = VerdictSettings(**json.loads(args.settings.read_text(encoding="utf-8")))
+        finder = EvidenceFinder(args.mode, settings=settings, encoder=encoder)
     if args.tune:
         settings, table = tune(args.mode, pairs, encoder)
         print(json.dumps({"tuned_settings": asdict(settings), "table": table}, indent=1))
