@@ -16,10 +16,12 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import platform
 import random
+import sys
 import time
 from collections import Counter
 from dataclasses import asdict
@@ -34,9 +36,9 @@ from ragtruth_spans.detectors.evidence import finder as finder_module
 FAMILY = {"Evident Conflict": "conflict", "Subtle Conflict": "conflict",
           "Evident Baseless Info": "baseless", "Subtle Baseless Info": "baseless"}
 EXPECTED = {"conflict": "contradicted", "baseless": "unsupported"}
-GRID = {"conflict_relevance": (0.05, 0.1, 0.15, 0.3), "negation_relevance": (0.4, 0.5, 0.7, 1.01),
-        "unsupported_coverage": (0.4, 0.5, 0.6, 0.7, 0.8), "name_conflicts": (False, True)}
-ENCODER_GRID = {"unsupported_similarity": (0.0, 0.2, 0.3, 0.4)}
+GRID = {"conflict_relevance": (0.05, 0.1, 0.2), "negation_relevance": (0.4, 0.6, 1.01),
+        "unsupported_coverage": (0.4, 0.5, 0.6, 0.7), "name_conflicts": (False, True)}
+ENCODER_GRID = {"unsupported_similarity": (0.0, 0.25, 0.35)}
 
 
 class MemoEncoder:
@@ -90,11 +92,13 @@ def tune(mode: str, pairs: list[tuple[Record, list[Span]]], encoder: Any) -> tup
     grid = GRID | (ENCODER_GRID if mode == "encoder" else {})
     best: tuple[float, VerdictSettings, dict[str, Any]] | None = None
     finder_module.INDEX_CACHE_SIZE = 100_000  # every context indexed once for the whole grid
+    finder_module.split_sentences = functools.lru_cache(maxsize=None)(finder_module.split_sentences)
     finder = EvidenceFinder(mode, encoder=encoder)
     for values in itertools.product(*grid.values()):
         settings = VerdictSettings(**dict(zip(grid, values)))
         finder.settings = settings
         table = verdict_table(explained(finder, pairs))
+        print(f"{dict(zip(grid, values))}: {table['balanced_match']:.4f}", file=sys.stderr, flush=True)
         if best is None or table["balanced_match"] > best[0] + 1e-12:
             best = (table["balanced_match"], settings, table)
     assert best is not None

@@ -23,7 +23,7 @@ def _rows(output: str) -> list[dict]:
 def test_detect_evidence_for_every_span_at_exact_context_offsets() -> None:
     items = [{"id": "qa", "context": CONTEXT, "question": "When?", "response": "Zoë's café 🍣 opened in 2003.",
               "task": "QA"},
-             {"id": "d2t", "context": BUSINESS, "response": "Zoë rates 4.5 stars and offers takeout.",
+             {"id": "d2t", "context": BUSINESS, "response": "Zoë rates 4.5 stars. It offers takeout.",
               "task": "Data2txt"}]
     stdin = "\n".join(json.dumps(x, ensure_ascii=False) for x in items) + "\n"
     for model in ("numbers", "flag-all"):

@@ -35,13 +35,14 @@ _CLAUSE = re.compile(r"[,;:()]|\b(?:but|while|although|however|whereas)\b", re.I
 
 @dataclass(frozen=True)
 class VerdictSettings:
-    """The thresholds of the rules (see the module docstring); tuned on a dev split, never on test."""
+    """The thresholds of the rules (see the module docstring). The defaults are the lexical mode's, tuned by
+    ``scripts/bench_evidence.py --tune`` on the RAGTruth pool's train split (never on test): docs/EVIDENCE.md."""
 
     top_k: int = 3
     conflict_k: int = 5
-    conflict_relevance: float = 0.15
-    negation_relevance: float = 0.5
-    unsupported_coverage: float = 0.6
+    conflict_relevance: float = 0.2
+    negation_relevance: float = 0.4
+    unsupported_coverage: float = 0.7
     unsupported_similarity: float = 0.0
     name_conflicts: bool = False
 
