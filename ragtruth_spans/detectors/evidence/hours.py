@@ -41,8 +41,9 @@ def claimed_days(text: str) -> set[int] | None:
     return days or None
 
 
-def data_hours(index: ContextIndex) -> dict[int, tuple[int, str]]:
-    """``{weekday: (unit index, "open-close")}`` of the context's ``hours`` fields (times as ``H:MM``)."""
+def data_hours(index: ContextIndex) -> dict[int, tuple[int, str | None]]:
+    """``{weekday: (unit index, "open-close")}`` of the context's ``hours`` fields (times as ``H:MM``); a day
+    written ``0:0-0:0`` is closed (None), as RAGTruth's annotators read it."""
     out = {}
     for i, unit in enumerate(index.units):
         if len(unit.keys) >= 2 and unit.keys[-2].lower() == "hours" and isinstance(unit.value, str):
@@ -50,7 +51,7 @@ def data_hours(index: ContextIndex) -> dict[int, tuple[int, str]]:
             m = _HOURS_VALUE.match(unit.value)
             if day is not None and m:
                 a, b, c, d = (int(g) for g in m.groups())
-                out[day] = (i, f"{a % 24}:{b:02d}-{c % 24}:{d:02d}")
+                out[day] = (i, f"{a % 24}:{b:02d}-{c % 24}:{d:02d}" if (a, b, c, d) != (0, 0, 0, 0) else None)
     return out
 
 
@@ -83,8 +84,8 @@ def hours_conflicts(index: ContextIndex, text: str) -> tuple[list[int], str] | N
     closed: set[int] = set()
     different: set[int] = set()
     for days, claimed in claimed_hours(text):
-        for day in days if days is not None else set(hours):
-            if day not in hours:
+        for day in days if days is not None else {d for d, (_, h) in hours.items() if h is not None}:
+            if day not in hours or hours[day][1] is None:
                 closed.add(day)
             elif claimed is not None and hours[day][1] != claimed:
                 different.add(day)
@@ -93,8 +94,8 @@ def hours_conflicts(index: ContextIndex, text: str) -> tuple[list[int], str] | N
     names = list(WEEKDAYS)
     parts = []
     if closed:
-        parts.append(f"no hours on {', '.join(names[d].title() for d in sorted(closed))}")
+        parts.append(f"closed or no hours on {', '.join(names[d].title() for d in sorted(closed))}")
     if different:
         parts.append(", ".join(f"{names[d].title()} {hours[d][1]}" for d in sorted(different)[:3]))
-    conflicting = [hours[d][0] for d in sorted(different)] or [i for i, _ in hours.values()]
+    conflicting = [hours[d][0] for d in sorted(different | closed) if d in hours] or [i for i, _ in hours.values()]
     return conflicting, "the data has " + "; ".join(parts)

@@ -15,7 +15,8 @@ from ragtruth_spans.detectors.loader import load_detector
 
 CONTEXT = ("passage 1: Le Café Zoë opened in 1999 — its owner is Søren.\r\nIt has 120 rooms 🏨 and a spa.\r\n\r\n"
            "passage 2: The hotel does not allow pets.")
-BUSINESS = json.dumps({"name": "Zoë's \"Deli\" 🍣", "hours": {"Monday": "7:0-14:0", "Tuesday": "7:0-14:0"},
+BUSINESS = json.dumps({"name": "Zoë's \"Deli\" 🍣", "hours": {"Monday": "7:0-14:0", "Tuesday": "7:0-14:0",
+                                                         "Wednesday": "0:0-0:0"},
                        "attributes": {"RestaurantsTakeOut": False, "WiFi": "free", "OutdoorSeating": None},
                        "business_stars": 4.0}, ensure_ascii=False).replace(", ", ",\r\n ")
 
@@ -62,6 +63,7 @@ def test_a_lost_negation_is_contradicted() -> None:
     ("Zoë's is open Monday to Friday from 7 am to 2 pm.", "Monday to Friday", "contradicted", None),
     ("Zoë's is open Monday and Tuesday from 7 am to 2 pm.", "Monday and Tuesday from 7 am to 2 pm", "uncertain", None),
     ("Zoë's is open Monday from 8 am to 2 pm.", "from 8 am to 2 pm", "contradicted", '"7:0-14:0"'),
+    ("Zoë's is open Monday to Wednesday.", "open Monday to Wednesday", "contradicted", '"0:0-0:0"'),
 ])
 def test_data2txt_fields_and_hours(response: str, target: str, verdict: str, marked: str | None) -> None:
     evidence = _explain(response, target, context=BUSINESS, task="Data2txt")
