@@ -134,9 +134,9 @@ class EvidenceFinder:
 
 
 LEXICAL_SETTINGS = VerdictSettings()
-"""The thresholds of the lexical mode (tuned on the pool's dev split: docs/EVIDENCE.md)."""
-ENCODER_SETTINGS = VerdictSettings()
-"""The thresholds of the encoder mode (tuned on the pool's dev split: docs/EVIDENCE.md)."""
+"""The thresholds of the lexical mode (tuned on the RAGTruth pool's train split: docs/EVIDENCE.md)."""
+ENCODER_SETTINGS = VerdictSettings(negation_relevance=0.6)
+"""The thresholds of the encoder mode (tuned on the RAGTruth pool's train split: docs/EVIDENCE.md)."""
 
 
 def attach_evidence(item: DetectItem | Record | Mapping[str, Any], detection: Detection, *, mode: str = "lexical",
