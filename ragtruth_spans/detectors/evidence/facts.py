@@ -132,7 +132,7 @@ def _names(text: str) -> list[Fact]:
         if (w in STOPWORDS or w in MONTHS or w in WEEKDAYS or w in NUMBER_WORDS or w in NEGATIONS
                 or _SENTENCE_START.search(text[max(0, m.start() - 6):m.start()])):
             continue
-        facts.append(Fact("name", stem(w), m.start(), m.end()))
+        facts.append(Fact("name", stem(w.replace("-", "")), m.start(), m.end()))  # Wi-Fi names WiFi
     return facts
 
 
