@@ -174,6 +174,18 @@ def _fact_conflicts(index: ContextIndex, claim: Claim, ranked: Sequence[int], sc
     return missing, alternatives
 
 
+def _is_year(fact: Fact) -> bool:
+    return fact.kind == "num" and fact.value.isdigit() and 1000 <= int(fact.value) <= 2100
+
+
+def _same_shape(alternatives: dict[int, list[Fact]], missing: list[Fact]) -> dict[int, list[Fact]]:
+    """Keep the alternatives shaped like the missing facts (a year for a year, another number for a number) when
+    there are such; the passages stay the same, only what is marked narrows."""
+    years = {_is_year(f) for f in missing if f.kind == "num"}
+    kept = {i: [f for f in fs if f.kind != "num" or _is_year(f) in years] for i, fs in alternatives.items()}
+    return kept if any(kept.values()) else alternatives
+
+
 def _hours_rule(index: ContextIndex, claim: Claim) -> tuple[list[int], str] | None:
     """Opening days or hours of the span that the data's ``hours`` contradict (:mod:`.hours`)."""
     span_facts = [f for f in facts(claim.span_text) if f.kind in ("time", "weekday")]
@@ -216,6 +228,7 @@ def decide(index: ContextIndex, claim: Claim, scores: Sequence[float], settings:
     missing, alternatives = _fact_conflicts(index, claim, ranked, scores, settings)
     if alternatives:
         ranked = list(dict.fromkeys(ranked + sorted(alternatives, key=lambda i: -scores[i])))[:settings.top_k + 1]
+        alternatives = _same_shape(alternatives, missing)
         conflicts = {i: [(f.start, f.end) for f in fs] for i, fs in alternatives.items() if i in ranked}
         said = sorted({_quote(context[f.start:f.end], 30) for fs in alternatives.values() for f in fs})[:4]
         gone = sorted({_quote(claim.span_text[f.start:f.end], 30) for f in missing})[:3]
