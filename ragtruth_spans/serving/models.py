@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
 from ragtruth_spans.core.types import TASK_TYPES
 from ragtruth_spans.selection.select import STRATEGIES, TIE_BREAKS
@@ -58,6 +58,15 @@ class SpanOut(BaseModel):
         default=None, description="With evidence: what the context says of the span's claim.")
     reason: str | None = None
     evidence: list[PassageOut] | None = None
+
+    @model_serializer(mode="wrap")
+    def _evidence_only_when_asked(self, handler: Any) -> dict[str, Any]:
+        """An answer without evidence has no ``verdict``/``reason``/``evidence`` keys (as before the feature)."""
+        out = handler(self)
+        if self.verdict is None:
+            for key in ("verdict", "reason", "evidence"):
+                out.pop(key, None)
+        return out
 
 
 class DetectorRef(BaseModel):
