@@ -3,11 +3,12 @@
 Input: ``--context/--question/--response`` (each text, or ``@FILE`` for a UTF-8 file's content), or, without them,
 JSON lines on stdin, one ``{"context", "question"?, "response", "task", "id"?}`` per line. Output: one JSON line
 per item on stdout, ``{"id"?, "spans": [{"start", "end", "type"?, "score"?, "text"}], "score", "error"?, ...}``
-(offsets are characters of the response, half-open), or on a terminal a highlighted view. Every line of stdin is
-checked before any detection runs and before anything is printed — bytes that are not UTF-8, bad JSON, an unknown
-key (a typo such as ``qestion``), a field of the wrong type, text with a lone surrogate — and a bad line stops with
-one error naming ``<stdin>:LINE`` and the field, exit 2. The view escapes control characters (no raw terminal
-escape sequences from a response or an id reach the terminal).
+(offsets are characters of the response, half-open), or on a terminal a highlighted view. With ``--evidence``
+each span also has ``verdict``, ``reason`` and ``evidence`` (passages as characters of the context:
+docs/EVIDENCE.md). Every line of stdin is checked before any detection runs and before anything is printed —
+bytes that are not UTF-8, bad JSON, an unknown key (a typo such as ``qestion``), a field of the wrong type, text
+with a lone surrogate — and a bad line stops with one error naming ``<stdin>:LINE`` and the field, exit 2. The
+view escapes control characters (no raw terminal escape sequences from a response or an id reach the terminal).
 """
 
 from __future__ import annotations
@@ -103,6 +104,15 @@ def _argument_item(context: str | None, question: str | None, response: str | No
     return DetectItem(context=context, response=response, task=task, question=question)
 
 
+def evidence_finder(evidence: bool, mode: str, device: str | None = None) -> Any:
+    """The :class:`~ragtruth_spans.detectors.evidence.EvidenceFinder` of ``--evidence``/``--evidence-mode``, or
+    None without ``--evidence``."""
+    from ragtruth_spans.detectors.evidence import MODES, EvidenceFinder
+
+    check_choice(mode, MODES, "evidence mode", field="--evidence-mode")
+    return EvidenceFinder(mode, device=device) if evidence else None
+
+
 def _write(rows: list[tuple[dict[str, Any], str]], view: bool, stream: TextIO) -> None:
     if view:
         from ragtruth_spans.reporting.console import detection_view
@@ -139,6 +149,10 @@ def detect_command(
     batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help=BATCH_SIZE_HELP),
     max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
                                                  help="Generative runs: generation budget per response."),
+    evidence: bool = typer.Option(False, "--evidence", help="Add each span's evidence: the context passages "
+                                  "about its claim and a verdict (contradicted, unsupported, uncertain)."),
+    evidence_mode: str = typer.Option("lexical", "--evidence-mode", help="lexical (no model, fast) or encoder "
+                                      "(all-MiniLM-L6-v2 relevance) for --evidence."),
 ) -> None:
     """Detect hallucinated spans in responses given as arguments or as JSON lines on stdin; print JSON lines (or
     a highlighted view on a terminal). Exit status 0, or 2 for bad input."""
@@ -146,6 +160,7 @@ def detect_command(
 
     with user_errors():
         check_choice(output, OUTPUTS, "output", field="--output")
+        finder = evidence_finder(evidence, evidence_mode, device)
         if any(v is not None for v in (context, question, response)):
             items = [(None, _argument_item(context, question, response, task))]
         elif sys.stdin is None or sys.stdin.isatty():
@@ -160,5 +175,7 @@ def detect_command(
         for start in range(0, len(items), chunk_size):
             chunk = items[start:start + chunk_size]
             detections = detector.detect_batch([item for _, item in chunk])
+            if finder is not None:
+                detections = finder.attach_batch([item for _, item in chunk], detections)
             _write([(output_row(item_id, item.response, d), item.response) for (item_id, item), d
                     in zip(chunk, detections)], view, sys.stdout)

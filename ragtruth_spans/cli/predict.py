@@ -44,8 +44,13 @@ def predict_command(
     aggregation: Optional[str] = typer.Option(None, "--aggregation", help="Token-classification runs: how a "
                                               "token's probabilities from several context windows combine (mean, "
                                               "max, min, best, by-type; default: the run's)."),
+    evidence: bool = typer.Option(False, "--evidence", help="Add each span's evidence in the context (passages "
+                                  "and a verdict: contradicted, unsupported, uncertain); see docs/EVIDENCE.md."),
+    evidence_mode: str = typer.Option("lexical", "--evidence-mode", help="lexical (no model, fast) or encoder "
+                                      "(all-MiniLM-L6-v2 relevance) for --evidence."),
 ) -> None:
     """Detect hallucinated spans in each response and write the predictions file (resumable)."""
+    from ragtruth_spans.cli.detect import evidence_finder
     from ragtruth_spans.pipeline.predict import predict_file
     from ragtruth_spans.reporting.console import predict_summary
 
@@ -61,6 +66,7 @@ def predict_command(
         both = sorted(key for key in options if flags.get(key) is not None)
         if both:
             raise InputError(f"{', '.join(both)} given both as a flag and as --option; keep one", field="--option")
+        finder = evidence_finder(evidence, evidence_mode, device)
         summary = predict_file(model, data, out_path, chunk_size=chunk_size, limit=limit,
-                               detector_options={**flags, **options})
+                               detector_options={**flags, **options}, evidence=finder)
     note(predict_summary(summary.to_dict()))

@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, fail, note, user_errors
-from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.errors import InputError, check_choice
 
 
 def api_key_from_env(variable: str | None) -> str | None:
@@ -51,6 +51,9 @@ def serve_command(
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
     docs: bool = typer.Option(False, "--docs", help="Serve the interactive API docs at /docs and /redoc (their "
                               "pages load Swagger UI / ReDoc from a public CDN); /openapi.json is always served."),
+    evidence_mode: str = typer.Option("lexical", "--evidence-mode", help="How the evidence of items sent with "
+                                      "\"evidence\": true is found: lexical (no model, fast) or encoder "
+                                      "(all-MiniLM-L6-v2 relevance)."),
 ) -> None:
     """Serve a detector over HTTP: POST /v1/detect, POST /v1/select, GET /v1/model, GET /health (docs with --docs).
     Concurrent requests are micro-batched; Ctrl-C or SIGTERM finishes the requests in flight, then stops."""
@@ -66,8 +69,11 @@ def serve_command(
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with user_errors():
+        from ragtruth_spans.detectors.evidence import MODES
+
+        check_choice(evidence_mode, MODES, "evidence mode", field="--evidence-mode")
         settings = ServeSettings(max_batch=max_batch, max_wait_ms=max_wait_ms, max_queue=max_queue,
-                                 max_items=max_items, max_chars=max_chars,
+                                 max_items=max_items, max_chars=max_chars, evidence_mode=evidence_mode,
                                  max_body_bytes=int(max_body_mb * 1024 * 1024), api_key=api_key_from_env(api_key_env),
                                  docs=docs)
         run_info = read_run_info(model) if Path(model).is_dir() else None

@@ -4,7 +4,9 @@ read::
     {"id": "5001", "spans": [{"start": 47, "end": 57, "type": "Evident Conflict", "score": 0.93}],
      "score": 0.97, "error": "...", ...diagnostics}
 
-- ``spans``: character offsets of the response, half-open ``[start, end)``; ``type`` and ``score`` optional.
+- ``spans``: character offsets of the response, half-open ``[start, end)``; ``type`` and ``score`` optional;
+  ``verdict``, ``reason`` and ``evidence`` (offsets of the context: :mod:`ragtruth_spans.core.evidence`) optional,
+  kept for the report and ignored by the evaluator.
 - ``score``: the response score (higher = more likely hallucinated), optional or null.
 - ``error``: present when the detector could not judge the response; its ``spans`` are then empty and mean
   "could not tell".
@@ -24,6 +26,7 @@ from typing import Any
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.fields import check_id, check_score, check_text, check_unicode
+from ragtruth_spans.core.evidence import evidence_from_dict
 from ragtruth_spans.core.jsonl import iter_jsonl
 from ragtruth_spans.core.types import Span
 
@@ -70,7 +73,7 @@ def _parse_span(obj: Any, *, path: Path, line: int, pid: str, index: int, length
     check_unicode(span_type or "", **where)
     score = check_score(obj.get("score"), path=path, line=line, field=f"spans[{index}].score", what=f"id {pid!r}")
     try:
-        span = Span(start=obj["start"], end=obj["end"], type=span_type, score=score)
+        span = Span(start=obj["start"], end=obj["end"], type=span_type, score=score, evidence=evidence_from_dict(obj))
     except ValueError as exc:
         raise InputError(f"id {pid!r}: {exc}", **where) from None
     if length is not None and span.end > length:

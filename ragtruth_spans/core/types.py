@@ -13,7 +13,8 @@ A prepared record (one line of ``OUT/{train,dev,test}.jsonl``) looks like::
                 "implicit_true": false, "due_to_null": false}]}
 
 A prediction (one line of ``PRED.jsonl``) is ``{"id": "...", "spans": [{"start", "end", "type"?, "score"?}]}``
-plus optional diagnostics that the evaluator ignores.
+plus optional diagnostics that the evaluator ignores; a span may carry its evidence in the context (``verdict``,
+``reason``, ``evidence``: :mod:`ragtruth_spans.core.evidence`), which the evaluator ignores too.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.core.fields import check_bool, check_id, check_score, check_text, is_finite_number
+from ragtruth_spans.core.evidence import EVIDENCE_KEYS, SpanEvidence, evidence_from_dict
 
 HALLUCINATION_TYPES: tuple[str, ...] = (
     "Evident Conflict",
@@ -45,7 +47,8 @@ class Span:
     """A character span ``[start, end)`` of a response, optionally typed and scored.
 
     Gold spans carry ``type``, ``text``, ``implicit_true`` and ``due_to_null``; predicted spans may carry
-    ``type`` and a confidence ``score`` in [0, 1].
+    ``type`` and a confidence ``score`` in [0, 1], and ``evidence`` (:class:`SpanEvidence`: where the context
+    contradicts the span's claim or that nothing supports it; not compared, not hashed).
     """
 
     start: int
@@ -55,6 +58,7 @@ class Span:
     score: float | None = None
     implicit_true: bool = False
     due_to_null: bool = False
+    evidence: SpanEvidence | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.start, int) and isinstance(self.end, int)) or isinstance(self.start, bool):
@@ -76,6 +80,8 @@ class Span:
             d["implicit_true"] = True
         if self.due_to_null:
             d["due_to_null"] = True
+        if self.evidence is not None:
+            d |= self.evidence.to_dict()
         return d
 
     @classmethod
@@ -93,7 +99,8 @@ class Span:
                 raise InputError("missing required field", **where, field=f"{field}.{key}")
             if not isinstance(d[key], int) or isinstance(d[key], bool):
                 raise InputError("must be an integer", **where, field=f"{field}.{key}")
-        unknown = sorted(set(d) - {"start", "end", "type", "text", "score", "implicit_true", "due_to_null"})
+        unknown = sorted(set(d) - {"start", "end", "type", "text", "score", "implicit_true", "due_to_null",
+                                    *EVIDENCE_KEYS})
         if unknown:
             raise InputError(f"unknown field {unknown[0][:60]!r}", **where, field=field)
         try:
@@ -102,7 +109,8 @@ class Span:
                        text=check_text(d.get("text"), field=f"{field}.text", optional=True, **where),
                        score=check_score(d.get("score"), field=f"{field}.score", **where),
                        implicit_true=check_bool(d.get("implicit_true"), field=f"{field}.implicit_true", **where),
-                       due_to_null=check_bool(d.get("due_to_null"), field=f"{field}.due_to_null", **where))
+                       due_to_null=check_bool(d.get("due_to_null"), field=f"{field}.due_to_null", **where),
+                       evidence=evidence_from_dict(d))
         except ValueError as exc:
             if isinstance(exc, InputError):
                 raise

@@ -16,6 +16,10 @@ allowed only with the same detector and data (a run directory may have moved: wi
 compared); anything else stops with the settings that differ. A predictions file without its ``.meta.json``,
 or with ids that are not in ``data``, is never appended to.
 
+Evidence (``evidence``: an :class:`~ragtruth_spans.detectors.evidence.EvidenceFinder`): each span also gets its
+evidence in the context (``verdict``, ``reason``, ``evidence``); the sidecar records the finder's settings, and a
+resume with other evidence settings is refused like one with another detector.
+
 Resuming: ids already present in the output file are skipped (and counted). A last line cut mid-write by a crash
 is removed before appending (and reported); that repair replaces the file atomically.
 
@@ -71,6 +75,8 @@ def check_meta(out: Path, meta: dict[str, Any], *, has_lines: bool) -> None:
     differ = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
     if stored.get("data_sha256") != meta["data_sha256"]:
         differ.append("data (sha256 of --data)")
+    if stored.get("evidence") != meta.get("evidence"):
+        differ.append("evidence (--evidence, --evidence-mode)")
     if differ:
         raise InputError(f"the predictions here were written with other settings (differs in: {', '.join(differ)}); "
                          "choose another --out, or delete the file and its .meta.json to start over", path=out)
@@ -144,14 +150,14 @@ def done_ids(out_path: str | Path) -> tuple[set[str], bool]:
 def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
                  chunk_size: int | None = None, limit: int | None = None, progress: bool = True,
                  detector: Detector | None = None, detector_options: Mapping[str, Any] | None = None,
-                 **options: Any) -> PredictSummary:
+                 evidence: Any = None, **options: Any) -> PredictSummary:
     """Predict spans for the records of ``data`` (a prepared split file) into ``out``; see the module docstring.
 
     ``limit``: only the first ``limit`` records of ``data``. ``detector``: an already loaded detector (then
     ``model`` and ``options`` are not used to load one). ``detector_options`` are added to ``options`` (for option
     names that are also parameters of this function, such as the judge's ``model``). The detector is loaded (and
     its identity checked against ``OUT.meta.json``) even when every record is done, so a wrong ``model`` never
-    passes unnoticed.
+    passes unnoticed. ``evidence``: an ``EvidenceFinder`` that adds each span's evidence (None: no evidence).
     """
     if chunk_size is not None and chunk_size < 1:
         raise InputError(f"must be >= 1, got {chunk_size}", field="chunk_size")
@@ -185,8 +191,11 @@ def _predict_locked(records: list[Record], model: str | Path | None, data: str |
 
         detector = load_detector(model, **options)
     summary.load_seconds = time.perf_counter() - started
-    check_meta(out, {"format": "ragtruth-spans predictions", "detector": detector.describe(),
-                     "data": str(data), "data_sha256": file_sha256(data)}, has_lines=bool(finished))
+    meta = {"format": "ragtruth-spans predictions", "detector": detector.describe(), "data": str(data),
+            "data_sha256": file_sha256(data)}
+    if evidence is not None:
+        meta["evidence"] = evidence.describe()
+    check_meta(out, meta, has_lines=bool(finished))
     if not todo:
         return summary
     chunk_size = chunk_size or detector.preferred_chunk_size
@@ -198,7 +207,10 @@ def _predict_locked(records: list[Record], model: str | Path | None, data: str |
     with _progress(len(todo), enabled=progress) as bar, out.open("a", encoding="utf-8") as fh:
         for i in range(0, len(todo), chunk_size):
             chunk = todo[i:i + chunk_size]
-            for record, detection in zip(chunk, detector.detect_batch(chunk)):
+            detections = detector.detect_batch(chunk)
+            if evidence is not None:
+                detections = evidence.attach_batch(chunk, detections)
+            for record, detection in zip(chunk, detections):
                 fh.write(json.dumps(prediction_row(record.id, detection), ensure_ascii=False) + "\n")
                 summary.add(detection)
             fh.flush()

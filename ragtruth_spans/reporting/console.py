@@ -289,12 +289,18 @@ def detection_view(response: str, detection: Mapping[str, Any], title: str | Non
     if detection.get("error"):
         parts.append(user_text(f"the detector could not judge this response: {detection['error']}", style="red"))
     if detection["spans"]:
+        evidence = any("verdict" in span for span in detection["spans"])
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-        for column in ("[start, end)", "type", "score", "text"):
+        for column in ("[start, end)", "type", "score", "text") + (("verdict", "why (evidence: context offsets)")
+                                                                   if evidence else ()):
             table.add_column(Text(column))
         for span in detection["spans"]:
-            table.add_row(f"\\[{span['start']}, {span['end']})", user_text(span.get("type") or "–"),
-                          _fmt(span.get("score")), user_text(response[span["start"]:span["end"]]))
+            row = [f"\\[{span['start']}, {span['end']})", user_text(span.get("type") or "–"), _fmt(span.get("score")),
+                   user_text(response[span["start"]:span["end"]])]
+            if evidence:
+                where = " ".join(f"[{p['start']}, {p['end']})" for p in span.get("evidence", []))
+                row += [user_text(span.get("verdict", "–")), user_text(f"{span.get('reason', '')} · {where}")]
+            table.add_row(*row)
         parts.append(table)
     return Group(*parts)
 

@@ -9,6 +9,9 @@ each detector's ``Report.to_dict()`` — plus the responses themselves, with cha
   so a report of thousands of responses opens without freezing. The data holds, per response and detector, the
   marked runs as **code-point offsets** of the response (Python ``str`` indices; the script slices
   ``Array.from(response)``, never UTF-16 units).
+- Predicted spans that carry evidence (``predict --evidence``) are listed per response and detector with their
+  verdict, reason and passages (code-point offsets of the **context**); hovering or clicking a span in the
+  browser marks its passages in the context and shows the verdict.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.predictions import PredictionFile
 from ragtruth_spans.core.types import HALLUCINATION_TYPES, Record, Span
 from ragtruth_spans.evaluation.counts import filter_gold
@@ -87,9 +91,9 @@ def _type_names(data: ReportInput) -> list[str]:
 
 def response_rows(data: ReportInput) -> dict[str, Any]:
     """The browser's data: type names, detector names and one row per gold response with its marked runs per
-    detector (``[start, end, kind index, gold type bitmask, score, predicted types]``, code-point offsets).
-    ``contexts`` holds each distinct context once (a source's context is shared by its responses); a row's ``ctx``
-    is its index there."""
+    detector (``[start, end, kind index, gold type bitmask, score, predicted types]``, code-point offsets) and the
+    evidence of its predicted spans (:func:`evidence_rows`). ``contexts`` holds each distinct context once (a
+    source's context is shared by its responses); a row's ``ctx`` is its index there."""
     types = _type_names(data)
     type_bit = {t: 1 << i for i, t in enumerate(types)}
     rows = []
@@ -106,13 +110,32 @@ def response_rows(data: ReportInput) -> dict[str, Any]:
                 "score": det.predictions.response_scores.get(record.id),
                 "error": det.predictions.errors.get(record.id),
                 "missing": record.id not in det.predictions.spans,
-                "chars": [totals[k] for k in KINDS]})
+                "chars": [totals[k] for k in KINDS],
+                "ev": evidence_rows(record, det.predictions.spans.get(record.id, []), det.source)})
         ctx = contexts.setdefault(record.context, len(contexts))
         rows.append({"id": record.id, "task": record.task_type, "model": record.model, "question": record.question,
                      "ctx": ctx, "response": record.response,
                      "gold": [[s.start, s.end, s.type] for s in gold], "det": per_detector})
     return {"types": types, "kinds": list(KINDS), "detectors": [d.name for d in data.detectors], "responses": rows,
-            "contexts": list(contexts)}
+            "contexts": list(contexts),
+            "has_evidence": any(det["ev"] for row in rows for det in row["det"])}
+
+
+def evidence_rows(record: Record, spans: Sequence[Span], source: str = "") -> list[list[Any]]:
+    """The predicted spans of ``record`` that carry evidence, as ``[start, end, verdict, reason, passages]`` with
+    passages ``[start, end, score, [[start, end], ...conflicts]]`` (characters of the context); evidence past the
+    end of the context raises :class:`InputError` (the predictions belong to other data)."""
+    rows = []
+    for span in spans:
+        if span.evidence is None:
+            continue
+        if span.evidence.max_end() > len(record.context):
+            raise InputError(f"id {record.id!r}: the evidence of span [{span.start}, {span.end}) ends at "
+                             f"{span.evidence.max_end()}, past the context's {len(record.context)} characters",
+                             path=source or None, field="evidence")
+        rows.append([span.start, span.end, span.evidence.verdict, span.evidence.reason,
+                     [[p.start, p.end, p.score, [list(c) for c in p.conflicts]] for p in span.evidence.passages]])
+    return rows
 
 
 def _length_bin(length: int) -> int:

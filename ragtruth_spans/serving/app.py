@@ -14,6 +14,8 @@ interactive docs (``/docs``, ``/redoc``, whose pages load scripts from a public 
   never echoing the client's text), 413 for a body, an item or a list beyond the limits, 401 without the bearer
   token (when the server has one), 500 with an ``error_id`` and no stack trace when the detector fails on the
   request's own item (the trace is logged server-side with the same id).
+- ``"evidence": true`` on an item adds each span's evidence (docs/EVIDENCE.md), computed after detection, outside
+  the batcher, in a worker thread (mode: ``ServeSettings.evidence_mode``).
 - Shutdown (the lifespan's end, after uvicorn has stopped taking connections and waited for the requests in
   flight) closes the batcher, which finishes every queued item first.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -66,6 +69,7 @@ class ServeSettings:
     max_chars: int = 100_000
     max_body_bytes: int = 16 * 1024 * 1024
     api_key: str | None = None
+    evidence_mode: str = "lexical"
     docs: bool = False
 
     def __post_init__(self) -> None:
@@ -133,6 +137,34 @@ class Service:
         self.batcher = MicroBatcher(detector.detect_batch, max_batch=settings.max_batch,
                                     max_wait_ms=settings.max_wait_ms, max_queue=settings.max_queue,
                                     in_flight=lambda: self.in_flight.count)
+        self._finder: Any = None
+        self._finder_lock = threading.Lock()
+
+    def _attach(self, items: list[DetectItem], detections: list[Detection]) -> list[Detection]:
+        with self._finder_lock:  # one evidence step at a time: the finder's context cache is not thread-safe
+            if self._finder is None:
+                from ragtruth_spans.detectors.evidence import EvidenceFinder
+
+                self._finder = EvidenceFinder(self.settings.evidence_mode)
+            return self._finder.attach_batch(items, detections)
+
+    async def evidence(self, items: list[DetectItem], detections: list[Detection],
+                       wanted: list[bool]) -> list[Detection]:
+        """``detections`` with evidence on the spans of the items that asked for it (in a worker thread)."""
+        chosen = [i for i, want in enumerate(wanted) if want]
+        if not chosen:
+            return detections
+        try:
+            explained = await run_in_threadpool(self._attach, [items[i] for i in chosen],
+                                                [detections[i] for i in chosen])
+        except InputError as exc:
+            raise ServiceError(422, f"invalid request: {exc}") from None
+        except Exception as exc:
+            raise _internal_error(exc, "evidence") from None
+        out = list(detections)
+        for i, detection in zip(chosen, explained):
+            out[i] = detection
+        return out
 
     def check_size(self, n_items: int, chars: list[int]) -> None:
         if n_items > self.settings.max_items:
@@ -251,8 +283,10 @@ def _add_routes(app: FastAPI, service: Service) -> None:
         service.check_size(len(rows), [raw_chars(row, ("context", "response", "question")) for row in rows])
         body = validated(DETECT_BODY, raw)
         items = body if isinstance(body, list) else [body]
-        detections = await service.detect([DetectItem(context=i.context, response=i.response, task=i.task,
-                                                      question=i.question) for i in items])
+        detect_items = [DetectItem(context=i.context, response=i.response, task=i.task, question=i.question)
+                        for i in items]
+        detections = await service.detect(detect_items)
+        detections = await service.evidence(detect_items, detections, [i.evidence for i in items])
         outs = [detection_out(i.id, i.response, d) for i, d in zip(items, detections)]
         if isinstance(body, list):
             return DetectMany(results=outs, detector=service.ref)

@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    WithJsonSchema,
+    field_validator,
+    model_serializer,
+)
 
 from ragtruth_spans.core.fields import surrogate_at
 from ragtruth_spans.core.types import TASK_TYPES
@@ -56,9 +65,21 @@ class DetectItemIn(_Strict):
     task: Task = Field(description="QA, Summary or Data2txt.")
     question: Text | None = Field(default=None, description="The question (QA).")
     id: Id | None = Field(default=None, description="Your id (a string or an integer), echoed in the answer.")
+    evidence: bool = Field(default=False, description="Add each span's evidence: context passages (characters of "
+                           "the context, half-open) and a verdict (contradicted, unsupported, uncertain).")
 
     def chars(self) -> int:
         return len(self.context) + len(self.response) + len(self.question or "")
+
+
+class PassageOut(BaseModel):
+    """A context passage ``[start, end)`` (characters of the context) about a span's claim; ``conflicts``: the
+    characters of the context that state something else than the span."""
+
+    start: int
+    end: int
+    score: float
+    conflicts: list[list[int]] | None = None
 
 
 class SpanOut(BaseModel):
@@ -67,6 +88,19 @@ class SpanOut(BaseModel):
     text: str
     type: str | None = None
     score: float | None = None
+    verdict: Literal["contradicted", "unsupported", "uncertain"] | None = Field(
+        default=None, description="With evidence: what the context says of the span's claim.")
+    reason: str | None = None
+    evidence: list[PassageOut] | None = None
+
+    @model_serializer(mode="wrap")
+    def _evidence_only_when_asked(self, handler: Any) -> dict[str, Any]:
+        """An answer without evidence has no ``verdict``/``reason``/``evidence`` keys (as before the feature)."""
+        out = handler(self)
+        if self.verdict is None:
+            for key in ("verdict", "reason", "evidence"):
+                out.pop(key, None)
+        return out
 
 
 class DetectorRef(BaseModel):

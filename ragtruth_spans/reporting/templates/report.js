@@ -55,7 +55,90 @@
     return parts.join(" · ");
   }
 
-  function renderText(response, runs) {
+  var VERDICT_LABEL = { contradicted: "contradicted by the context", unsupported: "not supported by the context",
+                        uncertain: "uncertain (the context seems to state it)" };
+
+  function evidenceIndex(det, run) {
+    for (var i = 0; det.ev && i < det.ev.length; i++) {
+      if (det.ev[i][0] < run[1] && run[0] < det.ev[i][1]) { return i; }
+    }
+    return -1;
+  }
+
+  function cuts(ev) {
+    var points = {};
+    ev[4].forEach(function (p) {
+      points[p[0]] = 1; points[p[1]] = 1;
+      p[3].forEach(function (c) { points[c[0]] = 1; points[c[1]] = 1; });
+    });
+    return Object.keys(points).map(Number).sort(function (a, b) { return a - b; });
+  }
+
+  /* The context with the passages of one span's evidence marked (code-point offsets of the context). */
+  function renderContext(pre, context, ev) {
+    var chars = Array.from(context);
+    pre.textContent = "";
+    if (!ev) { pre.textContent = context; return null; }
+    var points = [0].concat(cuts(ev), [chars.length]);
+    var first = null;
+    for (var k = 0; k + 1 < points.length; k++) {
+      var a = points[k], b = points[k + 1];
+      if (b <= a) { continue; }
+      var text = chars.slice(a, b).join("");
+      var rank = -1, conflict = false;
+      ev[4].forEach(function (p, i) {
+        if (p[0] <= a && b <= p[1] && rank < 0) { rank = i; }
+        p[3].forEach(function (c) { if (c[0] <= a && b <= c[1]) { conflict = true; } });
+      });
+      if (rank < 0 && !conflict) { pre.appendChild(document.createTextNode(text)); continue; }
+      var mark = make("mark", { "class": "ev" + (rank >= 0 ? " ev-" + Math.min(rank, 2) : "") +
+                                (conflict ? " ev-conflict" : ""), "data-passage": String(rank) }, text);
+      if (rank >= 0) { mark.title = "passage " + (rank + 1) + " · relevance " + ev[4][rank][2].toFixed(2); }
+      if (first === null) { first = mark; }
+      pre.appendChild(mark);
+    }
+    return first;
+  }
+
+  function showEvidence(card, mark) {
+    var r = data.responses[parseInt(card.getAttribute("data-index"), 10)];
+    var d = mark ? parseInt(mark.getAttribute("data-det"), 10) : -1;
+    var ev = mark ? r.det[d].ev[parseInt(mark.getAttribute("data-ev"), 10)] : null;
+    var ctx = card.querySelector("details.context");
+    var first = renderContext(ctx.querySelector("pre"), data.contexts[r.ctx], ev);
+    card.querySelectorAll("p.verdict").forEach(function (el) { el.hidden = true; el.textContent = ""; });
+    card.querySelectorAll("mark.ev-on").forEach(function (el) { el.classList.remove("ev-on"); });
+    if (!ev) { return; }
+    mark.classList.add("ev-on");
+    var panel = mark.closest("div.det").querySelector("p.verdict");
+    panel.hidden = false;
+    panel.setAttribute("data-verdict", ev[2]);
+    panel.appendChild(make("strong", { "class": "v-" + ev[2] }, VERDICT_LABEL[ev[2]] || ev[2]));
+    panel.appendChild(document.createTextNode(" — " + (ev[3] || "") + " (" + ev[4].length +
+                                              " passage(s) marked in the context)"));
+    ctx.open = true;
+    var pre = ctx.querySelector("pre");
+    if (first) { pre.scrollTop = Math.max(0, first.offsetTop - pre.offsetTop - 24); }
+  }
+
+  function wireEvidence(card) {
+    var pinned = null;
+    var markOf = function (e) { return e.target.closest ? e.target.closest("mark[data-ev]") : null; };
+    card.addEventListener("mouseover", function (e) { var m = markOf(e); if (m) { showEvidence(card, m); } });
+    card.addEventListener("mouseout", function (e) {
+      var m = markOf(e);
+      if (m && !(e.relatedTarget && m.contains(e.relatedTarget))) { showEvidence(card, pinned); }
+    });
+    card.addEventListener("click", function (e) {
+      var m = markOf(e);
+      if (!m) { return; }
+      pinned = pinned === m ? null : m;
+      showEvidence(card, pinned || m);
+    });
+    card.addEventListener("focusin", function (e) { var m = markOf(e); if (m) { showEvidence(card, m); } });
+  }
+
+  function renderText(response, runs, det, d) {
     var chars = Array.from(response);
     var p = make("p", { "class": "response" });
     var at = 0;
@@ -68,6 +151,16 @@
       var mark = make("mark", { "class": cls, "data-kind": kind, "data-types": types.join("|"), "title": title,
                                 "aria-label": title }, chars.slice(run[0], run[1]).join(""));
       if (run[4] !== null) { mark.setAttribute("data-score", run[4]); }
+      var ei = det ? evidenceIndex(det, run) : -1;
+      if (ei >= 0) {
+        var verdict = det.ev[ei][2];
+        mark.setAttribute("data-ev", String(ei));
+        mark.setAttribute("data-det", String(d));
+        mark.setAttribute("data-verdict", verdict);
+        mark.setAttribute("tabindex", "0");
+        mark.classList.add("has-ev", "v-" + verdict);
+        mark.title = title + " · evidence: " + verdict + " (hover or click to see it in the context)";
+      }
       p.appendChild(mark);
       at = run[1];
     });
@@ -106,9 +199,13 @@
                                                   badges(det))); }
       if (det.error !== null) { block.appendChild(make("p", { "class": "failure" }, "detector failure: " + det.error)); }
       if (det.missing) { block.appendChild(make("p", { "class": "failure" }, "no prediction for this response")); }
-      block.appendChild(renderText(r.response, det.runs));
+      block.appendChild(renderText(r.response, det.runs, det, d));
+      if (det.ev && det.ev.length) {
+        block.appendChild(make("p", { "class": "verdict", "role": "status", "hidden": "" }));
+      }
       card.appendChild(block);
     });
+    wireEvidence(card);
     return card;
   }
 
