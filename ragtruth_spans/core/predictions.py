@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.core.fields import check_id, check_score, check_text, check_unicode
 from ragtruth_spans.core.evidence import evidence_from_dict
+from ragtruth_spans.core.fields import check_id, check_score, check_text, check_unicode
 from ragtruth_spans.core.jsonl import iter_jsonl
 from ragtruth_spans.core.types import Span
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError, check_choice
-from ragtruth_spans.core.fields import check_bool, check_id, check_score, check_text, is_finite_number
 from ragtruth_spans.core.evidence import EVIDENCE_KEYS, SpanEvidence, evidence_from_dict
+from ragtruth_spans.core.fields import check_bool, check_id, check_score, check_text, is_finite_number
 
 HALLUCINATION_TYPES: tuple[str, ...] = (
     "Evident Conflict",

@@ -168,12 +168,13 @@ def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
     records = read_records(data)
     with exclusive_output(out):
         return _predict_locked(records, model, data, out, chunk_size=chunk_size, limit=limit, progress=progress,
-                               detector=detector, options={**options, **(detector_options or {})})
+                               detector=detector, options={**options, **(detector_options or {})},
+                               evidence=evidence)
 
 
 def _predict_locked(records: list[Record], model: str | Path | None, data: str | Path, out: Path, *,
                     chunk_size: int | None, limit: int | None, progress: bool, detector: Detector | None,
-                    options: Mapping[str, Any]) -> PredictSummary:
+                    options: Mapping[str, Any], evidence: Any = None) -> PredictSummary:
     """The body of :func:`predict_file`, run while holding the output's lock."""
     finished, repaired = done_ids(out)
     foreign = sorted(finished - {r.id for r in records})
