@@ -90,9 +90,11 @@ def write_gguf(hf_dir: Path, out: Path) -> Path:
 def build_tiny_gguf(folder: Path, *, texts: list[str], name: str = "tiny.gguf") -> tuple[Path, Path]:
     """``(hf_dir, gguf_path)``: a tiny random Llama built in code under ``folder/hf`` and its GGUF
     ``folder/name``."""
+    from ragtruth_spans.detectors.generative.prompts import skeleton_texts
     from ragtruth_spans.training.tiny import build_tiny_llama
 
-    hf_dir = build_tiny_llama(folder / "hf", seed=0, texts=texts, vocab_size=600, hidden_size=64,
+    hf_dir = build_tiny_llama(folder / "hf", seed=0, texts=texts, skeleton=skeleton_texts(), vocab_size=600,
+                              hidden_size=64,
                               num_hidden_layers=1, num_attention_heads=4, intermediate_size=128,
                               max_position_embeddings=1024)
     return hf_dir, write_gguf(hf_dir, folder / name)
