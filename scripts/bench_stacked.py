@@ -32,6 +32,8 @@ VARIANTS: dict[str, list[str]] = {
     "features (15 leaves)+augment": [NO_ENCODER, "data.augment={}", *LEAVES[15]],
     "features (15 leaves)+augment x3": [NO_ENCODER, "data.augment={rounds: 3}", *LEAVES[15]],
     "features (15 leaves)+cosine+augment": ["data.augment={}", *LEAVES[15]],
+    "features (7 leaves)+augment": [NO_ENCODER, "data.augment={}", *LEAVES[7]],
+    "features (7 leaves)+cosine+augment": ["data.augment={}", *LEAVES[7]],
 }
 """Every variant names all the settings it changes, so its figures do not depend on the shipped defaults."""
 

@@ -30,10 +30,13 @@ def test_every_shipped_recipe_validates():
     names = shipped_recipes()
     assert set(names) == {"tiny-cpu", "llama-2-13b/qlora", "llama-3.1-8b-instruct/qlora", "mistral-7b-instruct/qlora",
                           "qwen2.5-7b-instruct/qlora", "smollm2-135m-instruct/qlora", *TOKEN_CLS_RECIPES,
-                          *BASELINE_RECIPES}
+                          *BASELINE_RECIPES, "recommended-cpu"}
     for name in names:
         recipe = load_recipe(name)
         assert isinstance(recipe, Recipe)
+        if name == "recommended-cpu":
+            assert recipe.kind == "stacked" and recipe.data.eval_split == "dev"
+            continue
         if name in TOKEN_CLS_RECIPES:
             assert recipe.kind == "token-classification"
             continue
