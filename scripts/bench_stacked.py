@@ -34,6 +34,8 @@ VARIANTS: dict[str, list[str]] = {
     "features (15 leaves)+cosine+augment": ["data.augment={}", *LEAVES[15]],
     "features (7 leaves)+augment": [NO_ENCODER, "data.augment={}", *LEAVES[7]],
     "features (7 leaves)+cosine+augment": ["data.augment={}", *LEAVES[7]],
+    "recommended-cpu (as shipped: the above + response gate)": [],
+    "recommended-cpu without the encoder": [NO_ENCODER],
 }
 """Every variant names all the settings it changes, so its figures do not depend on the shipped defaults."""
 

@@ -98,23 +98,33 @@ def load(run_dir: Path) -> Any:
 
 @dataclass(frozen=True)
 class Decision:
-    """How word probabilities become spans: ``thresholds`` per task (key ``"*"``: every task) and the gap."""
+    """How word probabilities become spans: ``thresholds`` per task (key ``"*"``: every task), the gap, and the
+    response gate (a response whose highest word probability is below ``response_threshold`` gets no span)."""
 
     thresholds: Mapping[str, float]
     max_word_gap: int
+    response_threshold: float = 0.0
 
     def threshold(self, task: str) -> float:
         return float(self.thresholds.get(task, self.thresholds["*"]))
 
+    def spans(self, words: Sequence[Interval], probabilities: np.ndarray, task: str) -> list[Span]:
+        """The spans of one response of ``task`` (none when the gate closes)."""
+        if not len(probabilities) or probabilities.max() < self.response_threshold:
+            return []
+        return decide(words, probabilities, self.threshold(task), self.max_word_gap)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"thresholds": dict(self.thresholds), "max_word_gap": self.max_word_gap}
+        return {"thresholds": dict(self.thresholds), "max_word_gap": self.max_word_gap,
+                "response_threshold": self.response_threshold}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Decision:
         thresholds = data.get("thresholds")
         if not isinstance(thresholds, Mapping) or "*" not in thresholds:
             raise InputError("run_info.json: decision.thresholds must map tasks (and '*') to thresholds")
-        return cls({str(k): float(v) for k, v in thresholds.items()}, int(data.get("max_word_gap", 0)))
+        return cls({str(k): float(v) for k, v in thresholds.items()}, int(data.get("max_word_gap", 0)),
+                   float(data.get("response_threshold", 0.0)))
 
 
 def decide(words: Sequence[Interval], probabilities: np.ndarray, threshold: float, max_word_gap: int) -> list[Span]:
@@ -145,18 +155,30 @@ class SpanCounter:
             self.gold.append(mask)
 
     def f1(self, subset: Sequence[int], decision: Decision) -> float:
+        """Pooled span (character) F1 of ``decision`` over the responses ``subset``."""
+        return self.both(subset, decision)[0]
+
+    def both(self, subset: Sequence[int], decision: Decision) -> tuple[float, float]:
+        """``(span F1, response F1)``: characters pooled; responses positive when they have a span."""
         overlap = predicted = gold = 0
+        tp = pred_pos = gold_pos = 0
         for i in subset:
             mask = np.zeros(len(self.gold[i]), dtype=bool)
-            task = self.records[i].task_type
-            for span in decide(self.words[i], self.probabilities[i], decision.threshold(task), decision.max_word_gap):
+            for span in decision.spans(self.words[i], self.probabilities[i], self.records[i].task_type):
                 mask[span.start:span.end] = True
             overlap += int((mask & self.gold[i]).sum())
             predicted += int(mask.sum())
             gold += int(self.gold[i].sum())
-        precision = overlap / predicted if predicted else 0.0
-        recall = overlap / gold if gold else 0.0
-        return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+            tp += bool(mask.any() and self.gold[i].any())
+            pred_pos += bool(mask.any())
+            gold_pos += bool(self.gold[i].any())
+        return _f1(overlap, predicted, gold), _f1(tp, pred_pos, gold_pos)
+
+
+def _f1(hits: int, predicted: int, gold: int) -> float:
+    precision = hits / predicted if predicted else 0.0
+    recall = hits / gold if gold else 0.0
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
 def _best_threshold(counter: SpanCounter, subset: list[int], grid: Sequence[float], gap: int) -> float:
@@ -190,4 +212,19 @@ def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabi
             if best is None or value > best[0] + 1e-12:
                 best = (value, decision)
     assert best is not None
-    return best[1], table
+    return _gate(counter, everyone, best[1], settings, table), table
+
+
+def _gate(counter: SpanCounter, everyone: list[int], decision: Decision, settings: DecisionSection,
+          table: list[dict[str, Any]]) -> Decision:
+    """``decision`` with the response gate of highest response F1 among those that keep span F1 within
+    ``settings.gate_span_f1_tolerance`` of the ungated decision's (ties: the lowest gate)."""
+    span_f1, _ = counter.both(everyone, decision)
+    best = (float("-inf"), decision)
+    for gate in [0.0, *settings.grid]:
+        gated = Decision(decision.thresholds, decision.max_word_gap, gate)
+        gated_span, gated_response = counter.both(everyone, gated)
+        table.append({**gated.to_dict(), "span_f1": round(gated_span, 6), "response_f1": round(gated_response, 6)})
+        if gated_span >= span_f1 - settings.gate_span_f1_tolerance and gated_response > best[0] + 1e-12:
+            best = (gated_response, gated)
+    return best[1]

@@ -15,7 +15,7 @@ import numpy as np
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, ItemColumns
-from ragtruth_spans.detectors.stacked.combiner import Decision, decide
+from ragtruth_spans.detectors.stacked.combiner import Decision
 
 
 class StackedDetector(Detector):
@@ -49,7 +49,7 @@ class StackedDetector(Detector):
         columns = self.builder.build(checked)
         detections = []
         for item, cols, probs in zip(checked, columns, self.probabilities(columns)):
-            spans = decide(cols.words, probs, self.decision.threshold(item.task), self.decision.max_word_gap)
+            spans = self.decision.spans(cols.words, probs, item.task)
             score = round(float(probs.max()), 6) if len(probs) else 0.0
             detections.append(Detection(spans=spans, score=score,
                                         diagnostics={"words": len(cols.words), **cols.diagnostics}))

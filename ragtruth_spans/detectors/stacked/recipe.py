@@ -67,14 +67,18 @@ class CombinerSection(Section):
 
 class DecisionSection(Section):
     """Word probabilities → spans: flagged words (probability ≥ threshold) merge into spans across at most
-    ``max_word_gap`` unflagged words; thresholds (one, or one per task) and the gap are tuned on the
-    out-of-fold training probabilities together with the eval split."""
+    ``max_word_gap`` unflagged words; thresholds (one, or one per task) and the gap are tuned for span F1, then a
+    response gate for response F1 (within ``gate_span_f1_tolerance`` of that span F1), on the out-of-fold
+    training probabilities together with the eval split."""
 
     per_task: bool = True
     max_word_gap: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1,
                                     description="Candidate gaps, in unflagged words, merged inside one span.")
     grid: list[float] = Field(default_factory=lambda: [round(0.025 * i, 3) for i in range(2, 38)], min_length=1)
     criterion: Literal["span_f1"] = "span_f1"
+    gate_span_f1_tolerance: float = Field(0.005, ge=0.0, le=1.0, description="The response gate (no span for a "
+                                          "response whose highest word probability is below it) is tuned for "
+                                          "response F1 among gates that cost at most this much span F1.")
 
     @model_validator(mode="after")
     def _valid(self) -> DecisionSection:

@@ -175,7 +175,8 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     importance = booster.feature_importance("gain", iteration=rounds)
     top = sorted(zip(builder.names, importance.tolist()), key=lambda kv: -kv[1])
     chosen = next(row for row in table if row["thresholds"] == dict(decision.thresholds)
-                  and row["max_word_gap"] == decision.max_word_gap)
+                  and row["max_word_gap"] == decision.max_word_gap
+                  and row.get("response_threshold", 0.0) == decision.response_threshold)
     info = {"columns": builder.names, "rounds": rounds, "decision": decision.to_dict(),
             "members": {m.name: {"recipe": m.recipe, "detector": m.detector,
                                  "path": f"{MEMBERS_DIR}/{m.name}/full" if m.recipe else None}

@@ -146,11 +146,15 @@ def test_the_fast_span_counter_matches_the_evaluator():
     spans = [words(r.response) for r in records]
     probs = [rng.random(len(w)) for w in spans]
     counter = SpanCounter(records, spans, probs)
-    for threshold, gap in [(0.3, 0), (0.5, 1), (0.8, 2)]:
-        decision = Decision({"*": threshold, "Summary": threshold}, gap)
-        predictions = {r.id: decide(w, p, threshold, gap) for r, w, p in zip(records, spans, probs)}
-        expected = evaluate(records, predictions).overall["span"]["f1"]
-        assert counter.f1(range(len(records)), decision) == pytest.approx(expected)
+    for threshold, gap, gate in [(0.3, 0, 0.0), (0.5, 1, 0.0), (0.8, 2, 0.0), (0.3, 0, 0.97)]:
+        decision = Decision({"*": threshold, "Summary": threshold}, gap, gate)
+        predictions = {r.id: decision.spans(w, p, r.task_type) for r, w, p in zip(records, spans, probs)}
+        overall = evaluate(records, predictions).overall
+        assert counter.both(range(len(records)), decision) == pytest.approx((overall["span"]["f1"],
+                                                                             overall["response"]["f1"]))
+    gated = Decision({"*": 0.3}, 0, 0.97)
+    assert any(p.max() < 0.97 for p in probs) and sum(bool(gated.spans(w, p, "Summary")) for w, p in
+                                                     zip(spans, probs)) < len(records)
 
 
 def test_detect_benchmark_and_serve_use_a_stacked_run(prepared, tmp_path):
