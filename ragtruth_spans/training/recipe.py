@@ -188,6 +188,12 @@ def check_eval_checkpoints(recipe: Recipe, training: TrainingSection) -> None:
                          f"{training.eval_steps} when data.eval_split is set (the best checkpoint is kept)")
 
 
+def check_eval_split(recipe: Recipe, purpose: str) -> None:
+    """Families whose training tunes or stops on held-out data refuse a recipe without ``data.eval_split``."""
+    if recipe.data.eval_split is None:
+        raise ValueError(f"data.eval_split must name the split {purpose} (e.g. dev)")
+
+
 def check_no_packing(recipe: Recipe, training: TrainingSection) -> None:
     """``training.packing`` is a generative-family setting (TRL packs examples into one sequence); a family whose
     examples are batched one per row refuses it rather than ignoring it."""

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ragtruth_spans.training.recipe import Recipe, Section
+from ragtruth_spans.training.recipe import Recipe, Section, check_eval_split
 from ragtruth_spans.training.tuning import TuningSection
 
 
@@ -27,6 +27,5 @@ class SimilarityRecipe(Recipe):
 
     @model_validator(mode="after")
     def _needs_eval_split(self) -> SimilarityRecipe:
-        if self.data.eval_split is None:
-            raise ValueError("data.eval_split must name the split the thresholds are tuned on (e.g. dev)")
+        check_eval_split(self, "the thresholds are tuned on")
         return self

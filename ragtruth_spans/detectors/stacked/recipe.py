@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from ragtruth_spans.training.pretrained import MINILM
-from ragtruth_spans.training.recipe import Recipe, Section
+from ragtruth_spans.training.recipe import Recipe, Section, check_eval_split
 
 
 class FeatureSection(Section):
@@ -100,8 +100,7 @@ class StackedRecipe(Recipe):
 
     @model_validator(mode="after")
     def _checks(self) -> StackedRecipe:
-        if self.data.eval_split is None:
-            raise ValueError("data.eval_split must name the split used for early stopping and tuning (e.g. dev)")
+        check_eval_split(self, "used for early stopping and tuning")
         names = [m.name for m in self.members]
         if len(names) != len(set(names)):
             raise ValueError("members: every member needs its own name")
