@@ -122,3 +122,17 @@ def read_run_recipe(run_dir: str | Path) -> Recipe:
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", path=path) from None
     return validate_recipe(data, source=str(path))
+
+
+def read_finished_run(run_dir: str | Path, recipe_class: type[Recipe], key: str, types: type | tuple[type, ...]
+                      ) -> tuple[Recipe, dict[str, Any]]:
+    """``(recipe, run_info)`` of a finished run of ``recipe_class``: its ``run_info.json`` must hold ``key`` of
+    ``types`` (what the family's ``train`` writes last); anything else is an :class:`InputError`."""
+    from ragtruth_spans.training.run_dir import read_run_info
+
+    recipe = read_run_recipe(run_dir)
+    info = read_run_info(run_dir)
+    kind = recipe_class.model_fields["kind"].default
+    if not isinstance(recipe, recipe_class) or not isinstance(info.get(key), types) or isinstance(info.get(key), bool):
+        raise InputError(f"not a finished {kind} run (run_info.json has no {key})", path=run_dir)
+    return recipe, info

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.family import Family, check_options
 from ragtruth_spans.detectors.similarity.recipe import SimilarityRecipe
@@ -21,16 +20,12 @@ OPTIONS = {"device", "batch_size"}
 
 def load(run_dir: str | Path, **options: Any) -> Detector:
     """The detector a similarity run directory describes (its recipe and tuned thresholds)."""
-    from ragtruth_spans.detectors.recipes import read_run_recipe
+    from ragtruth_spans.detectors.recipes import read_finished_run
     from ragtruth_spans.detectors.similarity.train import detector_from_recipe
-    from ragtruth_spans.training.run_dir import read_run_info
 
     check_options("similarity", options, OPTIONS)
     run_dir = Path(run_dir)
-    recipe = read_run_recipe(run_dir)
-    info = read_run_info(run_dir)
-    if not isinstance(recipe, SimilarityRecipe) or not isinstance(info.get("thresholds"), dict):
-        raise InputError("not a finished similarity run (run_info.json has no thresholds)", path=run_dir)
+    recipe, info = read_finished_run(run_dir, SimilarityRecipe, "thresholds", dict)
     detector = detector_from_recipe(recipe, info["thresholds"], **options)
     tuning = info.get("tuning") or {}
     detector.source = {"run_dir": str(run_dir.resolve()), "fingerprint": info.get("fingerprint"),

@@ -18,18 +18,14 @@ OPTIONS = {"device", "batch_size"}
 def load(run_dir: str | Path, **options: Any) -> Detector:
     """The detector a finished stacked run directory describes (combiner, decision, members, encoder)."""
     from ragtruth_spans.detectors.loader import load_detector
-    from ragtruth_spans.detectors.recipes import read_run_recipe
+    from ragtruth_spans.detectors.recipes import read_finished_run
     from ragtruth_spans.detectors.stacked import combiner
     from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder
     from ragtruth_spans.detectors.stacked.detector import StackedDetector
-    from ragtruth_spans.training.run_dir import read_run_info
 
     check_options("stacked", options, OPTIONS)
     run_dir = Path(run_dir)
-    recipe = read_run_recipe(run_dir)
-    info = read_run_info(run_dir)
-    if not isinstance(recipe, StackedRecipe) or "decision" not in info:
-        raise InputError("not a finished stacked run (run_info.json has no decision)", path=run_dir)
+    recipe, info = read_finished_run(run_dir, StackedRecipe, "decision", dict)
     members = {}
     for member in recipe.members:
         target = run_dir / "members" / member.name / "full" if member.recipe else member.detector

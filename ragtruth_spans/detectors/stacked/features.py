@@ -226,7 +226,7 @@ def _fuzzy(tokens: Sequence[str], vocabulary: Sequence[str]) -> np.ndarray:
     return scores.max(axis=1).astype(np.float32) / 100.0
 
 
-def sentence_ids(response: str, spans: Sequence[Interval], sentences: Sequence[Interval]) -> np.ndarray:
+def sentence_ids(spans: Sequence[Interval], sentences: Sequence[Interval]) -> np.ndarray:
     """Index of the sentence that holds each word (the last sentence starting at or before it)."""
     starts = np.array([s for s, _ in sentences] or [0])
     return np.clip(np.searchsorted(starts, [a for a, _ in spans], side="right") - 1, 0, len(starts) - 1)
@@ -245,7 +245,7 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     tokens = [normalise(w) for w in raw]
     stems = [stem(t) for t in tokens]
     numbers = [number_value(t) for t in tokens]
-    sid = sentence_ids(response, spans, sentences)
+    sid = sentence_ids(spans, sentences)
     first_in_sentence = np.r_[True, sid[1:] != sid[:-1]]
     stop = np.array([t in STOP_WORDS for t in tokens], dtype=np.float32)
     unsupported = np.array([s not in index.stems for s in stems], dtype=np.float32)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
+from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.data.augment import is_augmented
 from ragtruth_spans.detectors.base import DetectItem, Detector
@@ -52,12 +53,6 @@ def _source_folds(records: Sequence[Record], folds: int, seed: int) -> list[int]
     return [fold_of[r.source_id] for r in records]
 
 
-def _write_split(directory: Path, name: str, records: Sequence[Record]) -> None:
-    from ragtruth_spans.core.jsonl import write_records
-
-    write_records(directory / f"{name}.jsonl", records)
-
-
 def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, output: Path, console: Console
                   ) -> Detector:
     """The member trained on ``data_dir/train.jsonl`` (eval: ``data_dir/dev.jsonl``) into ``output``; a finished
@@ -82,9 +77,8 @@ def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, 
 
 
 def _member_data(directory: Path, train_records: Sequence[Record], eval_records: Sequence[Record]) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    _write_split(directory, "train", train_records)
-    _write_split(directory, "dev", eval_records)
+    write_records(directory / "train.jsonl", train_records)
+    write_records(directory / "dev.jsonl", eval_records)
     return directory
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.family import Family, check_options
 from ragtruth_spans.detectors.twotier.recipe import TwoTierRecipe
@@ -19,16 +18,12 @@ OPTIONS = {"device", "batch_size", "threshold"}
 
 def load(run_dir: str | Path, **options: Any) -> Detector:
     """The two-tier detector of a finished run directory."""
-    from ragtruth_spans.detectors.recipes import read_run_recipe
+    from ragtruth_spans.detectors.recipes import read_finished_run
     from ragtruth_spans.detectors.twotier.detector import MODEL_DIR, TwoTierDetector
-    from ragtruth_spans.training.run_dir import read_run_info
 
     check_options("two-tier", options, OPTIONS)
     run_dir = Path(run_dir)
-    recipe = read_run_recipe(run_dir)
-    info = read_run_info(run_dir)
-    if not isinstance(recipe, TwoTierRecipe) or not isinstance(info.get("threshold"), (int, float)):
-        raise InputError("not a finished two-tier run (run_info.json has no threshold)", path=run_dir)
+    recipe, info = read_finished_run(run_dir, TwoTierRecipe, "threshold", (int, float))
     threshold = options.pop("threshold", info["threshold"])
     tuning = info.get("tuning") or {}
     source = {"run_dir": str(run_dir.resolve()), "fingerprint": info.get("fingerprint"),

@@ -182,3 +182,24 @@ def test_detect_benchmark_and_serve_use_a_stacked_run(prepared, tmp_path):
                                                  "task": "Summary"})
     assert answer.status_code == 200
     assert [(s["start"], s["end"]) for s in answer.json()["spans"]] == [(record.spans[0].start, record.spans[0].end)]
+
+
+def test_an_unfinished_or_foreign_run_is_refused(prepared, tmp_path):
+    import shutil
+
+    out = tmp_path / "run"
+    train(validate_recipe(stacked_recipe(prepared, out)))
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(out, unfinished)
+    info = json.loads((unfinished / "run_info.json").read_text())
+    del info["decision"]
+    (unfinished / "run_info.json").write_text(json.dumps(info))
+    with pytest.raises(InputError, match="not a finished stacked run"):
+        load_detector(unfinished)
+    edited = tmp_path / "edited"
+    shutil.copytree(out, edited)
+    info = json.loads((edited / "run_info.json").read_text())
+    info["columns"] = info["columns"][:-1]
+    (edited / "run_info.json").write_text(json.dumps(info))
+    with pytest.raises(InputError, match="columns differ"):
+        load_detector(edited)
