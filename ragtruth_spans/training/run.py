@@ -75,23 +75,36 @@ def run_trainer(trainer: Any, last: str | None, *, best_metric: str | None = Non
     start = time.time()
     metrics = dict(trainer.train(resume_from_checkpoint=last).metrics)
     metrics["wall_s"] = round(time.time() - start, 2)
-    metrics["train_loss_whole_run"] = whole_run_train_loss(trainer.state.log_history)
+    initial_step = int(Path(last).name.rsplit("-", 1)[-1]) if last else 0  # HF names them checkpoint-<step>
+    metrics["train_loss_whole_run"] = whole_run_train_loss(trainer.state.log_history, initial_step)
     if best_metric is not None:
         metrics[best_metric] = trainer.state.best_metric
         metrics["best_checkpoint"] = trainer.state.best_model_checkpoint
     return metrics
 
 
-def whole_run_train_loss(log_history: list[dict[str, Any]]) -> float | None:
-    """The mean training loss of a whole run, resumed ones included: the logged losses (each the mean over the
-    steps since the previous log) weighted by the steps they cover. The trainer's own ``train_loss`` covers only
-    the steps of the last session. None when nothing was logged."""
-    total = steps = 0.0
-    previous = 0
-    for entry in log_history:
-        if "loss" in entry and "step" in entry:
-            width = max(int(entry["step"]) - previous, 1)
-            total += float(entry["loss"]) * width
-            steps += width
-            previous = int(entry["step"])
-    return total / steps if steps else None
+def whole_run_train_loss(log_history: list[dict[str, Any]], initial_step: int = 0) -> float | None:
+    """The mean training loss of a whole run, resumed ones included. The trainer's final ``train_loss`` is the
+    exact mean over the steps of the last session (from ``initial_step``, the resumed checkpoint's step, to the
+    end); the steps before it are counted by the losses logged up to ``initial_step`` (each the mean over the
+    steps since the previous log), weighted by the steps they cover. Without a final ``train_loss`` (an
+    interrupted history), the logged losses alone. None when nothing was logged."""
+    def logged_mean(up_to: float) -> float | None:
+        total = steps = 0.0
+        previous = 0
+        for entry in log_history:
+            if "loss" in entry and "step" in entry and int(entry["step"]) <= up_to:
+                width = max(int(entry["step"]) - previous, 1)
+                total += float(entry["loss"]) * width
+                steps += width
+                previous = int(entry["step"])
+        return total / steps if steps else None
+
+    final = [e for e in log_history if "train_loss" in e and "step" in e]
+    if not final:
+        return logged_mean(float("inf"))
+    end, session = int(final[-1]["step"]), float(final[-1]["train_loss"])
+    before = logged_mean(initial_step) if initial_step > 0 else None
+    if before is None or end <= initial_step:
+        return session
+    return (before * initial_step + session * (end - initial_step)) / end

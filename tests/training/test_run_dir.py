@@ -98,8 +98,16 @@ def test_under_ddp_only_the_main_process_claims_and_the_others_get_its_answer(tm
 
 
 def test_whole_run_loss_weights_each_logged_loss_by_its_steps():
-    # logged at step 1 (first step), 5 and 10, then a resumed session logged at 15
+    # logged at step 1 (first step), 5 and 10; resumed from checkpoint-10, the last session's mean loss is 0.5
     history = [{"loss": 4.0, "step": 1}, {"loss": 2.0, "step": 5}, {"eval_loss": 9.0, "step": 5},
-               {"loss": 1.0, "step": 10}, {"loss": 0.5, "step": 15}, {"train_loss": 0.1, "step": 15}]
-    assert whole_run_train_loss(history) == pytest.approx((4 * 1 + 2 * 4 + 1 * 5 + 0.5 * 5) / 15)
+               {"loss": 1.0, "step": 10}, {"loss": 0.6, "step": 15}, {"train_loss": 0.5, "step": 16}]
+    assert whole_run_train_loss(history, 10) == pytest.approx(((4 * 1 + 2 * 4 + 1 * 5) + 0.5 * 6) / 16)
+    # an interrupted history (no final train_loss): the logged losses alone
+    assert whole_run_train_loss(history[:-1]) == pytest.approx((4 * 1 + 2 * 4 + 1 * 5 + 0.6 * 5) / 15)
     assert whole_run_train_loss([]) is None
+
+
+def test_whole_run_loss_counts_the_steps_after_the_last_log():
+    # 18 steps logged every 20: only step 1 was logged; the trainer's train_loss covers all 18
+    history = [{"loss": 0.89, "step": 1}, {"train_loss": 0.67, "step": 18}]
+    assert whole_run_train_loss(history) == pytest.approx(0.67)
