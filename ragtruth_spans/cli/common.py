@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ragtruth_spans.core import logs
-from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.errors import InputError, check_choice
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Find the exact hallucinated spans in RAG answers (RAGTruth).")
@@ -93,3 +93,12 @@ def parse_options(items: list[str] | None, *, flag: str = "--option") -> dict[st
             raise InputError(f"{flag} {item!r}: {'.'.join(keys)} is given twice", field=flag)
         node[keys[-1]] = value
     return options
+
+
+def evidence_finder(evidence: bool, mode: str, device: str | None = None) -> Any:
+    """The :class:`~ragtruth_spans.detectors.evidence.EvidenceFinder` of ``--evidence``/``--evidence-mode``, or
+    None without ``--evidence``."""
+    from ragtruth_spans.detectors.evidence import MODES, EvidenceFinder
+
+    check_choice(mode, MODES, "evidence mode", field="--evidence-mode")
+    return EvidenceFinder(mode, device=device) if evidence else None

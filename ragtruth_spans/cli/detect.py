@@ -20,7 +20,7 @@ from typing import Any, Optional, TextIO
 
 import typer
 
-from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, fail, out, user_errors
+from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, evidence_finder, fail, out, user_errors
 from ragtruth_spans.core.errors import InputError, check_choice
 
 STDIN = "<stdin>"
@@ -102,15 +102,6 @@ def _argument_item(context: str | None, question: str | None, response: str | No
     for value, option in ((context, "--context"), (response, "--response"), (question, "--question")):
         check_text(value, field=option, optional=True)  # undecodable argument bytes arrive as lone surrogates
     return DetectItem(context=context, response=response, task=task, question=question)
-
-
-def evidence_finder(evidence: bool, mode: str, device: str | None = None) -> Any:
-    """The :class:`~ragtruth_spans.detectors.evidence.EvidenceFinder` of ``--evidence``/``--evidence-mode``, or
-    None without ``--evidence``."""
-    from ragtruth_spans.detectors.evidence import MODES, EvidenceFinder
-
-    check_choice(mode, MODES, "evidence mode", field="--evidence-mode")
-    return EvidenceFinder(mode, device=device) if evidence else None
 
 
 def _write(rows: list[tuple[dict[str, Any], str]], view: bool, stream: TextIO) -> None:

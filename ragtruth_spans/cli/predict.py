@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, err, note, parse_options, user_errors
+from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, err, evidence_finder, note, parse_options, user_errors
 from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError
 
@@ -50,7 +50,6 @@ def predict_command(
                                       "(all-MiniLM-L6-v2 relevance) for --evidence."),
 ) -> None:
     """Detect hallucinated spans in each response and write the predictions file (resumable)."""
-    from ragtruth_spans.cli.detect import evidence_finder
     from ragtruth_spans.pipeline.predict import predict_file
     from ragtruth_spans.reporting.console import predict_summary
 
