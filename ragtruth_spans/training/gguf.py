@@ -14,7 +14,6 @@ quant type) goes into ``run_info.json`` as ``base_model.gguf``. Nothing here tou
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.jsonl import file_sha256
 
 CACHE_ENV = "RAGTRUTH_SPANS_CACHE"
 SOURCE_FILE = "gguf_source.json"
@@ -40,18 +40,18 @@ def cache_root() -> Path:
 
 
 @cache
-def file_sha256(path: Path, size: int, mtime_ns: int) -> str:
-    """SHA-256 of a file (memoised per process by path, size and modification time)."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def _memoised_sha256(path: Path, size: int, mtime_ns: int) -> str:
+    digest = file_sha256(path)
+    if digest is None:
+        raise FileNotFoundError(path)
+    return digest
 
 
 def sha256_of(path: Path) -> str:
+    """SHA-256 of a file, memoised per process by path, size and modification time (a GGUF is hashed once, not at
+    every load)."""
     stat = path.stat()
-    return file_sha256(path.resolve(), stat.st_size, stat.st_mtime_ns)
+    return _memoised_sha256(path.resolve(), stat.st_size, stat.st_mtime_ns)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ once to a cached safetensors folder (:mod:`ragtruth_spans.training.gguf`).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
@@ -20,6 +19,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.jsonl import file_sha256
 
 
 @dataclass(frozen=True)
@@ -69,14 +69,6 @@ PACKAGED_GGUF: dict[str, PackagedGGUF] = {
 SMOLLM2 = "smollm2-135m-instruct"
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 @cache
 def packaged_model_dir(hub_id: str) -> Path:
     """The verified local folder of a packaged model; a missing package or a hash mismatch is an
@@ -91,7 +83,7 @@ def packaged_model_dir(hub_id: str) -> Path:
     weights = folder / spec.weights
     if not weights.is_file():
         raise InputError(f"the package {spec.pip_name} has no {spec.weights}", path=folder)
-    digest = _sha256(weights)
+    digest = file_sha256(weights)
     if digest != spec.sha256:
         raise InputError(f"sha256 {digest} is not that of the official {hub_id} weights at revision "
                          f"{spec.revision[:8]} ({spec.sha256}): refusing a model of unknown provenance", path=weights)
