@@ -11,8 +11,8 @@ Without ``--base-url`` it serves a model with ``transformers serve`` on a free 1
 converted once, as training does) or a local model folder; otherwise the tiny random Llama built in code, a check
 that the pipeline runs against a real OpenAI-compatible server, not a measure of quality (a random model's answers
 are unreadable, so nearly every response ends as a counted ``malformed`` error). With ``--base-url`` it measures
-that endpoint (the only host it talks to). Without ``--data`` it prepares the
-embedded sample and uses its test split. The cache lives in a temporary directory, so the first pass sends every
+that endpoint (the only host it talks to). Without ``--data`` it prepares the embedded sample and uses its test
+split. The cache lives in a temporary directory, so the first pass sends every
 request; the second pass of each mode must send none.
 """
 

@@ -6,7 +6,9 @@ Usage::
 
 RAGTruth gives about six responses per source; keeping whole sources keeps best-of-N selection meaningful on the
 subset (every candidate of a chosen source is there). Sources are drawn per task with ``random.Random(seed)`` from
-the sorted source ids, so the subset is the same on every machine. Used where a detector is too slow on CPU for a
+the sorted source ids, tasks in sorted order, so the subset is the same on every machine. (The draw is the one
+``data.splits.select_dev_sources`` makes for dev, but over tasks in sorted rather than ``TASK_TYPES`` order; the
+subsets measured in docs/BENCHMARKS.md were made this way, so it stays.) Used where a detector is too slow on CPU for a
 whole split (docs/BENCHMARKS.md states the subset wherever a figure comes from one).
 """
 
