@@ -138,6 +138,19 @@ class Decision:
                    float(data.get("response_threshold", 0.0)), None if fill is None else float(fill))
 
 
+def describe(decision: Decision) -> str:
+    """The decision in words: thresholds, merging, gate and fill."""
+    others = {t: v for t, v in decision.thresholds.items() if t != "*"}
+    text = f"flag words with probability ≥ {decision.threshold('*'):g}" + (
+        " (" + ", ".join(f"{t} ≥ {v:g}" for t, v in others.items()) + ")" if others else " (every task)")
+    text += f", merged across ≤ {decision.max_word_gap} unflagged word(s)"
+    if decision.response_threshold > 0:
+        text += f"; no span below response score {decision.response_threshold:g}"
+    if decision.fill is not None:
+        text += f"; a response over it with no flagged word gets its words ≥ {decision.fill:g} × its top word"
+    return text
+
+
 def decide(words: Sequence[Interval], probabilities: np.ndarray, threshold: float, max_word_gap: int) -> list[Span]:
     """Spans of the flagged words (see the module docstring)."""
     flagged = [i for i, p in enumerate(probabilities) if p >= threshold]
@@ -231,19 +244,22 @@ def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabi
 def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabilities: Sequence[np.ndarray],
               scores: Sequence[float], decision: Decision, settings: DecisionSection, table: list[dict[str, Any]]
               ) -> Decision:
-    """``decision`` with the response gate (on the response ``scores``) and fill of highest response F1 among
-    those that keep span F1 within ``settings.gate_span_f1_tolerance`` of the ungated, unfilled decision's (ties:
-    the lowest gate, then the first fill). Every candidate is appended to ``table``."""
+    """``decision`` with the response gate (on the response ``scores``), the fill, and its thresholds scaled by one
+    of ``settings.gate_threshold_scales``, of highest response F1 among those that keep span F1 within
+    ``settings.gate_span_f1_tolerance`` of the ungated, unfilled decision's (ties: the earlier candidate: the
+    first scale, the first fill, the lowest gate). Every candidate is appended to ``table``."""
     counter = SpanCounter(records, words, probabilities, scores)
     everyone = list(range(len(records)))
     span_f1, _ = counter.both(everyone, decision)
     best = (float("-inf"), decision)
-    for fill in settings.fill:
-        for gate in [0.0, *settings.grid]:
-            gated = Decision(decision.thresholds, decision.max_word_gap, gate, fill)
-            gated_span, gated_response = counter.both(everyone, gated)
-            table.append({**gated.to_dict(), "span_f1": round(gated_span, 6),
-                          "response_f1": round(gated_response, 6)})
-            if gated_span >= span_f1 - settings.gate_span_f1_tolerance and gated_response > best[0] + 1e-12:
-                best = (gated_response, gated)
+    for scale in settings.gate_threshold_scales:
+        thresholds = {task: round(value * scale, 6) for task, value in decision.thresholds.items()}
+        for fill in settings.fill:
+            for gate in [0.0, *settings.grid]:
+                gated = Decision(thresholds, decision.max_word_gap, gate, fill)
+                gated_span, gated_response = counter.both(everyone, gated)
+                table.append({**gated.to_dict(), "span_f1": round(gated_span, 6),
+                              "response_f1": round(gated_response, 6)})
+                if gated_span >= span_f1 - settings.gate_span_f1_tolerance and gated_response > best[0] + 1e-12:
+                    best = (gated_response, gated)
     return best[1]

@@ -365,6 +365,7 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     raw = [response[a:b] for a, b in spans]
     tokens = [normalise(w) for w in raw]
     stems = [stem(t) for t in tokens]
+    key_stems = [stem(t.replace("-", "")) for t in tokens]  # "Wi-Fi" reads the key WiFi
     numbers = [number_value(t) for t in tokens]
     sid = sentence_ids(spans, sentences)
     first_in_sentence = np.r_[True, sid[1:] != sid[:-1]]
@@ -393,8 +394,8 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
         "stem_in_context": 1.0 - unsupported,
         "fuzzy": _fuzzy(tokens, index.vocabulary),
         "in_question": [t in index.question for t in tokens],
-        "false_key": [s in index.false_keys for s in stems],
-        "true_key": [s in index.true_keys for s in stems],
+        "false_key": [k in index.false_keys for k in key_stems],
+        "true_key": [k in index.true_keys for k in key_stems],
         "ngram": ngram,
         "ngram_stem": _longest_runs(stems, index.stem_ngrams),
         "is_number": [v is not None for v in numbers],
