@@ -114,3 +114,14 @@ def test_select_best_with_no_judgeable_candidate_exits_3_and_chooses_nothing(tmp
     assert "no judgement" in result.output and "Chosen" not in result.output and "[bold]x" in result.output
     payload = json.loads((tmp_path / "sel.json").read_text())
     assert payload["no_judgement"] is True and payload["index"] is None
+
+
+def test_control_characters_in_file_names_are_escaped_when_printed(tmp_path) -> None:
+    """Issue 25: a file name holding ESC or BEL is printed escaped in errors and notes, never raw."""
+    hostile = tmp_path / "gold\x1b[2J\x07.jsonl"
+    result = runner.invoke(app, ["evaluate", "--gold", str(hostile), "--pred", str(hostile)])
+    assert result.exit_code == 2 and "\\x1b[2J\\x07" in result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    result = runner.invoke(app, ["predict", "--model", "flag-none", "--data", str(hostile), "--out",
+                                 str(tmp_path / "p\x1b.jsonl")])
+    assert result.exit_code == 2 and "\x1b" not in result.output and "\\x1b" in result.output
