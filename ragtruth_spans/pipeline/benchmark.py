@@ -231,6 +231,10 @@ def run_benchmark(data: str | Path, detectors: Sequence[DetectorSpec] | str, out
                          field="--criterion")
     if bootstrap < 0:
         raise InputError(f"must be >= 0, got {bootstrap}", field="--bootstrap")
+    if bootstrap:
+        from ragtruth_spans.evaluation.bootstrap import check_seed
+
+        check_seed(seed)  # before any detector runs
     specs = parse_detectors(detectors) if isinstance(detectors, str) else list(detectors)
     data, dev, paths = Path(data), Path(dev) if dev is not None else None, BenchmarkPaths(Path(out))
     inputs = {"--data": data, "--dev": dev}

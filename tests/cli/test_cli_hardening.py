@@ -125,3 +125,18 @@ def test_control_characters_in_file_names_are_escaped_when_printed(tmp_path) -> 
     result = runner.invoke(app, ["predict", "--model", "flag-none", "--data", str(hostile), "--out",
                                  str(tmp_path / "p\x1b.jsonl")])
     assert result.exit_code == 2 and "\x1b" not in result.output and "\\x1b" in result.output
+
+
+def test_a_negative_seed_with_bootstrap_is_one_line_not_a_traceback(sample_test_file, tmp_path) -> None:
+    """Issue 25: evaluate, select and benchmark with --bootstrap and a negative --seed."""
+    from ragtruth_spans.pipeline.predict import predict_file
+
+    data, _ = sample_test_file
+    pred = tmp_path / "pred.jsonl"
+    predict_file("flag-all", data, pred, progress=False)
+    for args in (["evaluate", "--gold", str(data), "--pred", str(pred)],
+                 ["select", "--data", str(data), "--pred", str(pred), "--models", "gpt-4-0613,llama-2-7b-chat"],
+                 ["benchmark", "--data", str(data), "--detectors", "flag-none", "--out", str(tmp_path / "bench")]):
+        result = runner.invoke(app, [*args, "--bootstrap", "5", "--seed", "-1"])
+        assert result.exit_code == 2, (args[0], result.output)
+        assert "field '--seed'" in result.output and "Traceback" not in result.output, result.output
