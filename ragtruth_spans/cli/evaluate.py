@@ -35,7 +35,8 @@ def evaluate_command(
 
     with user_errors():
         if json_out is not None:
-            json_out = check_output_path(json_out, field="--json", inputs={"--gold": gold, "--pred": pred})  # before any work
+            json_out = check_output_path(json_out, field="--json",  # before any work
+                                         inputs={"--gold": gold, "--pred": pred})
         report = evaluate_files(gold, pred, ignore_implicit_true=ignore_implicit_true,
                                 ignore_due_to_null=ignore_due_to_null, allow_missing=allow_missing,
                                 bootstrap=bootstrap, seed=seed)

@@ -56,7 +56,8 @@ def report_command(
     from ragtruth_spans.reporting.html import ReportInput, evaluate_detector, write_report
 
     with user_errors():
-        out_path = check_output_path(out_path, field="--out", inputs={"--gold": gold, **{f"--pred {p}": p for p in preds}})
+        out_path = check_output_path(out_path, field="--out",  # before any work
+                                     inputs={"--gold": gold, **{f"--pred {p}": p for p in preds}})
         records, gold_info = load_gold(gold)
         lengths = {r.id: len(r.response) for r in records}
         results = [evaluate_detector(name, str(pred), records, read_prediction_file(pred, response_lengths=lengths),

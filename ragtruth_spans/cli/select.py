@@ -41,7 +41,8 @@ def select_command(
 
     with user_errors():
         if json_out is not None:
-            json_out = check_output_path(json_out, field="--json", inputs={"--data": data, "--pred": pred})  # before any work
+            json_out = check_output_path(json_out, field="--json",  # before any work
+                                         inputs={"--data": data, "--pred": pred})
         records, _ = load_gold(data)
         pred_file = read_prediction_file(pred, response_lengths={r.id: len(r.response) for r in records})
         names = [m.strip() for m in models.split(",") if m.strip()]

@@ -2,9 +2,10 @@
 
 Every JSON text a user gives (files, stdin, the benchmark's sidecars) is parsed by :func:`loads_json`, which turns
 every way Python's parser can refuse late — integers over its digit limit, nesting too deep for its recursion,
-``NaN``/``Infinity`` (not JSON) — into one :class:`InputError` naming the file and line. An object that names a
-key twice is refused too (Python would keep the last value silently): in files, stdin and request bodies alike. Files are written
-atomically (:mod:`ragtruth_spans.core.files`): a crash leaves the old file or the new one, never a torn one.
+``NaN``/``Infinity`` (not JSON) — into one :class:`InputError` naming the file and line. An object that names
+a key twice is refused too (Python would keep the last value silently): in files, stdin and request bodies
+alike. Files are written atomically (:mod:`ragtruth_spans.core.files`): a crash leaves the old file or the new
+one, never a torn one.
 """
 
 from __future__ import annotations

@@ -136,7 +136,7 @@ def run_files(run_dir: str | Path) -> list[str]:
             relative = (here / name).relative_to(root)
             if nested and name != RUN_INFO_FILE:
                 continue
-            if here == root and name in METADATA_FILES or _manifest_skips(relative):
+            if (here == root and name in METADATA_FILES) or _manifest_skips(relative):
                 continue
             found.append(relative.as_posix())
         if nested:

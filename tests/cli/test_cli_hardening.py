@@ -140,3 +140,22 @@ def test_a_negative_seed_with_bootstrap_is_one_line_not_a_traceback(sample_test_
         result = runner.invoke(app, [*args, "--bootstrap", "5", "--seed", "-1"])
         assert result.exit_code == 2, (args[0], result.output)
         assert "field '--seed'" in result.output and "Traceback" not in result.output, result.output
+
+
+@pytest.mark.parametrize(("stdin", "message"), [
+    ('{"context": "c", "response": "r", "task": "QA", "task": "Summary"}\n',
+     "<stdin>:1: invalid JSON: duplicate key 'task'"),
+    (_stdin(GOOD | {"task_type": "Summary"}),
+     "<stdin>:1, field 'task_type': task 'QA' and task_type 'Summary' disagree"),
+])
+def test_detect_refuses_duplicate_keys_and_disagreeing_task_names(stdin: str, message: str) -> None:
+    """Issue 25: nothing silently wins — a key given twice, or task and task_type saying different things."""
+    result = runner.invoke(app, ["detect", "--model", "numbers"], input=stdin)
+    _one_line_exit_2(result, message)
+
+
+def test_a_recipe_with_a_duplicate_key_is_refused(tmp_path) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("kind: similarity\nmethod: cosine\nmethod: overlap\n", encoding="utf-8")
+    result = runner.invoke(app, ["train", str(recipe), "--dry-run"])
+    assert result.exit_code == 2 and "found duplicate key 'method'" in result.output, result.output

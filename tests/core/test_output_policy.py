@@ -119,12 +119,12 @@ def test_the_lock_is_keyed_on_the_resolved_path(tmp_path: Path) -> None:
     out = tmp_path / "pred.jsonl"
     link = tmp_path / "other-name.jsonl"
     link.symlink_to(out)
-    with exclusive_output(out), pytest.raises(InputError, match="another process is writing this file"):
-        with exclusive_output(link):
-            pass
-    with exclusive_output(tmp_path / "." / "pred.jsonl"), pytest.raises(InputError, match="another process"):
-        with exclusive_output(out):
-            pass
+    with exclusive_output(out), pytest.raises(InputError, match="another process is writing this file"), \
+            exclusive_output(link):
+        pass
+    with exclusive_output(tmp_path / "." / "pred.jsonl"), pytest.raises(InputError, match="another process"), \
+            exclusive_output(out):
+        pass
 
 
 def test_predict_never_touches_a_file_it_did_not_write(sample_test_file, tmp_path: Path) -> None:
@@ -135,7 +135,8 @@ def test_predict_never_touches_a_file_it_did_not_write(sample_test_file, tmp_pat
     one_line.write_bytes(b'{"id": "not-a-prediction"}')
     for victim in (two_lines, one_line):
         before = victim.read_bytes()
-        result = runner.invoke(app, ["-q", "predict", "--model", "flag-none", "--data", str(data), "--out", str(victim)])
+        result = runner.invoke(app, ["-q", "predict", "--model", "flag-none", "--data", str(data), "--out",
+                                     str(victim)])
         assert result.exit_code == 2 and "left untouched" in result.output, result.output
         assert victim.read_bytes() == before and not Path(str(victim) + ".meta.json").exists()
 
