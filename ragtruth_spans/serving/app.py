@@ -15,9 +15,11 @@ interactive docs (``/docs``, ``/redoc``, whose pages load scripts from a public 
   token (when the server has one), 500 with an ``error_id`` and no stack trace when the detector fails on the
   request's own item (the trace is logged server-side with the same id).
 - ``"evidence": true`` on an item adds each span's evidence (docs/EVIDENCE.md), computed after detection, outside
-  the batcher, in the service's own evidence pool (``evidence_workers`` threads, at most ``evidence_queue``
-  evidence requests waiting: beyond, 503), never in the shared thread pool, so detection, ``/v1/select`` and
-  ``/health`` never wait on evidence (mode: ``ServeSettings.evidence_mode``).
+  the batcher, in the service's own evidence pools, never in the shared thread pool, so detection, ``/v1/select``
+  and ``/health`` never wait on evidence: a request whose evidence contexts total at most ``light_evidence_chars``
+  characters goes to a pool of its own (one thread), heavier ones to ``evidence_workers`` threads, so a small
+  evidence request never queues behind a heavy one; each pool lets at most ``evidence_queue`` requests wait
+  (beyond, 503) (mode: ``ServeSettings.evidence_mode``).
 - A cost budget per request, checked on the raw JSON before any work (413 naming the limit and its flag):
   ``max_items`` items, ``max_chars`` characters per item, ``max_request_chars`` characters over all items,
   ``max_evidence_items`` items asking for evidence and ``max_evidence_chars`` characters of their contexts.
@@ -79,6 +81,7 @@ class ServeSettings:
     max_evidence_chars: int = 120_000
     evidence_workers: int = 1
     evidence_queue: int = 8
+    light_evidence_chars: int = 20_000
     api_key: str | None = None
     evidence_mode: str = "lexical"
     docs: bool = False
@@ -89,7 +92,7 @@ class ServeSettings:
                      "evidence_workers", "evidence_queue"):
             if getattr(self, name) < 1:
                 raise InputError(f"must be >= 1, got {getattr(self, name)}", field=f"--{name.replace('_', '-')}")
-        for name in ("max_evidence_items", "max_evidence_chars"):
+        for name in ("max_evidence_items", "max_evidence_chars", "light_evidence_chars"):
             if getattr(self, name) < 0:
                 raise InputError(f"must be >= 0, got {getattr(self, name)}", field=f"--{name.replace('_', '-')}")
         if self.max_queue < self.max_items:
@@ -153,9 +156,11 @@ class Service:
                                     max_wait_ms=settings.max_wait_ms, max_queue=settings.max_queue,
                                     in_flight=lambda: self.in_flight.count)
         self._finders = threading.local()  # one finder per evidence thread: its context cache is not thread-safe
-        self.evidence_pool = ThreadPoolExecutor(max_workers=settings.evidence_workers,
-                                                thread_name_prefix="evidence")
-        self._evidence_slots = threading.BoundedSemaphore(settings.evidence_workers + settings.evidence_queue)
+        self.evidence_pools = {
+            "heavy": (ThreadPoolExecutor(max_workers=settings.evidence_workers, thread_name_prefix="evidence"),
+                      threading.BoundedSemaphore(settings.evidence_workers + settings.evidence_queue)),
+            "light": (ThreadPoolExecutor(max_workers=1, thread_name_prefix="evidence-light"),
+                      threading.BoundedSemaphore(1 + settings.evidence_queue))}
 
     def _attach(self, items: list[DetectItem], detections: list[Detection]) -> list[Detection]:
         finder = getattr(self._finders, "finder", None)
@@ -172,18 +177,20 @@ class Service:
         chosen = [i for i, want in enumerate(wanted) if want]
         if not chosen:
             return detections
-        if not self._evidence_slots.acquire(blocking=False):
+        light = sum(len(items[i].context) for i in chosen) <= self.settings.light_evidence_chars
+        pool, slots = self.evidence_pools["light" if light else "heavy"]
+        if not slots.acquire(blocking=False):
             raise ServiceError(503, "server busy: too many evidence requests are waiting; retry later",
                                {"Retry-After": "2"})
         try:
-            explained = await asyncio.wrap_future(self.evidence_pool.submit(
+            explained = await asyncio.wrap_future(pool.submit(
                 self._attach, [items[i] for i in chosen], [detections[i] for i in chosen]))
         except InputError as exc:
             raise ServiceError(422, f"invalid request: {exc}") from None
         except Exception as exc:
             raise _internal_error(exc, "evidence") from None
         finally:
-            self._evidence_slots.release()
+            slots.release()
         out = list(detections)
         for i, detection in zip(chosen, explained):
             out[i] = detection
@@ -277,7 +284,8 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
         yield
         logger.info("shutting down: finishing %d queued item(s)", service.batcher.pending)
         await run_in_threadpool(service.batcher.close)
-        await run_in_threadpool(service.evidence_pool.shutdown, True)
+        for pool, _ in service.evidence_pools.values():
+            await run_in_threadpool(pool.shutdown, True)
 
     docs = service.settings.docs
     app = FastAPI(title="ragtruth-spans", version=__version__, lifespan=lifespan,

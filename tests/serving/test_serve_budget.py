@@ -21,7 +21,7 @@ ITEM = {"context": "Passage 1: The hotel opened in 1999 and has 120 rooms.", "qu
 @pytest.fixture(scope="module")
 def budget_server():
     settings = ServeSettings(max_items=8, max_chars=1000, max_request_chars=2500, max_evidence_items=2,
-                             max_evidence_chars=300, evidence_queue=1, api_key="k3y")
+                             max_evidence_chars=300, evidence_queue=1, light_evidence_chars=100, api_key="k3y")
     app = create_app(load_detector("numbers"), settings=settings)
     with ServerThread(app) as running, httpx.Client(base_url=running.url, timeout=30,
                                                     headers={"authorization": "Bearer k3y"}) as client:
@@ -73,33 +73,37 @@ def test_duplicate_keys_in_a_body_are_refused(budget_server, content) -> None:
     assert response.status_code == 422 and "duplicate key" in response.json()["error"], response.text
 
 
-def test_evidence_runs_in_its_own_bounded_pool_and_never_holds_detection(budget_server, monkeypatch) -> None:
+def test_evidence_runs_in_its_own_bounded_pools_and_never_holds_detection(budget_server, monkeypatch) -> None:
     client, service = budget_server
     release, entered = threading.Event(), threading.Event()
     original = service._attach
+    heavy_item = ITEM | {"evidence": True, "context": ITEM["context"] + " More text." * 16}  # over 100 characters
 
     def slow_attach(items, detections):
-        entered.set()
-        release.wait(30)
+        if len(items[0].context) > 100:  # only the heavy evidence is held
+            entered.set()
+            release.wait(30)
         return original(items, detections)
 
     monkeypatch.setattr(service, "_attach", slow_attach)
     heavy: dict[str, int] = {}
 
     def send_heavy(name: str) -> None:
-        heavy[name] = client.post("/v1/detect", json=ITEM | {"evidence": True}).status_code
+        heavy[name] = client.post("/v1/detect", json=heavy_item).status_code
 
     first = threading.Thread(target=send_heavy, args=("first",))
     first.start()
-    assert entered.wait(10)  # the evidence worker is now held
+    assert entered.wait(10)  # the heavy evidence worker is now held
     second = threading.Thread(target=send_heavy, args=("queued",))
     second.start()
-    time.sleep(0.5)  # it waits for the one evidence worker (evidence_queue=1)
+    time.sleep(0.5)  # it waits for the one heavy evidence worker (evidence_queue=1)
     try:
-        started = time.perf_counter()
-        small = client.post("/v1/detect", json=ITEM)
-        assert small.status_code == 200 and time.perf_counter() - started < 2.0  # detection did not wait
-        third = client.post("/v1/detect", json=ITEM | {"evidence": True})
+        for body in (ITEM, ITEM | {"evidence": True}):  # detection, and a small evidence request, do not wait
+            started = time.perf_counter()
+            small = client.post("/v1/detect", json=body)
+            assert small.status_code == 200 and time.perf_counter() - started < 2.0, small.text
+        assert "evidence" in json.dumps(client.post("/v1/detect", json=ITEM | {"evidence": True}).json())
+        third = client.post("/v1/detect", json=heavy_item)
         assert third.status_code == 503 and "evidence" in third.json()["error"]  # bounded: no pile-up
         assert client.get("/health").status_code == 200
     finally:
