@@ -21,8 +21,9 @@ Heavy evidence beside small requests (issue 25; ``--heavy N``, default 3, 0 skip
 default cost budget and ``--max-chars 100000`` gets N concurrent requests, each one item with a fresh ~98,000-
 character context (never seen before, so nothing is cached) and ``"evidence": true``, plus one request of three
 such items (over ``--max-request-chars``: must be 413); meanwhile three threads send, back to back, small
-``/v1/detect`` requests, small ``/v1/detect`` requests with ``"evidence": true`` and small ``/v1/select`` requests. Reported: the heavy requests' statuses and seconds, the
-small requests' latency (median, p95, max) before and while the heavy ones run. Exit status 1 also when a small
+``/v1/detect`` requests, small ``/v1/detect`` requests with ``"evidence": true`` and small ``/v1/select``
+requests. Reported: the heavy requests' statuses and seconds, the small requests' latency (median, p95, max)
+before and while the heavy ones run. Exit status 1 also when a small
 request took longer than ``--small-latency-limit`` seconds (default 2) while heavy ones ran.
 
 Reported: requests sent, answered, lost (no answer: a transport error or timeout), duplicated (an answer carrying
