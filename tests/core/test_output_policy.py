@@ -171,3 +171,16 @@ def test_the_torn_last_line_is_repaired_only_for_a_predictions_file_of_this_run(
     assert pred.read_bytes().endswith(b'"spa')
     summary = predict_file("flag-none", data, pred, progress=False)
     assert summary.repaired_last_line and summary.skipped_done == 3
+
+
+def test_predict_out_dev_stdout_into_a_pipe_is_refused_at_once(sample_test_file, tmp_path: Path) -> None:
+    """``predict --out /dev/stdout | cat`` used to hang and leave a lock behind; now it is refused (a FIFO)."""
+    import subprocess
+    import sys
+
+    data, _ = sample_test_file
+    done = subprocess.run([sys.executable, "-m", "ragtruth_spans", "-q", "predict", "--model", "flag-none", "--data",
+                           str(data), "--out", "/dev/stdout"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and "is a FIFO (named pipe)" in done.stderr, done.stderr
+    assert done.stdout == "" and not list(tmp_path.glob("*.lock"))
