@@ -103,7 +103,7 @@ def check_run_values(info: Mapping[str, Any], path: Path, prefix: str = "") -> N
         field = f"{prefix}{key}"
         if key in SKIPPED_SECTIONS:
             continue
-        if key in PROBABILITY_KEYS and value is not None:
+        if key in PROBABILITY_KEYS:
             _check_probability(value, path, field)
         elif key == "thresholds":
             if not isinstance(value, Mapping):

@@ -77,7 +77,8 @@ def test_a_run_without_a_manifest_loads_with_a_warning(tmp_path):
 
 
 @pytest.mark.parametrize(("values", "field"), [
-    ({"threshold": "abc"}, "threshold"), ({"threshold": None, "thresholds": {"cosine": -5}}, "thresholds.cosine"),
+    ({"threshold": "abc"}, "threshold"), ({"threshold": None}, "threshold"),
+    ({"thresholds": {"cosine": -5}}, "thresholds.cosine"),
     ({"decision": {"thresholds": {"*": 1.5}}}, "decision.thresholds.*"),
     ({"decision": {"thresholds": {"*": 0.5}, "max_word_gap": [1]}}, "decision.max_word_gap"),
     ({"detection": {"threshold": True}}, "detection.threshold"), ({"thresholds": "0.5"}, "thresholds"),
