@@ -179,8 +179,10 @@ def test_predict_out_dev_stdout_into_a_pipe_is_refused_at_once(sample_test_file,
     import sys
 
     data, _ = sample_test_file
+    repo = str(Path(__file__).resolve().parents[2])  # this checkout's code, whatever is installed
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-m", "ragtruth_spans", "-q", "predict", "--model", "flag-none", "--data",
-                           str(data), "--out", "/dev/stdout"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=120, cwd=tmp_path)
+                           str(data), "--out", "/dev/stdout"], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env=env)
     assert done.returncode == 2 and "is a FIFO (named pipe)" in done.stderr, done.stderr
     assert done.stdout == "" and not list(tmp_path.glob("*.lock"))

@@ -4,6 +4,7 @@ error (never an abort, nothing on stdout), and absurd decision values are refuse
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -81,7 +82,9 @@ def test_a_damaged_combiner_is_one_clean_error_in_a_process_that_survives(run, t
             f"for name in {sorted(variants)!r}:\n"
             f"    try:\n        combiner.load(Path({str(tmp_path)!r}) / name)\n        print('LOADED', name)\n"
             "    except InputError as exc:\n        print('ERROR', exc, file=sys.stderr)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    repo = str(Path(__file__).resolve().parents[3])  # this checkout's code, whatever is installed
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, (done.returncode, done.stderr[-500:])  # never 134 (abort) nor a traceback
     assert done.stdout == ""  # nothing loaded, and LightGBM said nothing on stdout
     errors = [line for line in done.stderr.splitlines() if line.startswith("ERROR")]
