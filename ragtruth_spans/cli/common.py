@@ -107,3 +107,18 @@ def evidence_finder(evidence: bool, mode: str, device: str | None = None) -> Any
 
     check_choice(mode, MODES, "evidence mode", field="--evidence-mode")
     return EvidenceFinder(mode, device=device) if evidence else None
+
+
+def data_inputs(flag: str, path: Any) -> list[tuple[str, Any]]:
+    """The input files behind ``flag`` for the output policy (``check_output_path``'s ``inputs``): a RAGTruth
+    folder stands for its ``response.jsonl`` and ``source_info.jsonl``, anything else for itself."""
+    from pathlib import Path
+
+    if path is not None and Path(path).is_dir():
+        from ragtruth_spans.data.ragtruth import resolve_files
+
+        try:
+            return [(flag, file) for file in resolve_files(path)]
+        except InputError:
+            return []  # not a RAGTruth folder: reading it fails with its own message
+    return [(flag, path)]

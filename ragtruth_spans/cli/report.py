@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ragtruth_spans.cli.common import app, note, user_errors
+from ragtruth_spans.cli.common import app, data_inputs, note, user_errors
 from ragtruth_spans.core.errors import InputError
 
 
@@ -57,7 +57,7 @@ def report_command(
 
     with user_errors():
         out_path = check_output_path(out_path, field="--out",  # before any work
-                                     inputs={"--gold": gold, **{f"--pred {p}": p for p in preds}})
+                                     inputs=[*data_inputs("--gold", gold), *(("--pred", p) for p in preds)])
         records, gold_info = load_gold(gold)
         lengths = {r.id: len(r.response) for r in records}
         results = [evaluate_detector(name, str(pred), records, read_prediction_file(pred, response_lengths=lengths),

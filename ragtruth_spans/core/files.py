@@ -73,8 +73,8 @@ def check_output_path(path: str | Path, *, field: str | None = None,
                       inputs: Mapping[str, str | Path | None] | Iterable[tuple[str, str | Path | None]] | None = None
                       ) -> Path:
     """The output policy (module docstring): the resolved path of ``path`` if a file can be written there, else
-    :class:`InputError` saying why. ``inputs``: ``{flag: path}`` (or ``(flag, path)`` pairs) of what the command
-    reads (a folder input also protects the files in it); an output resolving to one of them is refused."""
+    :class:`InputError` saying why. ``inputs``: ``{flag: path}`` (or ``(flag, path)`` pairs) of the files the command
+    reads (for a folder input, pass the files read from it); an output resolving to one of them is refused."""
     given = Path(path)
     real = real_path(given)
     through = f" (through the symbolic link {given})" if real != Path(os.path.abspath(given)) and given.is_symlink() \
@@ -89,10 +89,6 @@ def check_output_path(path: str | Path, *, field: str | None = None,
     for flag, source in pairs:
         if source is None:
             continue
-        if Path(source).is_dir() and (real == real_path(source) or (real_path(source) in real.parents and
-                                                                      real.exists())):
-            raise InputError(f"lies in the input folder given as {flag} and would replace a file there: an output "
-                             "never replaces an input; choose another path", path=given, field=field)
         if same_file(real, source):
             raise InputError(f"is the input given as {flag}{through}: an output never replaces an input; choose "
                              "another path", path=given, field=field)

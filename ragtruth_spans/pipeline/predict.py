@@ -205,7 +205,7 @@ def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
         raise InputError(f"must be >= 1, got {chunk_size}", field="chunk_size")
     if limit is not None and limit < 0:
         raise InputError(f"must be >= 0, got {limit}", field="limit")
-    inputs = {"--data": data, "--model": model if model is not None and Path(model).exists() else None}
+    inputs = {"--data": data}
     out = check_output_path(out, field="--out", inputs=inputs)
     check_output_path(meta_path(out), field="--out", inputs=inputs)
     records = read_records(data)

@@ -186,3 +186,22 @@ def test_predict_out_dev_stdout_into_a_pipe_is_refused_at_once(sample_test_file,
                           cwd=tmp_path, env=env)
     assert done.returncode == 2 and "is a FIFO (named pipe)" in done.stderr, done.stderr
     assert done.stdout == "" and not list(tmp_path.glob("*.lock"))
+
+
+def test_a_ragtruth_folder_input_protects_its_files_not_the_whole_folder(scored, tmp_path: Path) -> None:
+    from ragtruth_spans.data.ragtruth import sample_data_dir
+
+    _, pred = scored
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for name in ("response.jsonl", "source_info.jsonl"):
+        (raw / name).write_bytes((sample_data_dir() / name).read_bytes())
+    before = (raw / "response.jsonl").read_bytes()
+    result = runner.invoke(app, ["evaluate", "--gold", str(raw), "--pred", str(pred), "--allow-missing",
+                                 "--json", str(raw / "response.jsonl")])
+    _one_line_exit_2(result, "is the input given as --gold")
+    assert (raw / "response.jsonl").read_bytes() == before
+    for _ in range(2):  # another file in that folder may be written, and rewritten
+        result = runner.invoke(app, ["evaluate", "--gold", str(raw), "--pred", str(pred), "--allow-missing",
+                                     "--json", str(raw / "report.json")])
+        assert result.exit_code == 0, result.output
