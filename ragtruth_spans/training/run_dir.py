@@ -97,13 +97,14 @@ def _check_probability(value: Any, path: Path, field: str) -> None:
 
 def check_run_values(info: Mapping[str, Any], path: Path, prefix: str = "") -> None:
     """Validate the values of ``run_info.json`` that decide spans, wherever a family keeps them: every
-    ``threshold``/``response_threshold`` and every value of a ``thresholds`` mapping a finite number in [0, 1],
+    ``threshold``/``response_threshold``/``fill`` (None allowed) and every value of a ``thresholds`` mapping a
+    finite number in [0, 1],
     every ``max_word_gap`` an integer >= 0. One :class:`InputError` naming the file and the field."""
     for key, value in info.items():
         field = f"{prefix}{key}"
         if key in SKIPPED_SECTIONS:
             continue
-        if key in PROBABILITY_KEYS:
+        if key in PROBABILITY_KEYS or (key == "fill" and value is not None):  # fill: None means no fill
             _check_probability(value, path, field)
         elif key == "thresholds":
             if not isinstance(value, Mapping):
