@@ -42,6 +42,8 @@ def _copy(run: Path, tmp_path: Path) -> Path:
 def test_the_fingerprint_reported_covers_the_combiner(run):
     info = json.loads((run / "run_info.json").read_text(encoding="utf-8"))
     assert "combiner.txt" in info["files_sha256"] and info["fingerprint"] == content_fingerprint(info)
+    later = {"response_head.txt"} & {p.name for p in run.iterdir()}  # a file the family added after the manifest
+    assert later <= set(info["files_sha256"])  # was written: covered without any change here
     assert load_detector(run).describe()["fingerprint"] == info["fingerprint"]
 
 
