@@ -90,10 +90,14 @@ def save(booster: Any, run_dir: Path) -> None:
 
 
 def load(run_dir: Path) -> Any:
+    """The saved booster; a damaged file is one :class:`InputError` (never an abort), LightGBM stays off stdout."""
+    from ragtruth_spans.detectors.lightgbm_text import load_booster
+
     path = run_dir / MODEL_FILE
     if not path.is_file():
         raise InputError(f"not a finished stacked run (no {MODEL_FILE})", path=run_dir)
-    return _lightgbm().Booster(model_file=str(path))
+    _lightgbm()
+    return load_booster(path)
 
 
 @dataclass(frozen=True)
@@ -130,10 +134,19 @@ class Decision:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Decision:
+        """The decision saved in ``run_info.json``; thresholds and ``fill`` must be finite numbers in [0, 1] and
+        the gap an integer >= 0 (:class:`InputError` otherwise)."""
+        from ragtruth_spans.training.run_dir import check_run_values
+
+        if not isinstance(data, Mapping):
+            raise InputError("run_info.json: decision must be an object")
         thresholds = data.get("thresholds")
         if not isinstance(thresholds, Mapping) or "*" not in thresholds:
             raise InputError("run_info.json: decision.thresholds must map tasks (and '*') to thresholds")
         fill = data.get("fill")
+        check_run_values({"thresholds": thresholds, "max_word_gap": data.get("max_word_gap", 0),
+                          "response_threshold": data.get("response_threshold", 0.0), "fill": fill},
+                         Path("run_info.json"), "decision.")
         return cls({str(k): float(v) for k, v in thresholds.items()}, int(data.get("max_word_gap", 0)),
                    float(data.get("response_threshold", 0.0)), None if fill is None else float(fill))
 
