@@ -101,3 +101,14 @@ def test_a_damaged_combiner_is_one_clean_error_in_a_process_that_survives(run, t
 def test_decision_values_are_validated(decision):
     with pytest.raises(InputError):
         combiner.Decision.from_dict(decision)
+
+
+def test_a_damaged_response_head_is_one_clean_error(run, tmp_path):
+    from ragtruth_spans.detectors.stacked import response
+
+    text = (run / response.HEAD_FILE).read_text(encoding="utf-8")
+    for name, data in _damaged(text).items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / response.HEAD_FILE).write_bytes(data)
+        with pytest.raises(InputError, match=response.HEAD_FILE):
+            response.load(tmp_path / name)
