@@ -47,6 +47,10 @@ def column_names(members: Sequence[str]) -> list[str]:
     return [*BASE_FEATURES, *(f"{m}_{c}" for m in members for c in ("word", "mean_3", "mean_8"))]
 
 
+RULE_COLUMNS = ("swap", "negation_added", "negation_dropped")
+"""The conflict columns whose words the decision's ``conflict_rule`` always flags (:func:`~.features.conflicts`)."""
+
+
 @dataclass
 class ItemColumns:
     """One response's words (character intervals ``[start, end)``) and its ``(words, columns)`` matrix."""
@@ -54,6 +58,12 @@ class ItemColumns:
     words: list[Interval]
     matrix: np.ndarray
     diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    def contradicted(self) -> np.ndarray:
+        """Per word, whether a :data:`RULE_COLUMNS` column marks it (the base columns come first in the matrix)."""
+        if not len(self.words):
+            return np.zeros(0, dtype=bool)
+        return self.matrix[:, [BASE_FEATURES.index(c) for c in RULE_COLUMNS]].max(axis=1) > 0
 
 
 def character_scores(detector: Detector, items: Sequence[DetectItem]) -> list[tuple[np.ndarray, bool]]:
