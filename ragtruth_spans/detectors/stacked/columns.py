@@ -48,7 +48,8 @@ def column_names(members: Sequence[str]) -> list[str]:
 
 
 RULE_COLUMNS = ("swap", "negation_added", "negation_dropped")
-"""The conflict columns whose words the decision's ``conflict_rule`` always flags (:func:`~.features.conflicts`)."""
+"""The conflict columns whose words the decision's ``conflict_rule`` always flags (:func:`~.features.conflicts`),
+with ``swap_one_side`` on numbers (a changed number at the end of a copied phrase)."""
 
 
 @dataclass
@@ -63,7 +64,9 @@ class ItemColumns:
         """Per word, whether a :data:`RULE_COLUMNS` column marks it (the base columns come first in the matrix)."""
         if not len(self.words):
             return np.zeros(0, dtype=bool)
-        return self.matrix[:, [BASE_FEATURES.index(c) for c in RULE_COLUMNS]].max(axis=1) > 0
+        column = {name: self.matrix[:, BASE_FEATURES.index(name)] > 0
+                  for name in (*RULE_COLUMNS, "swap_one_side", "is_number")}
+        return np.logical_or.reduce([column[c] for c in RULE_COLUMNS]) | (column["swap_one_side"] & column["is_number"])
 
 
 def character_scores(detector: Detector, items: Sequence[DetectItem]) -> list[tuple[np.ndarray, bool]]:
