@@ -3,7 +3,8 @@
 Usage::
 
     python scripts/bench_obvious.py --model RUN_DIR_OR_NAME [--option KEY=VALUE ...] [--data CASES.jsonl]
-                                    [--out RESULT.json] [--require-catch-rate 0.9] [--max-false-alarm-rate 0.2]
+                                    [--out RESULT.json] [--cases] [--require-catch-rate 0.9]
+                                    [--max-false-alarm-rate 0.2]
 
 The cases (default: ``scripts/obvious_cases.jsonl``, next to this script) are one JSON object a line: ``id``,
 ``kind`` (year, percent, count, name-new, name-swap, negation-added, negation-removed, antonym), ``task``,
@@ -16,9 +17,11 @@ Per kind (then per task and overall) it prints: **caught** (an edited case whose
 span), **missed**, **false alarms** (a clean twin with any predicted span), **response accuracy** (edited cases
 with any span plus clean cases with none, over all cases), the mean response score (``Detection.score``) of edited
 and of clean cases, and, where the detector exposes word probabilities (the stacked family), the mean of the
-highest probability among the words of the changed text. Cases the detector could not judge
-(``Detection.error``) are counted as ``errors`` and have no spans. ``--out`` writes all of it, every case's
-outcome included, as JSON with the detector's description and the cases file's SHA-256.
+highest probability among the words of the changed text; **pair order**: over the edited cases whose ``twin`` is
+in the file, the share whose response score is above their clean twin's (ties count half: the AUROC within pairs,
+what best-of-2 selection by score would get right). Cases the detector could not judge (``Detection.error``) are
+counted as ``errors`` and have no spans; ``--cases`` prints every case's outcome too. ``--out`` writes all of it,
+every case's outcome included, as JSON with the detector's description and the cases file's SHA-256.
 
 Exit status: 0, unless ``--require-catch-rate`` or ``--max-false-alarm-rate`` is given and not met (1, with one
 line saying which), or the input is bad (2, one line naming file, line and field).
@@ -142,7 +145,19 @@ def detect_all(detector: Any, cases: Sequence[Case]) -> list[dict[str, Any]]:
             "flagged": bool(det.spans), "caught": case.edited and _overlaps(case.spans, det.spans),
             "score": det.score, "error": det.error,
             "word_score": words[i] if words is not None else None})
+    scores = {o["id"]: o["score"] for o in outcomes}
+    for case, outcome in zip(cases, outcomes):
+        if case.edited:
+            outcome["twin_score"] = scores.get(case.twin) if case.twin is not None else None
     return outcomes
+
+
+def _pair_order(edited: Sequence[dict[str, Any]]) -> float | None:
+    pairs = [(o["score"], o["twin_score"]) for o in edited
+             if o["score"] is not None and o.get("twin_score") is not None]
+    if not pairs:
+        return None
+    return round(sum(1.0 if a > b else 0.5 if a == b else 0.0 for a, b in pairs) / len(pairs), 4)
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -164,7 +179,7 @@ def summarise(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "response_accuracy": round(right / len(outcomes), 4) if outcomes else None,
             "mean_score_edited": _mean([o["score"] for o in edited]),
             "mean_score_clean": _mean([o["score"] for o in clean]),
-            "mean_word_score": _mean([o["word_score"] for o in edited]),
+            "mean_word_score": _mean([o["word_score"] for o in edited]), "pair_order": _pair_order(edited),
             "errors": sum(o["error"] is not None for o in outcomes)}
 
 
@@ -203,7 +218,7 @@ def render(result: dict[str, Any], print_: Callable[[Any], None]) -> None:
     table = Table(title=f"Obvious cases: {result['model']} ({result['overall']['edited']} edited, "
                         f"{result['overall']['clean']} clean)")
     columns = ("caught", "missed", "false_alarms", "response_accuracy", "mean_score_edited", "mean_score_clean",
-               "mean_word_score", "errors")
+               "mean_word_score", "pair_order", "errors")
     table.add_column("kind / task")
     for name in columns:
         table.add_column(name.replace("_", " "), justify="right")
@@ -216,6 +231,21 @@ def render(result: dict[str, Any], print_: Callable[[Any], None]) -> None:
     cells = [f"{row['caught']}/{row['edited']}", *(_fmt(row[c]) for c in columns[1:])]
     cells[2] = f"{row['false_alarms']}/{row['clean']}"
     table.add_row("all", *cells, style="bold")
+    print_(table)
+
+
+def render_cases(result: dict[str, Any], print_: Callable[[Any], None]) -> None:
+    """Every case as a row: its gold text, what the detector flagged, the response and word scores."""
+    from rich.table import Table
+
+    table = Table(title="Cases (✓ caught, ✗ missed or false alarm)")
+    for name in ("id", "gold", "flagged", "score", "word score"):
+        table.add_column(name, justify="right" if "score" in name else "left", overflow="fold")
+    for case in result["cases"]:
+        bad = (case["edited"] and not case["caught"]) or (not case["edited"] and case["flagged"])
+        flagged = " | ".join(case["predicted_text"]) or ("(error)" if case["error"] else "")
+        table.add_row(f"{'✗' if bad else '✓'} {case['id']}", " | ".join(case["gold_text"]), flagged,
+                      _fmt(case["score"]), _fmt(case["word_score"]))
     print_(table)
 
 
@@ -237,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a detector option")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the cases (default: %(default)s)")
     parser.add_argument("--out", type=Path, help="write the result here as JSON")
+    parser.add_argument("--cases", action="store_true", help="also print every case's outcome")
     parser.add_argument("--require-catch-rate", type=float, metavar="X", help="exit 1 if fewer edited cases caught")
     parser.add_argument("--max-false-alarm-rate", type=float, metavar="Y", help="exit 1 if more clean cases flagged")
     args = parser.parse_args(argv)
@@ -258,6 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.cases:
+        render_cases(result, console.print)
     render(result, console.print)
     if args.out is not None:
         console.print(f"wrote {args.out}", markup=False)

@@ -75,8 +75,9 @@ def test_the_readme_examples_are_in_the_suite():
 
 def test_numbers_catches_exactly_the_number_swaps_and_flag_none_nothing(tmp_path, capsys):
     out = tmp_path / "numbers.json"
-    assert bench_obvious.main(["--model", "numbers", "--out", str(out)]) == 0
-    assert "Obvious cases: numbers" in capsys.readouterr().out
+    assert bench_obvious.main(["--model", "numbers", "--out", str(out), "--cases"]) == 0
+    printed = capsys.readouterr().out
+    assert "Obvious cases: numbers" in printed and "✓ year-01-edited" in printed and "✗ antonym-01-edited" in printed
     result = json.loads(out.read_text())
     assert result["detector"] == {"kind": "rules", "name": "numbers"}
     for kind, row in result["by_kind"].items():
@@ -85,12 +86,14 @@ def test_numbers_catches_exactly_the_number_swaps_and_flag_none_nothing(tmp_path
     overall = result["overall"]
     assert overall["caught"] == sum(result["by_kind"][k]["edited"] for k in NUMBER_KINDS) == 12
     assert overall["mean_score_clean"] == 0.0 and overall["mean_word_score"] is None
+    # scores 1 vs 0 on the 12 number pairs, ties (0 vs 0) counted half on the 20 others
+    assert overall["pair_order"] == pytest.approx((12 + 0.5 * 20) / 32)
     caught = [c for c in result["cases"] if c["caught"]]
     assert all(c["predicted_text"][0] in c["gold_text"][0] for c in caught)  # "15" of "15%": the number itself
 
     none = bench_obvious.bench("flag-none")
     assert none["overall"]["caught"] == none["overall"]["false_alarms"] == 0
-    assert none["overall"]["response_accuracy"] == 0.5
+    assert none["overall"]["response_accuracy"] == none["overall"]["pair_order"] == 0.5
 
 
 def test_gates_exit_1_with_one_line_and_bad_input_exits_2(tmp_path, capsys):
