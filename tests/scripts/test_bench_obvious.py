@@ -54,7 +54,8 @@ def test_every_shipped_case_is_exact_and_paired_with_its_faithful_twin():
         # the twin is this response with the faithful text back in place of the span
         assert response[:span["start"]] + original + response[span["end"]:] == twin["response"], row["id"]
         # the span is whole words
-        assert not (response[span["start"] - 1:span["start"]] + response[span["end"]:span["end"] + 1]).isalnum()
+        before, after = response[span["start"] - 1:span["start"]], response[span["end"]:span["end"] + 1]
+        assert not before.isalnum() and not after.isalnum(), row["id"]
         if row["kind"] == "name-swap":  # swapped for another name the context holds
             assert changed in row["context"] and original in row["context"], row["id"]
         else:  # the changed text is nowhere in the context
