@@ -276,8 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ragtruth_spans.core.errors import InputError
     from ragtruth_spans.core.files import check_output_path, exclusive_output
     from ragtruth_spans.core.jsonl import write_json
-    from ragtruth_spans.core.logs import make_console
+    from ragtruth_spans.core.logs import configure, make_console
 
+    configure("normal")  # the libraries' warnings and progress bars off, as on the command line
     console = make_console()
     try:
         if args.out is not None:
