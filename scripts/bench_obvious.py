@@ -117,12 +117,14 @@ def word_scores(detector: Any, items: Sequence[Any], cases: Sequence[Case]) -> l
     builder, probabilities = getattr(detector, "builder", None), getattr(detector, "probabilities", None)
     if builder is None or not callable(probabilities):
         return None
-    columns = builder.build(items)
     out: list[float | None] = []
-    for case, cols, probs in zip(cases, columns, probabilities(columns)):
-        hits = [float(p) for (start, end), p in zip(cols.words, probs)
-                if any(g.start < end and start < g.end for g in case.spans)]
-        out.append(round(max(hits), 6) if hits else None)
+    step = max(1, int(getattr(detector, "preferred_chunk_size", 64)))
+    for at in range(0, len(items), step):
+        columns = builder.build(items[at:at + step])
+        for case, cols, probs in zip(cases[at:at + step], columns, probabilities(columns)):
+            hits = [float(p) for (start, end), p in zip(cols.words, probs)
+                    if any(g.start < end and start < g.end for g in case.spans)]
+            out.append(round(max(hits), 6) if hits else None)
     return out
 
 
@@ -130,7 +132,8 @@ def detect_all(detector: Any, cases: Sequence[Case]) -> list[dict[str, Any]]:
     """Every case's outcome: predicted spans, response score, error, caught / flagged, word score."""
     from ragtruth_spans.detectors.base import DetectItem
 
-    items = [DetectItem(context=c.context, response=c.response, task=c.task, question=c.question) for c in cases]
+    items = [DetectItem.of({"context": c.context, "response": c.response, "task": c.task, "question": c.question})
+             for c in cases]  # the shared text checks (no lone surrogates): InputError naming the field
     step = max(1, int(getattr(detector, "preferred_chunk_size", 64)))
     detections = [d for at in range(0, len(items), step) for d in detector.detect_batch(items[at:at + step])]
     words = word_scores(detector, items, cases)
