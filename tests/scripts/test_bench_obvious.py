@@ -138,7 +138,7 @@ def test_a_stacked_run_exposes_the_word_score_of_the_changed_text(tmp_path):
         "kind": "stacked", "features": {"encoder": None}, "members": [],
         "combiner": {"min_data_in_leaf": 5, "num_leaves": 7, "max_rounds": 40, "early_stopping_rounds": 20,
                      "oof_folds": 2},
-        "decision": {"grid": [0.3, 0.5], "max_word_gap": [0]},
+        "decision": {"grid": [0.3, 0.5], "max_word_gap": [0]}, "response": None,  # word scores only: no head
         "data": {"prepared_dir": str(tmp_path), "eval_split": "dev"}, "output_dir": str(run)}))
     result = bench_obvious.bench(str(run))
     edited = [c for c in result["cases"] if c["edited"]]
