@@ -185,9 +185,9 @@ def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
 def plan_run(records: list[Record], data: str | Path, out: Path, *,
              limit: int | None) -> tuple[list[Record], PredictSummary, set[str]]:
     """What a run still has to do: the records of ``data`` (the first ``limit``) whose ids are not yet in ``out``,
-    sorted by length, the summary that counts the skipped ones, and the ids already in ``out``. Ids in ``out`` that ``data`` lacks raise
-    :class:`InputError` (the file belongs to other data); a last line cut by a crash is removed (and reported).
-    Shared by every engine (this module, :mod:`ragtruth_spans.pipeline.ray_engine`)."""
+    sorted by length, the summary that counts the skipped ones, and the ids already in ``out``. Ids in ``out``
+    that ``data`` lacks raise :class:`InputError` (the file belongs to other data); a last line cut by a crash is
+    removed (and reported). Shared by every engine (this module, :mod:`ragtruth_spans.pipeline.ray_engine`)."""
     finished, repaired = done_ids(out)
     foreign = sorted(finished - {r.id for r in records})
     if foreign:

@@ -87,16 +87,19 @@ class RaySettings:
 @dataclass
 class RaySummary(PredictSummary):
     """:class:`PredictSummary` (``load_seconds``: the slowest actor's detector load; ``predict_seconds``: from the
-    start of the dataset, actor start-up included, to its last line) plus what the cluster did: ``workers`` (actors), ``duplicates_dropped`` (lines of
-    ids already written), ``retried_alone`` (records run again one per batch after their batch failed),
-    ``startup_seconds`` (connecting or starting the cluster), ``worker_peak_rss_mb`` (peak resident memory of each
-    worker process that sent lines, by pid)."""
+    start of the dataset, actor start-up included, to its last line) plus what the cluster did: ``workers``
+    (actors), ``duplicates_dropped`` (lines of ids already written), ``retried_alone`` (records run again one per
+    batch after their batch failed), ``startup_seconds`` (connecting or starting the cluster),
+    ``first_batch_seconds`` (from the start of the dataset to the first lines back: the actors' start-up and
+    detector load), ``worker_peak_rss_mb`` (peak resident memory of each worker process that sent lines, by
+    pid)."""
 
     engine: str = "ray"
     workers: int = 0
     duplicates_dropped: int = 0
     retried_alone: int = 0
     startup_seconds: float = 0.0
+    first_batch_seconds: float = 0.0
     worker_peak_rss_mb: dict[str, float] = field(default_factory=dict)
 
 
@@ -131,7 +134,7 @@ def predict_ray(model: str | Path | None, data: str | Path, out: str | Path, *,
             if not todo:
                 writer.check_detector(job.describe())
                 return summary
-            started = time.perf_counter()
+            started = writer.started = time.perf_counter()
             with progress_bar(len(todo), enabled=progress) as bar:
                 job.run(todo, writer, bar)
                 missing = [r for r in todo if r.id not in writer.written]
@@ -151,7 +154,7 @@ def ray_session(settings: RaySettings) -> Iterator[Any]:
     """The ``ray`` module, connected as ``settings.address`` says (see the module docstring); a cluster started
     here is shut down on exit. An unreachable address raises :class:`InputError` (one line)."""
     import ray
-    import ray.data  # noqa: F401  (it configures its loggers on import: quieten them after)
+    import ray.data  # it configures its loggers on import: quieten them after
 
     loud = logs.verbosity() == "verbose"
     if ray.is_initialized():
@@ -204,6 +207,7 @@ class _Writer:
         self.had_lines = bool(finished)
         self.written = set(finished)
         self.checked: set[str] = set()
+        self.started = time.perf_counter()
 
     def check_detector(self, describe: str) -> None:
         """Check one actor's ``describe()`` (JSON) against ``OUT.meta.json`` (written with the first)."""
@@ -218,6 +222,8 @@ class _Writer:
             self.check_detector(describe)
         ids, lines = batch["id"], batch["line"]
         before = len(self.written)
+        if not self.summary.first_batch_seconds:
+            self.summary.first_batch_seconds = time.perf_counter() - self.started
         with self.out.open("a", encoding="utf-8") as fh:
             for record_id, line in zip(ids, lines):
                 if record_id in self.written:
@@ -234,8 +240,8 @@ class _Writer:
 
     def write_lost(self, record: Record, tries: int) -> None:
         """An error line for a record whose worker died on every try."""
-        detection = Detection(spans=[], error=f"the worker process died on this record {tries} times",
-                              diagnostics={"worker_died": True})
+        detection = Detection(spans=[], diagnostics={"worker_died": True},
+                              error=f"the worker process died each time it ran this record ({tries} attempt(s))")
         line = prediction_line(record.id, detection)
         with self.out.open("a", encoding="utf-8") as fh:
             fh.write(line)

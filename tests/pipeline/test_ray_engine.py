@@ -208,7 +208,7 @@ def test_a_record_that_always_kills_its_worker_fails_alone(cluster, data, tmp_pa
                           progress=False, settings=RaySettings(workers=2, batch_size=4, max_retries=0))
     lines = {k: json.loads(v) for k, v in lines_by_id(tmp_path / "ray.jsonl").items()}
     assert len(lines) == 16 and summary.errors == 1 and summary.counters["worker_died"] == 1
-    assert lines["test-5-ok"]["error"] == "the worker process died on this record 1 times"
+    assert lines["test-5-ok"]["error"] == "the worker process died each time it ran this record (1 attempt(s))"
     assert summary.retried_alone >= 1  # the rest of its batch was run again, one record per batch
     assert all("error" not in line for rid, line in lines.items() if rid != "test-5-ok")
 
