@@ -117,18 +117,24 @@ def meta(path: Path) -> dict:
 
 def test_rules_and_cli_give_the_lines_of_predict(cluster, data, tmp_path):
     from ragtruth_spans.cli import app
+    from ragtruth_spans.detectors.evidence import EvidenceFinder
 
-    predict_file("numbers", data, tmp_path / "local.jsonl", progress=False)
+    predict_file("numbers", data, tmp_path / "local.jsonl", progress=False, evidence=EvidenceFinder("lexical"))
     result = CliRunner().invoke(app, ["predict", "--engine", "ray", "--model", "numbers", "--data", str(data),
-                                      "--out", str(tmp_path / "ray.jsonl"), "--workers", "2", "--chunk-size", "3"])
+                                      "--out", str(tmp_path / "ray.jsonl"), "--workers", "2", "--chunk-size", "3",
+                                      "--evidence"])
     assert result.exit_code == 0, result.output
     assert "ray: 2 worker(s)" in result.output and "duplicate lines dropped: 0" in result.output
     assert lines_by_id(tmp_path / "ray.jsonl") == lines_by_id(tmp_path / "local.jsonl")
+    assert any('"verdict"' in line for line in lines_by_id(tmp_path / "ray.jsonl").values())
     assert meta(tmp_path / "ray.jsonl") == meta(tmp_path / "local.jsonl")
-    again = predict_ray("numbers", data, tmp_path / "ray.jsonl", progress=False)  # all done: checked, nothing run
+    again = predict_ray("numbers", data, tmp_path / "ray.jsonl", progress=False,  # all done: checked, nothing run
+                        evidence=EvidenceFinder("lexical"))
     assert again.skipped_done == 16 and again.predicted == 0
-    with pytest.raises(InputError, match="differs in: name"):  # another detector on the same file: refused
-        predict_ray("flag-all", data, tmp_path / "ray.jsonl", progress=False)
+    with pytest.raises(InputError, match="differs in: evidence"):  # other settings on the same file: refused
+        predict_ray("numbers", data, tmp_path / "ray.jsonl", progress=False)
+    with pytest.raises(InputError, match="differs in: name"):  # another detector
+        predict_ray("flag-all", data, tmp_path / "ray.jsonl", progress=False, evidence=EvidenceFinder("lexical"))
 
 
 def test_stacked_run_gives_the_lines_of_predict(cluster, tmp_path):
