@@ -217,7 +217,11 @@ class _Writer:
             self.checked.add(describe)
 
     def write_batch(self, batch: Mapping[str, Any]) -> int:
-        """Append the lines of one result batch whose ids are new; how many it appended."""
+        """Append the lines of one result batch whose ids are new; how many it appended. A batch from an actor
+        that could not load the detector raises its :class:`InputError`."""
+        fatal = next((f for f in batch["fatal"] if f), "")
+        if fatal:
+            raise InputError(str(fatal))
         for describe in {d for d in batch["detector"] if d}:
             self.check_detector(describe)
         ids, lines = batch["id"], batch["line"]
@@ -250,35 +254,48 @@ class _Writer:
 
 
 class _DetectActor:
-    """One Ray actor: loads the detector once, then detects batches (``{"id", "record"}`` → lines)."""
+    """One Ray actor: loads the detector once, then detects batches (``{"id", "record"}`` → lines). A detector that
+    cannot be loaded for bad input (an unknown option, a wrong run directory) is not a crash to retry: every batch
+    then comes back with the one-line message in ``fatal``, and the driver stops with it."""
 
     def __init__(self, model: str | None, options: dict[str, Any], factory: Callable[[], Detector] | None,
                  evidence: Any) -> None:
         started = time.perf_counter()
-        if factory is not None:
-            self.detector = factory()
-        else:
-            from ragtruth_spans.detectors.loader import load_detector
+        self.fatal, self.describe = "", ""
+        try:
+            if factory is not None:
+                self.detector = factory()
+            else:
+                from ragtruth_spans.detectors.loader import load_detector
 
-            self.detector = load_detector(model, **options)
+                self.detector = load_detector(model, **options)
+            self.describe = json.dumps(self.detector.describe(), sort_keys=True)
+        except InputError as exc:
+            self.fatal = str(exc)
         self.load_seconds = round(time.perf_counter() - started, 3)
         self.evidence = evidence
-        self.describe = json.dumps(self.detector.describe(), sort_keys=True)
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[Any]]:
         import resource
 
-        records = [Record.from_dict(json.loads(text)) for text in batch["record"]]
-        detections = detect_isolated(self.detector, records, self.evidence)
-        n = len(records)
+        ids = [str(i) for i in batch["id"]]
+        n = len(ids)
+        if self.fatal:
+            lines = [""] * n
+        else:
+            records = [Record.from_dict(json.loads(text)) for text in batch["record"]]
+            detections = detect_isolated(self.detector, records, self.evidence)
+            lines = [prediction_line(r.id, d) for r, d in zip(records, detections)]
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-        return {"id": [r.id for r in records], "line": [prediction_line(r.id, d) for r, d in zip(records, detections)],
-                "detector": [self.describe] + [""] * (n - 1), "worker": [os.getpid()] * n,
-                "peak_rss_mb": [round(rss_mb, 1)] * n, "load_seconds": [self.load_seconds] * n}
+        return {"id": ids, "line": lines, "detector": [self.describe] + [""] * (n - 1),
+                "fatal": [self.fatal] * n, "worker": [os.getpid()] * n, "peak_rss_mb": [round(rss_mb, 1)] * n,
+                "load_seconds": [self.load_seconds] * n}
 
 
-def _describe_remote(model: str | None, options: dict[str, Any], factory: Callable[[], Detector] | None) -> str:
-    return _DetectActor(model, options, factory, None).describe
+def _describe_remote(model: str | None, options: dict[str, Any], factory: Callable[[], Detector] | None,
+                     ) -> tuple[str, str]:
+    actor = _DetectActor(model, options, factory, None)
+    return actor.describe, actor.fatal
 
 
 class _Job:
@@ -303,7 +320,10 @@ class _Job:
     def describe(self) -> str:
         """The detector's ``describe()`` (JSON), loaded once in a worker with the actors' resources."""
         remote = self.ray.remote(num_cpus=self.cpus, num_gpus=self.gpus)(_describe_remote)
-        return self.ray.get(remote.remote(self.model, self.options, self.factory))
+        describe, fatal = self.ray.get(remote.remote(self.model, self.options, self.factory))
+        if fatal:
+            raise InputError(fatal)
+        return describe
 
     def run(self, todo: list[Record], writer: _Writer, bar: Any, *, alone: bool = False) -> None:
         """Detect ``todo`` on the actor pool, writing each result batch as it arrives (``alone``: one record per

@@ -135,6 +135,9 @@ def test_rules_and_cli_give_the_lines_of_predict(cluster, data, tmp_path):
         predict_ray("numbers", data, tmp_path / "ray.jsonl", progress=False)
     with pytest.raises(InputError, match="differs in: name"):  # another detector
         predict_ray("flag-all", data, tmp_path / "ray.jsonl", progress=False, evidence=EvidenceFinder("lexical"))
+    with pytest.raises(InputError, match=r"^option\(s\) foo do not apply to a rule-based detector"):
+        predict_ray("numbers", data, tmp_path / "new.jsonl", detector_options={"foo": 1}, progress=False)
+    assert not (tmp_path / "new.jsonl").exists() or not (tmp_path / "new.jsonl").read_text()
 
 
 def test_stacked_run_gives_the_lines_of_predict(cluster, tmp_path):
@@ -279,7 +282,7 @@ def test_the_writer_drops_a_batch_that_ray_ran_twice(tmp_path):
     writer = _Writer(out, summary, set(), {"format": "f", "detector": {}, "data": "d", "data_sha256": "x"})
     batch = {"id": ["a", "b"], "line": ['{"id": "a", "spans": [], "score": 0.0}\n',
                                         '{"id": "b", "spans": [], "score": 1.0}\n'],
-             "detector": ['{"kind": "k"}', ""], "worker": [1, 1], "peak_rss_mb": [10.0, 10.0],
+             "detector": ['{"kind": "k"}', ""], "fatal": ["", ""], "worker": [1, 1], "peak_rss_mb": [10.0, 10.0],
              "load_seconds": [0.5, 0.5]}
     assert writer.write_batch(batch) == 2
     assert writer.write_batch(batch) == 0  # the same lines again: a retried batch
