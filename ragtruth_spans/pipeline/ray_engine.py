@@ -338,15 +338,17 @@ class _Job:
         blocks = max(1, len(rows) // batch_size)  # a block of >= batch_size rows is one task (no bundling of blocks)
         with warnings.catch_warnings():  # max_restarts / max_task_retries: still the way in the pinned 2.60
             warnings.simplefilter("ignore", DeprecationWarning)
-            dataset = self._pipeline(from_items(rows, override_num_blocks=blocks), batch_size)
+            dataset = self._pipeline(from_items(rows, override_num_blocks=blocks), batch_size, alone)
         for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
             bar.update(writer.write_batch({key: list(value) for key, value in batch.items()}))
 
-    def _pipeline(self, dataset: Any, batch_size: int) -> Any:
+    def _pipeline(self, dataset: Any, batch_size: int, alone: bool) -> Any:
         from ray.data import ActorPoolStrategy
 
+        # alone: one task in flight per actor, so that a worker's death fails no record queued behind the culprit
+        pool = ActorPoolStrategy(size=self.workers, max_tasks_in_flight_per_actor=1 if alone else None)
         return dataset.map_batches(
             _DetectActor, fn_constructor_kwargs={"model": self.model, "options": self.options,
                                                  "factory": self.factory, "evidence": self.evidence},
-            batch_size=batch_size, batch_format="numpy", compute=ActorPoolStrategy(size=self.workers),
+            batch_size=batch_size, batch_format="numpy", compute=pool,
             num_cpus=self.cpus, num_gpus=self.gpus, max_restarts=-1, max_task_retries=self.settings.max_retries)
