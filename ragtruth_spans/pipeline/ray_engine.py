@@ -333,7 +333,8 @@ class _Job:
         context = DataContext.get_current()
         context.enable_progress_bars = False
         context.max_errored_blocks = -1  # a batch that failed every retry: its records are retried alone
-        batch_size = 1 if alone else self.batch_size
+        # every worker gets work on a small input too (Ray Data bundles rows up to batch_size into one task)
+        batch_size = 1 if alone else max(1, min(self.batch_size, -(-len(todo) // self.workers)))
         rows = [{"id": r.id, "record": json.dumps(r.to_dict(), ensure_ascii=False)} for r in todo]
         blocks = max(1, len(rows) // batch_size)  # a block of >= batch_size rows is one task (no bundling of blocks)
         with warnings.catch_warnings():  # max_restarts / max_task_retries: still the way in the pinned 2.60
