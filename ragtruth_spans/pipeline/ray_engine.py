@@ -40,7 +40,7 @@ from typing import Any
 from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.extras import require
-from ragtruth_spans.core.files import check_output_path, exclusive_output
+from ragtruth_spans.core.files import atomic_write_bytes, check_output_path, exclusive_output
 from ragtruth_spans.core.jsonl import read_records
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import Detection, Detector
@@ -118,19 +118,20 @@ def predict_ray(model: str | Path | None, data: str | Path, out: str | Path, *,
     if limit is not None and limit < 0:
         raise InputError(f"must be >= 0, got {limit}", field="limit")
     require("ray", "predict --engine ray")
-    out = check_output_path(out, field="--out")
-    check_output_path(meta_path(out), field="--out")
+    inputs = {"--data": data}
+    out = check_output_path(out, field="--out", inputs=inputs)
+    check_output_path(meta_path(out), field="--out", inputs=inputs)
     records = read_records(data)
     if model is not None and Path(model).is_dir():
         model = str(Path(model).resolve())  # the actors' working directory is not ours
     with exclusive_output(out):
-        todo, base, finished = plan_run(records, data, out, limit=limit)
+        todo, base, finished, fixed = plan_run(records, data, out, limit=limit)
         summary = RaySummary(**{k: getattr(base, k) for k in base.__dataclass_fields__})
         started = time.perf_counter()
         with ray_session(settings) as ray:
             summary.startup_seconds = time.perf_counter() - started
             job = _Job(ray, model, dict(detector_options or {}), detector_factory, evidence, settings)
-            writer = _Writer(out, summary, finished, predictions_meta({}, data, evidence))
+            writer = _Writer(out, summary, finished, predictions_meta({}, data, evidence), fixed)
             if not todo:
                 writer.check_detector(job.describe())
                 return summary
@@ -202,19 +203,24 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
 class _Writer:
     """The one writer of ``out``: checks each actor's detector against the sidecar, appends each id once."""
 
-    def __init__(self, out: Path, summary: RaySummary, finished: set[str], meta: dict[str, Any]) -> None:
-        self.out, self.summary, self.meta = out, summary, meta
+    def __init__(self, out: Path, summary: RaySummary, finished: set[str], meta: dict[str, Any],
+                 fixed: bytes | None = None) -> None:
+        self.out, self.summary, self.meta, self.fixed = out, summary, meta, fixed
         self.had_lines = bool(finished)
         self.written = set(finished)
         self.checked: set[str] = set()
         self.started = time.perf_counter()
 
     def check_detector(self, describe: str) -> None:
-        """Check one actor's ``describe()`` (JSON) against ``OUT.meta.json`` (written with the first)."""
+        """Check one actor's ``describe()`` (JSON) against ``OUT.meta.json`` (written with the first); after the
+        first check, the repair of a last line cut by a crash is written (as in ``predict``)."""
         if describe not in self.checked:
             check_meta(self.out, self.meta | {"detector": json.loads(describe)},
                        has_lines=self.had_lines or bool(self.checked))
             self.checked.add(describe)
+            if self.fixed is not None:
+                atomic_write_bytes(self.out, self.fixed)
+                self.fixed = None
 
     def write_batch(self, batch: Mapping[str, Any]) -> int:
         """Append the lines of one result batch whose ids are new; how many it appended. A batch from an actor

@@ -152,6 +152,7 @@ def test_stacked_run_gives_the_lines_of_predict(cluster, tmp_path):
         "combiner": {"min_data_in_leaf": 5, "num_leaves": 7, "max_rounds": 40, "early_stopping_rounds": 10,
                      "oof_folds": 2},
         "decision": {"grid": [0.1, 0.3, 0.5], "max_word_gap": [0, 1]},
+        "response": {"min_data_in_leaf": 2, "num_leaves": 3, "folds": 2, "learning_rate": 0.2},  # tiny data
         "data": {"prepared_dir": str(tmp_path), "eval_split": "dev"}, "output_dir": str(run)}))
     local = predict_file(run, tmp_path / "test.jsonl", tmp_path / "local.jsonl", progress=False)
     summary = predict_ray(run, tmp_path / "test.jsonl", tmp_path / "ray.jsonl", progress=False,
