@@ -14,9 +14,9 @@
   itself (an ``error`` line, counted). An actor that dies (killed, out of memory) is restarted and its batch
   retried by Ray (``max_retries`` times); records whose batch still failed are run again one per batch, and a
   record that still kills its worker gets an ``error`` line (``worker_died``) instead of stopping the run.
-- The first line of every actor carries its ``describe()``; the driver checks it against ``OUT.meta.json`` before
-  writing any line of that actor (a resume with another detector or other settings is refused, as in
-  ``predict``). When nothing is left to do, one worker loads the detector only to check it.
+- The first line of every result batch carries its actor's ``describe()``; the driver checks it against
+  ``OUT.meta.json`` before writing any line of that batch (a resume with another detector or other settings is
+  refused, as in ``predict``). When nothing is left to do, one worker loads the detector only to check it.
 
 ``address``: None starts a local cluster for the run (and stops it after); ``"auto"`` joins the cluster of this
 node; ``"ray://HOST:10001"`` goes through the Ray client; ``"HOST:6379"`` joins a cluster's GCS. When this process
