@@ -67,6 +67,8 @@ def _check_tree(index: int, block: str, n_features: int, path: Path) -> None:
             raise InputError(f"damaged LightGBM model: {where} has no {key}", path=path)
         values = _numbers(fields[key], key, where, path)
         expected = leaves if key in PER_LEAF else leaves - 1
+        if leaves == 1 and key in ("leaf_weight", "leaf_count") and not values:
+            continue  # LightGBM writes these empty for a tree of one leaf (a constant model)
         if len(values) != expected:
             raise InputError(f"damaged LightGBM model: {where}: {key} has {len(values)} values, expected "
                              f"{expected}", path=path)

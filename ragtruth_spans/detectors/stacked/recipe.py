@@ -82,6 +82,9 @@ class DecisionSection(Section):
     gate_threshold_scales: list[float] = Field(default_factory=lambda: [1.0], min_length=1, description="With the "
                                                "gate, the word thresholds may be scaled by one of these (a gate "
                                                "that drops clean responses lets the others flag more words).")
+    conflict_rule: bool = Field(False, description="Words the context contradicts (a changed number or name, an "
+                                "antonym, a negation added or dropped in copied text: the conflict columns) are "
+                                "always flagged; the gate and fill are tuned with the rule in place.")
     fill: list[float | None] = Field(default_factory=lambda: [None], min_length=1, description="Candidate fills: "
                                      "a response that passes the gate but has no word at the threshold gets its "
                                      "words at or above fill × its highest word probability (null: none).")

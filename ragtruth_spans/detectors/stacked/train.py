@@ -201,7 +201,7 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     else:
         scores = [float(p.max()) if len(p) else 0.0 for p in probabilities]
     decision = combiner.tune_gate(tuned_records, tuned_words, probabilities, scores, decision, recipe.decision,
-                                  table)
+                                  table, [every_cols[i].contradicted() for i in real])
     seconds["response"] = time.perf_counter() - tick
 
     run_dir.mkdir(parents=True, exist_ok=True)
