@@ -10,7 +10,11 @@ import typer
 
 from ragtruth_spans.cli.common import app, data_inputs, note, out, user_errors
 
-STRATEGY_HELP = "fewest-spans | no-spans | least-hallucinated-chars | max-confidence."
+STRATEGY_HELP = ("auto (max-confidence when every candidate has a response score, else fewest-spans) | "
+                 "fewest-spans | no-spans | least-hallucinated-chars | max-confidence.")
+DEFAULT_STRATEGY = "auto"
+"""= ``ragtruth_spans.selection.select.DEFAULT_STRATEGY`` (not imported here: the CLI starts without detectors;
+tests/selection/test_selection.py keeps the two equal)."""
 TIE_BREAK_HELP = "random (seeded) | first | shortest."
 NO_JUDGEMENT_EXIT = 3
 """``select-best``'s exit status when the detector could judge no candidate (nothing chosen); 2 stays bad input."""
@@ -23,7 +27,7 @@ def select_command(
     pred: Path = typer.Option(..., "--pred", help="Predictions JSONL for those records."),
     models: str = typer.Option(..., "--models", help="Comma-separated models to select among, e.g. "
                                "llama-2-7b-chat,mistral-7B-instruct."),
-    strategy: str = typer.Option("fewest-spans", "--strategy", help=STRATEGY_HELP),
+    strategy: str = typer.Option(DEFAULT_STRATEGY, "--strategy", help=STRATEGY_HELP),
     tie_break: str = typer.Option("random", "--tie-break", help=TIE_BREAK_HELP),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples of the sources for 95% "
                                   "intervals (0 = none)."),
@@ -73,7 +77,7 @@ def select_best_command(
                                        "is given)."),
     question: Optional[str] = typer.Option(None, "--question", help="The question (QA)."),
     device: Optional[str] = typer.Option(None, "--device", help="torch device (default: auto)."),
-    strategy: str = typer.Option("fewest-spans", "--strategy", help=STRATEGY_HELP),
+    strategy: str = typer.Option(DEFAULT_STRATEGY, "--strategy", help=STRATEGY_HELP),
     tie_break: str = typer.Option("random", "--tie-break", help=TIE_BREAK_HELP),
     seed: int = typer.Option(0, "--seed", help="Seed of the random tie-breaks."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the selection as JSON."),

@@ -25,7 +25,7 @@ import numpy as np
 from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.evaluation.bootstrap import CI_LEVEL, bootstrap_sums, percentile_interval
-from ragtruth_spans.selection.select import STRATEGIES, TIE_BREAKS, Candidate, select_best
+from ragtruth_spans.selection.select import DEFAULT_STRATEGY, STRATEGIES, TIE_BREAKS, Candidate, select_best
 
 
 def source_rng(seed: int, source_id: str) -> random.Random:
@@ -156,7 +156,7 @@ def evaluate_selection(
     records: Sequence[Record],
     predictions: Mapping[str, Sequence[Span]],
     models: Sequence[str],
-    strategy: str = "fewest-spans",
+    strategy: str = DEFAULT_STRATEGY,
     seed: int = 0,
     bootstrap: int = 1000,
     *,
@@ -173,6 +173,9 @@ def evaluate_selection(
     models = list(models)
     _check_arguments(models, strategy, tie_break, bootstrap)
     groups = _group_sources(records, models)
+    if strategy == "auto":  # one strategy for the whole corpus, named in the report
+        ids = [r.id for group in groups.values() for r in group.values()]
+        strategy = "max-confidence" if ids and all(i in (response_scores or {}) for i in ids) else "fewest-spans"
     picks = _pick_per_source(groups, predictions, models, strategy, seed, tie_break, response_scores or {},
                              errors or {})
 

@@ -11,6 +11,9 @@ Every strategy gives each candidate a score, **lower is better**:
 - ``no-spans`` — as ``fewest-spans``, but it is meant to accept only a clean candidate (0 spans): when none
   exists it falls back to the fewest-spans choice and sets :attr:`Selection.fallback`;
 - ``least-hallucinated-chars`` — merged hallucinated characters / response length (0.0 for an empty response);
+- ``auto`` (the default) — ``max-confidence`` when every candidate has a response score (a detector's
+  ``Detection.score``: the recommended detector's calibrated response head), otherwise ``fewest-spans``;
+  :attr:`Selection.strategy` names the one used;
 - ``max-confidence`` — the candidate's response score (:attr:`Candidate.score`, e.g. the detector's
   ``1 - P(clean)``) when **every** candidate has one; otherwise the score of the candidate's most confident span
   (0.0 when it has no span), so the winner is the candidate whose worst span is least confident, and every span
@@ -40,7 +43,10 @@ from ragtruth_spans.core.jsonl import iter_jsonl
 from ragtruth_spans.core.types import Span
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 
-STRATEGIES: tuple[str, ...] = ("fewest-spans", "no-spans", "least-hallucinated-chars", "max-confidence")
+STRATEGIES: tuple[str, ...] = ("auto", "fewest-spans", "no-spans", "least-hallucinated-chars", "max-confidence")
+DEFAULT_STRATEGY = "auto"
+"""``max-confidence`` when every candidate has a response score, else ``fewest-spans``: chosen by measurement
+(best-of-6 on the pool's dev sources with the recommended detector, docs/BENCHMARKS.md)."""
 TIE_BREAKS: tuple[str, ...] = ("random", "first", "shortest")
 _TIE_TOLERANCE = 1e-12  # scores closer than this are equal (ratios of the hallucinated-characters strategy)
 
@@ -166,7 +172,7 @@ def _detect(detector: Detector, responses: list[str], context: str, task: str,
 def select_best(
     candidates: Sequence[Candidate | str | Mapping[str, Any]],
     *,
-    strategy: str = "fewest-spans",
+    strategy: str = DEFAULT_STRATEGY,
     seed: int = 0,
     rng: random.Random | None = None,
     tie_break: str = "random",
@@ -206,6 +212,8 @@ def select_best(
             if not detection.ok:
                 failed.append(i)
     failed = sorted(set(failed))
+    if strategy == "auto":
+        strategy = "max-confidence" if all(c.score is not None for c in items) else "fewest-spans"
     by_response_score = strategy == "max-confidence" and all(c.score is not None for c in items)
 
     def score_of(candidate: Candidate) -> float:

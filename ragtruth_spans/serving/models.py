@@ -24,7 +24,7 @@ from pydantic import (
 
 from ragtruth_spans.core.fields import surrogate_at
 from ragtruth_spans.core.types import TASK_TYPES
-from ragtruth_spans.selection.select import STRATEGIES, TIE_BREAKS
+from ragtruth_spans.selection.select import DEFAULT_STRATEGY, STRATEGIES, TIE_BREAKS
 
 Task = Literal[TASK_TYPES]  # type: ignore[valid-type]
 Strategy = Literal[STRATEGIES]  # type: ignore[valid-type]
@@ -145,7 +145,7 @@ class SelectRequest(_Strict):
     question: Text | None = None
     candidates: list[CandidateIn] = Field(min_length=1, description="Responses: strings, or {response, id?} "
                                           "objects.")
-    strategy: Strategy = "fewest-spans"
+    strategy: Strategy = DEFAULT_STRATEGY
     tie_break: TieBreak = "random"
     seed: int = 0
 

@@ -45,7 +45,8 @@ def corpus(tmp_path: Path) -> tuple[Path, Path]:
 def test_every_strategy_with_random_each_model_and_the_oracle(tmp_path):
     gold, pred = corpus(tmp_path)
     table, reports = _script("bench_selection").run(gold, pred, None, bootstrap=50, seed=0)
-    assert set(reports) == {"fewest-spans", "no-spans", "least-hallucinated-chars", "max-confidence"}
+    assert set(reports) == {"auto", "fewest-spans", "no-spans", "least-hallucinated-chars", "max-confidence"}
+    assert reports["auto"]["strategy"] == "max-confidence"  # every prediction carries a response score
     best = reports["max-confidence"]
     assert best["selected"]["hallucination_rate"] == 0.0 and best["relative_reduction"] == 1.0
     assert best["random"]["hallucination_rate"] == 3 / 8

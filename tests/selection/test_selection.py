@@ -578,3 +578,16 @@ def test_cli_max_confidence_uses_line_level_response_scores(tmp_path: Path):
     report = json.loads(out.read_text())
     assert report["selected"]["chosen_by_model"] == {"model-a": 1, "model-b": 3}
     assert report["selected"]["hallucination_rate"] == pytest.approx(1 / 4)
+
+
+def test_auto_ranks_by_response_scores_when_every_candidate_has_one_else_by_spans():
+    from ragtruth_spans.cli.select import DEFAULT_STRATEGY as CLI_DEFAULT
+    from ragtruth_spans.selection.select import DEFAULT_STRATEGY
+
+    assert CLI_DEFAULT == DEFAULT_STRATEGY == "auto"
+    scored = [Candidate("a b", spans=(), score=0.8), Candidate("c d", spans=(Span(0, 1, score=0.9),), score=0.1)]
+    picked = select_best(scored)
+    assert picked.index == 1 and picked.strategy == "max-confidence"   # the lower response score wins
+    unscored = [Candidate("a b", spans=()), Candidate("c d", spans=(Span(0, 1),), score=0.1)]
+    picked = select_best(unscored)
+    assert picked.index == 0 and picked.strategy == "fewest-spans"      # one score missing: fewest spans

@@ -309,4 +309,4 @@ def test_select_best_with_a_token_classifier_run(trained, tmp_path):
                                       "--device", "cpu", "--json", str(tmp_path / "choice.json")])
     assert result.exit_code == 0, result.output
     choice = json.loads((tmp_path / "choice.json").read_text(encoding="utf-8"))
-    assert choice["id"] == "clean" and choice["strategy"] == "fewest-spans"
+    assert choice["id"] == "clean" and choice["strategy"] == "max-confidence"  # auto: every candidate has a score
