@@ -1,0 +1,126 @@
+"""Scripts are code: every script in ``scripts/`` runs here at tiny scale (the embedded sample, tiny or rule-based
+models, a few steps), in its own process as a user runs it. The ones that train or serve a model are ``slow``.
+
+Scripts covered elsewhere: ``make_sample.py`` (tests/data/test_ragtruth.py), ``subset_by_source.py``
+(tests/data/test_subset_by_source.py), ``bench_serve.py`` (tests/serving/test_bench_serve.py),
+``check_core_install.sh`` (tests/core/test_core_install.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragtruth_spans.core.jsonl import read_records, write_records
+from ragtruth_spans.data.prepare import prepare
+from ragtruth_spans.data.ragtruth import sample_data_dir
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = REPO / "scripts"
+COVERED_ELSEWHERE = {"make_sample.py", "subset_by_source.py", "bench_serve.py", "check_core_install.sh"}
+
+
+def run_script(name: str, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python scripts/<name> ARGS`` with this checkout first on the path; a failure shows its output."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+           "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, str(SCRIPTS / name), *args], capture_output=True, text=True,
+                            timeout=timeout, cwd=cwd, env=env)
+    assert result.returncode == 0, f"{name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The embedded sample prepared (train/dev/test.jsonl), and ``small.jsonl``: six of its test responses."""
+    out = tmp_path_factory.mktemp("prepared")
+    prepare(sample_data_dir(), out, dev_per_task=1)
+    write_records(out / "small.jsonl", read_records(out / "test.jsonl")[:6])
+    return out
+
+
+def test_every_script_has_a_test() -> None:
+    tested = set(re.findall(r'run_script\("([^"]+)"', Path(__file__).read_text(encoding="utf-8")))
+    missing = {p.name for p in SCRIPTS.iterdir() if p.suffix in (".py", ".sh")} - tested - COVERED_ELSEWHERE
+    assert not missing, f"scripts without a test: {sorted(missing)}"
+
+
+def test_bench_evaluate(tmp_path: Path) -> None:
+    result = run_script("bench_evaluate.py", "--responses", "40", "--spans", "25", "--bootstrap", "20",
+                        "--repeats", "1", "--markdown", cwd=tmp_path)
+    assert "40 responses" in result.stdout and "| --bootstrap 20 |" in result.stdout
+
+
+def test_bench_evidence(prepared: Path, tmp_path: Path) -> None:
+    result = run_script("bench_evidence.py", "--data", str(prepared / "test.jsonl"), "--mode", "lexical",
+                        "--detector", "numbers", "--markdown", cwd=tmp_path)
+    assert "|" in result.stdout
+
+
+@pytest.mark.slow
+def test_bench_token_labels(tmp_path: Path) -> None:
+    result = run_script("bench_token_labels.py", "--data", str(sample_data_dir()), "--markdown", cwd=tmp_path)
+    assert "all-MiniLM-L6-v2" in result.stdout or "MiniLM" in result.stdout
+
+
+def test_bench_similarity_one_measurement(prepared: Path, tmp_path: Path) -> None:
+    result = run_script("bench_similarity.py", "--data", str(prepared / "small.jsonl"), "--one", "sim-overlap",
+                        cwd=tmp_path)
+    row = json.loads(result.stdout.strip().splitlines()[-1])
+    assert row["name"] == "sim-overlap" and row["responses"] == 6 and row["seconds"] >= 0
+
+
+def test_tier1_report(prepared: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tier1.json"
+    result = run_script("tier1_report.py", str(prepared / "train.jsonl"), str(prepared / "dev.jsonl"), "--json",
+                        str(out), cwd=tmp_path)
+    assert "|" in result.stdout and out.is_file()
+
+
+def test_fault_inject_serve(tmp_path: Path) -> None:
+    out = tmp_path / "faults.json"
+    run_script("fault_inject_serve.py", "--model", "numbers", "--requests", "40", "--concurrency", "4",
+               "--deadline", "120", "--json", str(out), cwd=tmp_path)
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["sent"] == report["answered"] == 40 and report["server_alive"]
+    assert report["lost"] == report["duplicated"] == report["wrongly_failed"] == report["hostile_mishandled"] == 0
+
+
+@pytest.mark.slow
+def test_bench_train_tiny_on_cpu(tmp_path: Path) -> None:
+    out = tmp_path / "train.json"
+    run_script("bench_train.py", "--shape", "tiny", "--max-length", "64", "--steps", "2", "--warmup-steps", "1",
+               "--json", str(out), cwd=tmp_path)
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["shape"] == "tiny" and result["timed_steps"] == 2 and result["tokens_per_s"] > 0
+    assert result["peak_memory_gib"] > 0 and result["torch"] != "not installed"
+
+
+@pytest.mark.slow
+def test_bench_predict_tiny(prepared: Path, tmp_path: Path) -> None:
+    out = tmp_path / "predict.json"
+    run_script("bench_predict.py", "--data", str(prepared / "small.jsonl"), "--batch-sizes", "2",
+               "--max-new-tokens", "8", "--repeats", "1", "--json", str(out), cwd=tmp_path, timeout=600)
+    assert json.loads(out.read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+def test_bench_stacked_one_variant(prepared: Path, tmp_path: Path) -> None:
+    result = run_script("bench_stacked.py", "--prepared", str(prepared), "--out", str(tmp_path / "bench"),
+                        "--only", "features", cwd=tmp_path, timeout=600)
+    assert result.stdout.count("| features |") == 1
+
+
+@pytest.mark.slow
+def test_bench_judge_tiny_server(prepared: Path, tmp_path: Path) -> None:
+    out = tmp_path / "judge.json"
+    run_script("bench_judge.py", "--data", str(prepared / "small.jsonl"), "--modes", "span", "--max-tokens", "8",
+               "--concurrency", "2", "--json", str(out), cwd=tmp_path, timeout=600)
+    rows = json.loads(out.read_text(encoding="utf-8"))["rows"]
+    assert rows[0]["responses"] == 6 and rows[0]["rerun_requests"] == 0
