@@ -32,6 +32,9 @@ def train_command(
         resolved = load_recipe(recipe, overrides)
         if dry_run:
             sys.stdout.write(resolved.to_yaml())
+            off = resolved.switched_off()
+            if off:
+                sys.stdout.write(f"# not read with these settings (left out above): {', '.join(off)}\n")
             return
         from ragtruth_spans.detectors.train import train
 

@@ -16,9 +16,9 @@ can be named without the ``.yaml`` suffix (``tiny-cpu``, ``llama-3.1-8b-instruct
 from __future__ import annotations
 
 import types
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 import yaml
@@ -227,9 +227,11 @@ class Recipe(Strict):
 
     **Accountable keys.** A family that reads only part of a shared section (``data``, ``model``) says which keys
     it reads in :attr:`reads`; every other key of that section is *unread* (:meth:`unread_keys`): setting it is an
-    error naming the key and the family (in ``--dry-run`` too), and it is left out of the resolved recipe
-    (``recipe.yaml``, the fingerprint, ``--dry-run``), so that everything a run records is something it used.
-    ``model.tiny`` is read only when ``model.name_or_path`` is ``tiny``.
+    error naming the key and the family (in ``--dry-run`` too). Keys that the recipe's own switches turn off
+    (:meth:`switched_off`: ``model.tiny`` for a real model, the 4-bit settings with ``quantization.enabled:
+    false``) stay accepted, so that ``--set quantization.enabled=false`` works on a QLoRA recipe, and ``--dry-run``
+    names them. Both are left out of the resolved recipe (``recipe.yaml``, the fingerprint, ``--dry-run``), so
+    that everything a run records is something it used.
     """
 
     reads: ClassVar[Mapping[str, frozenset[str]]] = {}
@@ -249,15 +251,14 @@ class Recipe(Strict):
         return value
 
     def unread_keys(self) -> list[str]:
-        """Dotted keys (``data.max_length``; a whole section: ``lora``) that this recipe's family does not read:
-        the keys :attr:`reads` leaves out, and those a switch of this recipe turns off (:meth:`switched_off`)."""
-        keys = [f"{section}.{name}" for section, read in self.reads.items()
+        """Dotted keys (``data.max_length``) of the shared sections that this family never reads (:attr:`reads`)."""
+        return [f"{section}.{name}" for section, read in self.reads.items()
                 for name in type(getattr(self, section)).model_fields if name not in read]
-        return keys + [k for k in self.switched_off() if k not in keys]
 
     def switched_off(self) -> list[str]:
-        """Keys that this recipe's own settings leave unread: ``model.tiny`` unless ``model.name_or_path`` is
-        ``tiny``; the 4-bit settings when ``quantization.enabled`` is false. Families add their own."""
+        """Dotted keys (a whole section: ``lora``) that this recipe's own settings leave unread: ``model.tiny``
+        unless ``model.name_or_path`` is ``tiny``; the 4-bit settings when ``quantization.enabled`` is false.
+        Families add their own."""
         keys = []
         model = getattr(self, "model", None)
         if isinstance(model, BaseModel) and "tiny" in type(model).model_fields and \
@@ -269,8 +270,10 @@ class Recipe(Strict):
         return keys
 
     def reads_key(self, key: str) -> bool:
-        """Whether the family reads the dotted ``key`` (``data.split``)."""
-        return key not in self.unread_keys()
+        """Whether this recipe's run reads the dotted ``key`` (``data.split``)."""
+        parts = key.split(".")
+        prefixes = {".".join(parts[:n]) for n in range(1, len(parts) + 1)}
+        return not (prefixes & {*self.unread_keys(), *self.switched_off()})
 
     @model_validator(mode="after")
     def _reads_every_key(self, info: ValidationInfo) -> Recipe:
@@ -288,7 +291,7 @@ class Recipe(Strict):
     @model_serializer(mode="wrap")
     def _only_read_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data = handler(self)
-        for key in self.unread_keys():
+        for key in [*self.unread_keys(), *self.switched_off()]:
             section, _, name = key.partition(".")
             if not name:
                 data.pop(section, None)

@@ -108,8 +108,9 @@ def _pos_weight(recipe: TwoTierRecipe, stats: PairStats) -> float | None:
     return weight
 
 
-def fit(recipe: TwoTierRecipe, base: tuple[str, str | None], train_rows: list[dict[str, Any]], eval_rows: list[dict[str, Any]] | None,
-        pos_weight: float | None, output_dir: Path, resume: bool, console: Console) -> tuple[Any, dict[str, Any]]:
+def fit(recipe: TwoTierRecipe, base: tuple[str, str | None], train_rows: list[dict[str, Any]],
+        eval_rows: list[dict[str, Any]] | None, pos_weight: float | None, output_dir: Path, resume: bool,
+        console: Console) -> tuple[Any, dict[str, Any]]:
     """Fine-tune the cross-encoder ``base`` (path or id, revision) with sentence-transformers'
     ``CrossEncoderTrainer`` (binary cross-entropy); the best checkpoint by eval loss is kept when there is an eval
     split. Returns the model and the trainer metrics."""
