@@ -496,6 +496,7 @@ def test_the_gold_file_given_as_predictions_is_refused(files, tmp_path):
            "gold record" in result.output
 
 
+@pytest.mark.slow
 def test_errors_stay_on_one_line_when_piped(tmp_path):
     """A long path in an error is never wrapped when stderr is not a terminal (and COLUMNS is unset)."""
     import os

@@ -60,6 +60,7 @@ def trained(request, prepared, tmp_path_factory) -> tuple[str, Path]:
     return request.param, out
 
 
+@pytest.mark.slow
 def test_both_paths_memorise_the_records_and_load_back(trained):
     architecture, out = trained
     info = json.loads((out / "run_info.json").read_text())
@@ -215,6 +216,7 @@ def test_build_examples_refuse_an_untyped_span_with_typed_labels(prepared):
     assert build_examples([record], tokenizer, binary, WindowStats(), best_only=False)
 
 
+@pytest.mark.slow
 def test_training_skips_records_no_window_fits_and_records_them(tmp_path):
     data = tmp_path / "data"
     records = [*overfit_records(), _long_question_record()]
@@ -250,6 +252,7 @@ def test_weighted_loss_counts_hallucinated_tokens_more():
         plain.item())
 
 
+@pytest.mark.slow
 def test_resume_after_a_kill_and_fixed_threshold(prepared, tmp_path, monkeypatch):
     import transformers
 
@@ -270,6 +273,7 @@ def test_resume_after_a_kill_and_fixed_threshold(prepared, tmp_path, monkeypatch
     assert set(info["detection"]["aggregations"]) == {"mean", "max", "min", "best", "by-type"}
 
 
+@pytest.mark.slow
 def test_cli_train_predict_evaluate(prepared, tmp_path):
     recipe = tmp_path / "recipe.yaml"
     import yaml
