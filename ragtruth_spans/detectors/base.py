@@ -24,6 +24,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from ragtruth_spans.core.errors import InputError, check_choice
@@ -104,7 +105,23 @@ class Detector(ABC):
         """The :class:`Detection` of one response (:meth:`detect_batch` of one item)."""
         return self.detect_batch([DetectItem(context=context, response=response, task=task, question=question)])[0]
 
+    load_options: Mapping[str, Any] = MappingProxyType({})
+    """The options :func:`~ragtruth_spans.detectors.loader.load_detector` loaded it with (set by the loader)."""
+
     def describe(self) -> dict[str, Any]:
         """JSON-ready description of this detector, recorded with its predictions: ``kind`` plus what the family
         adds (the run directory and its fingerprint, settings that change outputs)."""
         return {"kind": self.kind}
+
+
+OPERATING_KEYS = ("threshold", "thresholds", "response_threshold", "max_word_gap", "aggregation", "span_edges",
+                  "backend", "max_new_tokens", "mode")
+"""The keys of ``describe()`` that make a detector's operating point (where a family has them)."""
+
+
+def operating_point(detector: Detector) -> dict[str, Any]:
+    """What a detector decides with, recorded with its predictions (``OUT.meta.json``) and shown by ``/v1/model``:
+    the decision settings of its ``describe()`` (:data:`OPERATING_KEYS`) and the load options given to it."""
+    described = detector.describe()
+    return {**{key: described[key] for key in OPERATING_KEYS if key in described},
+            "load_options": dict(detector.load_options)}
