@@ -32,6 +32,19 @@ from ragtruth_spans.core.fields import check_text
 from ragtruth_spans.core.types import TASK_TYPES, Record, Span
 
 
+def resolve_task(item: Mapping[str, Any]) -> Any:
+    """The task rule of a detection item, the same for stdin, HTTP and the Python API: ``task`` (``task_type``,
+    the prepared files' name, is accepted too; given both, they must agree); with neither, ``QA`` when a
+    ``question`` is given, else None (missing)."""
+    task, task_type = item.get("task"), item.get("task_type")
+    if task is not None and task_type is not None and task != task_type:
+        raise InputError(f"task {task!r} and task_type {task_type!r} disagree; give one", field="task")
+    task = task if task is not None else task_type
+    if task is None and item.get("question") is not None:
+        return "QA"
+    return task
+
+
 @dataclass(frozen=True)
 class DetectItem:
     """One thing to check: ``response`` written from ``context`` for a ``task`` (QA / Summary / Data2txt);
@@ -45,21 +58,23 @@ class DetectItem:
     @classmethod
     def of(cls, item: DetectItem | Record | Mapping[str, Any]) -> DetectItem:
         """Coerce a :class:`DetectItem`, a :class:`~ragtruth_spans.core.types.Record` or a mapping with
-        ``context``, ``response``, ``task`` (or ``task_type``) and optional ``question``; a missing or bad field
-        (not a string, or text with a lone surrogate: :func:`~ragtruth_spans.core.fields.check_text`) raises
-        :class:`InputError` naming it."""
+        ``context``, ``response``, ``task`` and optional ``question`` — the one item schema that stdin ``detect``
+        and HTTP share (:func:`resolve_task`; ``context`` and ``response`` non-empty text); a missing or bad field
+        (not a string, empty, or text with a lone surrogate: :func:`~ragtruth_spans.core.fields.check_text`)
+        raises :class:`InputError` naming it."""
         if isinstance(item, DetectItem):
             return item
         if isinstance(item, Record):
             return cls(context=item.context, response=item.response, task=item.task_type, question=item.question)
         if not isinstance(item, Mapping):
             raise InputError(f"expected an object with context, response and task, got {type(item).__name__}")
-        task = item.get("task", item.get("task_type"))
+        task = resolve_task(item)
         if task is None:
-            raise InputError("missing required field (QA, Summary or Data2txt)", field="task")
+            raise InputError("missing required field (QA, Summary or Data2txt; QA is assumed only when a question "
+                             "is given)", field="task")
         check_choice(task, TASK_TYPES, "task", field="task")
         for key in ("context", "response"):
-            check_text(item.get(key), field=key)
+            check_text(item.get(key), field=key, nonempty=True)
         question = check_text(item.get("question"), field="question", optional=True)
         return cls(context=item["context"], response=item["response"], task=task, question=question)
 
