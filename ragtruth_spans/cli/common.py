@@ -106,11 +106,6 @@ def evidence_finder(evidence: bool, mode: str, device: str | None = None) -> Any
 
 # --- the one set of load options (predict, detect, serve, select-best, benchmark) -------------------------------
 
-LOAD_OPTIONS_HELP = "Loading: --device, --batch-size, --threshold, --backend, --max-new-tokens, --load-in-4bit, " \
-                    "--aggregation and --option KEY=VALUE are the same in predict, detect, serve, select-best and " \
-                    "benchmark (docs/INFERENCE.md)."
-
-
 def device_option() -> Any:
     return typer.Option(None, "--device", help="torch device: cpu, cuda, cuda:1 ... (default: cuda if available).")
 
