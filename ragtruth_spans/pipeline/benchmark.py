@@ -94,6 +94,7 @@ def parse_detectors(text: str | Sequence[str], options: dict[str, Any] | None = 
     options in brackets (``[KEY=VALUE,...]``, values as YAML, the keys of ``predict``'s load options), which
     override ``options`` (the command's load flags, for every detector); labels are made unique."""
     from ragtruth_spans.detectors.family import named_detectors
+    from ragtruth_spans.detectors.loader import check_threshold
 
     items = [part.strip() for part in (split_detectors(text) if isinstance(text, str) else text) if part.strip()]
     if not items:
@@ -121,6 +122,7 @@ def parse_detectors(text: str | Sequence[str], options: dict[str, Any] | None = 
         while unique in taken:
             unique, n = f"{label}-{n}", n + 1
         merged = {k: v for k, v in {**(options or {}), **own}.items() if v is not None}
+        check_threshold(merged.get("threshold"), field="--detectors")
         specs.append(DetectorSpec(label=unique, source=source, tune=tune, options=merged))
     return specs
 

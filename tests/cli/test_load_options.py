@@ -54,8 +54,8 @@ def test_a_threshold_the_family_cannot_take_is_refused_by_name() -> None:
         load_detector("numbers", threshold=0.5)
     with pytest.raises(InputError, match="hybrid method has 2 thresholds"):
         load_detector("sim-hybrid", threshold=0.5)
-    with pytest.raises(InputError, match=r"must be in \(0, 1\)"):
-        load_detector("sim-overlap", threshold=1.0)
+    with pytest.raises(InputError, match=r"--detectors.*must be in \(0, 1\)"):
+        parse_detectors("sim-overlap[threshold=1.0]")
 
 
 def test_predict_records_the_operating_point(sample_test_file, tmp_path: Path) -> None:
