@@ -2,8 +2,7 @@
 models, a few steps), in its own process as a user runs it. The ones that train or serve a model are ``slow``.
 
 Scripts covered elsewhere: ``make_sample.py`` (tests/data/test_ragtruth.py), ``subset_by_source.py``
-(tests/data/test_subset_by_source.py), ``bench_serve.py`` (tests/serving/test_bench_serve.py),
-``check_core_install.sh`` (tests/core/test_core_install.py).
+(tests/data/test_subset_by_source.py), ``bench_serve.py`` (tests/serving/test_bench_serve.py).
 """
 
 from __future__ import annotations
@@ -23,7 +22,21 @@ from ragtruth_spans.data.ragtruth import sample_data_dir
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
-COVERED_ELSEWHERE = {"make_sample.py", "subset_by_source.py", "bench_serve.py", "check_core_install.sh"}
+COVERED_ELSEWHERE = {"make_sample.py", "subset_by_source.py", "bench_serve.py"}
+CORE_ONLY = """
+import importlib.util, sys
+BLOCKED = set()
+real = importlib.util.find_spec
+importlib.util.find_spec = lambda name, package=None: None if name.split(".")[0] in BLOCKED else real(name, package)
+from ragtruth_spans.core.extras import EXTRA_MODULES
+BLOCKED |= {m for modules in EXTRA_MODULES.values() for m in modules} | {"tokenizers", "bitsandbytes"}
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked: core-only install)")
+sys.meta_path.insert(0, Block())
+"""
+"""``sitecustomize`` of a simulated core-only install: the extras' modules cannot be found or imported."""
 
 
 def run_script(name: str, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -46,9 +59,28 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_every_script_has_a_test() -> None:
-    tested = set(re.findall(r'run_script\("([^"]+)"', Path(__file__).read_text(encoding="utf-8")))
+    text = Path(__file__).read_text(encoding="utf-8")
+    tested = set(re.findall(r'run_script\("([^"]+)"', text)) | set(re.findall(r'SCRIPTS / "([^"]+)"', text))
     missing = {p.name for p in SCRIPTS.iterdir() if p.suffix in (".py", ".sh")} - tested - COVERED_ELSEWHERE
     assert not missing, f"scripts without a test: {sorted(missing)}"
+
+
+@pytest.mark.slow
+def test_check_core_install_in_a_simulated_core_only_environment(tmp_path: Path) -> None:
+    site, bin_dir = tmp_path / "site", tmp_path / "bin"
+    site.mkdir()
+    bin_dir.mkdir()
+    (site / "sitecustomize.py").write_text(CORE_ONLY, encoding="utf-8")
+    for name, command in (("python", f'exec {sys.executable} "$@"'),
+                          ("ragtruth-spans", f'exec {sys.executable} -m ragtruth_spans "$@"')):
+        (bin_dir / name).write_text(f"#!/usr/bin/env bash\n{command}\n", encoding="utf-8")
+        (bin_dir / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    result = subprocess.run(["bash", str(SCRIPTS / "check_core_install.sh")], capture_output=True, text=True,
+                            timeout=300, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "work without torch" in result.stdout
 
 
 def test_bench_evaluate(tmp_path: Path) -> None:
