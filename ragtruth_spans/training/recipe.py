@@ -228,10 +228,10 @@ class Recipe(Strict):
     **Accountable keys.** A family that reads only part of a shared section (``data``, ``model``) says which keys
     it reads in :attr:`reads`; every other key of that section is *unread* (:meth:`unread_keys`): setting it is an
     error naming the key and the family (in ``--dry-run`` too). Keys that the recipe's own switches turn off
-    (:meth:`switched_off`: ``model.tiny`` for a real model, the 4-bit settings with ``quantization.enabled:
-    false``) stay accepted, so that ``--set quantization.enabled=false`` works on a QLoRA recipe, and ``--dry-run``
-    names them. Both are left out of the resolved recipe (``recipe.yaml``, the fingerprint, ``--dry-run``), so
-    that everything a run records is something it used.
+    (:meth:`switched_off`: ``model.tiny`` for a real model, ``lora`` with full fine-tuning) stay accepted, so that
+    ``--set model.name_or_path=...`` works on a recipe that shapes a tiny model, and ``--dry-run`` names them.
+    Both are left out of the resolved recipe (``recipe.yaml``, the fingerprint, ``--dry-run``), so that everything
+    a run records is something it used.
     """
 
     reads: ClassVar[Mapping[str, frozenset[str]]] = {}
@@ -257,16 +257,13 @@ class Recipe(Strict):
 
     def switched_off(self) -> list[str]:
         """Dotted keys (a whole section: ``lora``) that this recipe's own settings leave unread: ``model.tiny``
-        unless ``model.name_or_path`` is ``tiny``; the 4-bit settings when ``quantization.enabled`` is false.
-        Families add their own."""
+        unless ``model.name_or_path`` is ``tiny``. Families add their own. (The 4-bit settings are read even with
+        ``quantization.enabled: false``: ``--load-in-4bit`` at inference builds its config from them.)"""
         keys = []
         model = getattr(self, "model", None)
         if isinstance(model, BaseModel) and "tiny" in type(model).model_fields and \
                 getattr(model, "name_or_path", TINY) != TINY:
             keys.append("model.tiny")
-        quantization = getattr(self, "quantization", None)
-        if isinstance(quantization, QuantizationSection) and not quantization.enabled:
-            keys += [f"quantization.{name}" for name in QuantizationSection.model_fields if name != "enabled"]
         return keys
 
     def reads_key(self, key: str) -> bool:

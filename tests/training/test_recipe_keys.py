@@ -1,8 +1,8 @@
 """Accountable recipes: every key of every shipped recipe either changes what the run does — the resolved recipe
 that ``--dry-run`` prints and ``recipe.yaml`` records, and with it the run's fingerprint — or is refused with an
-error naming the key and the family, or is one that the recipe's own switch turns off (``quantization.*`` with
-``quantization.enabled: false``, ``lora`` with ``finetuning: full``, ``model.tiny`` for a real model), which the
-resolved recipe leaves out and ``--dry-run`` names. Nothing a user sets is silently ignored."""
+error naming the key and the family, or is one that the recipe's own switch turns off (``lora`` with
+``finetuning: full``, ``model.tiny`` for a real model), which the resolved recipe leaves out and ``--dry-run``
+names. Nothing a user sets is silently ignored."""
 
 from __future__ import annotations
 
@@ -190,10 +190,10 @@ def test_the_dry_run_plan_holds_only_keys_the_family_reads() -> None:
     result = CliRunner().invoke(app, ["train", "all-minilm-l6-v2/similarity-overlap", "--dry-run"])
     assert result.exit_code == 0, result.output
     assert "max_length" not in result.output and "augment" not in result.output and "prepared_dir" in result.output
-    result = CliRunner().invoke(app, ["train", "tiny-cpu", "--dry-run", "--set", "quantization.enabled=false"])
+    result = CliRunner().invoke(app, ["train", "tiny-cpu", "--dry-run", "--set", "model.name_or_path=org/model"])
     assert result.exit_code == 0, result.output
-    assert "quant_type" not in result.output.split("# not read")[0]
-    assert "# not read with these settings (left out above): quantization.quant_type" in result.output
+    assert "hidden_size" not in result.output.split("# not read")[0]
+    assert "# not read with these settings (left out above): model.tiny" in result.output
     recipe = resolved("all-minilm-l6-v2/two-tier")
     dumped = recipe.model_dump()
     assert "dtype" not in dumped["model"] and "tiny" not in dumped["model"] and "augment" in dumped["data"]
