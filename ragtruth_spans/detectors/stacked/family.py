@@ -21,7 +21,7 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     """The detector a finished stacked run directory describes (combiner, decision, members, encoder)."""
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.detectors.recipes import read_finished_run
-    from ragtruth_spans.detectors.stacked import combiner
+    from ragtruth_spans.detectors.stacked import combiner, response
     from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder
     from ragtruth_spans.detectors.stacked.detector import StackedDetector
 
@@ -39,7 +39,12 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     decision = combiner.Decision.from_dict(info["decision"])
     if threshold is not None:
         decision = dataclasses.replace(decision, thresholds={"*": float(threshold)})
-    return StackedDetector(combiner.load(run_dir), builder, decision,
+    head = None
+    if info.get("response") is not None:  # runs of recipes with `response: null` (or older runs) have no head
+        if not isinstance(info["response"], dict):
+            raise InputError("run_info.json: response must be an object", path=run_dir)
+        head = (response.load(run_dir), response.Calibration.from_dict(info["response"].get("calibration") or {}))
+    return StackedDetector(combiner.load(run_dir), builder, decision, head=head,
                            run_info={"run_dir": str(run_dir.resolve()), "fingerprint": info.get("fingerprint")})
 
 

@@ -30,7 +30,7 @@ from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.data.augment import is_augmented
 from ragtruth_spans.detectors.base import DetectItem, Detector
-from ragtruth_spans.detectors.stacked import combiner
+from ragtruth_spans.detectors.stacked import combiner, response
 from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder, character_scores
 from ragtruth_spans.detectors.stacked.recipe import MemberSection, StackedRecipe
 from ragtruth_spans.training.data import RecordStats, load_eval_records, selected_training_records
@@ -153,25 +153,44 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     seconds["combiner"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
+    console.print("stacked: tuning thresholds and span merging on out-of-fold training + eval probabilities")
     eval_probs = booster.predict(x_eval, num_iteration=rounds)
     flat = np.concatenate([oof, eval_probs])
-    all_words = [c.words for c in train_cols + eval_cols]
-    bounds = np.cumsum([0, *(len(w) for w in all_words)])
-    real = [i for i, r in enumerate(train_records + eval_records) if not is_augmented(r)]  # tune on real data
-    tuned_records = [(train_records + eval_records)[i] for i in real]
-    tuned_words = [all_words[i] for i in real]
-    probabilities = [flat[bounds[i]:bounds[i + 1]] for i in real]
+    every_record = train_records + eval_records
+    every_cols = train_cols + eval_cols
+    bounds = np.cumsum([0, *(len(c.words) for c in every_cols)])
+    every_probs = [flat[bounds[i]:bounds[i + 1]] for i in range(len(every_record))]
+    real = [i for i, r in enumerate(every_record) if not is_augmented(r)]  # tune on real data
+    tuned_records = [every_record[i] for i in real]
+    tuned_words = [every_cols[i].words for i in real]
+    probabilities = [every_probs[i] for i in real]
     decision, table = combiner.tune(tuned_records, tuned_words, probabilities, recipe.decision)
     seconds["decision"] = time.perf_counter() - tick
 
+    tick = time.perf_counter()
+    head = None
+    if recipe.response is not None:
+        console.print("stacked: response head (cross-validated by source, calibrated on out-of-fold responses)")
+        head = response.train_head(recipe.response, decision, builder.names, every_record, every_cols, every_probs,
+                                   len(train_records))
+        scores = [float(head.scores[i]) for i in real]
+    else:
+        scores = [float(p.max()) if len(p) else 0.0 for p in probabilities]
+    decision = combiner.tune_gate(tuned_records, tuned_words, probabilities, scores, decision, recipe.decision,
+                                  table)
+    seconds["response"] = time.perf_counter() - tick
+
     run_dir.mkdir(parents=True, exist_ok=True)
     combiner.save(booster, run_dir)
+    if head is not None:
+        response.save(head.booster, run_dir, head.rounds)
     importance = booster.feature_importance("gain", iteration=rounds)
     top = sorted(zip(builder.names, importance.tolist()), key=lambda kv: -kv[1])
     chosen = next(row for row in table if row["thresholds"] == dict(decision.thresholds)
                   and row["max_word_gap"] == decision.max_word_gap
                   and row.get("response_threshold", 0.0) == decision.response_threshold)
     info = {"columns": builder.names, "rounds": rounds, "decision": decision.to_dict(),
+            "response": None if head is None else head.info(real, every_record),
             "members": {m.name: {"recipe": m.recipe, "detector": m.detector,
                                  "path": f"{MEMBERS_DIR}/{m.name}/full" if m.recipe else None}
                         for m in recipe.members},

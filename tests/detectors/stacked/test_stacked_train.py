@@ -65,6 +65,7 @@ def stacked_recipe(prepared: Path, out: Path, members: list | None = None) -> di
             "combiner": {"min_data_in_leaf": 5, "num_leaves": 7, "max_rounds": 60, "early_stopping_rounds": 20,
                          "oof_folds": 2},
             "decision": {"grid": [0.1, 0.3, 0.5, 0.7], "max_word_gap": [0, 1]},
+            "response": {"min_data_in_leaf": 2, "num_leaves": 3, "folds": 2, "learning_rate": 0.2},
             "data": {"prepared_dir": str(prepared), "eval_split": "dev"}, "output_dir": str(out)}
 
 
