@@ -129,7 +129,7 @@ class Detector(ABC):
         return {"kind": self.kind}
 
 
-OPERATING_KEYS = ("threshold", "thresholds", "response_threshold", "max_word_gap", "aggregation", "span_edges",
+OPERATING_KEYS = ("threshold", "thresholds", "response_threshold", "fill", "max_word_gap", "aggregation", "span_edges",
                   "backend", "max_new_tokens", "mode")
 """The keys of ``describe()`` that make a detector's operating point (where a family has them)."""
 
