@@ -53,7 +53,7 @@ def prepared(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module", params=["bert", "llama"])
+@pytest.fixture(scope="module", params=["bert", "llama"])  # its tests are slow: it trains two models
 def trained(request, prepared, tmp_path_factory) -> tuple[str, Path]:
     out = tmp_path_factory.mktemp(f"token-cls-{request.param}") / "run"
     train(validate_recipe(token_cls_recipe(prepared, out, request.param)))
@@ -85,6 +85,7 @@ def test_both_paths_memorise_the_records_and_load_back(trained):
         assert (out / "model.safetensors").is_file() and not (out / "adapter_config.json").exists()
 
 
+@pytest.mark.slow
 def test_threshold_option_and_run_default(trained):
     _, out = trained
     info = json.loads((out / "run_info.json").read_text())
@@ -140,6 +141,7 @@ def test_run_info_records_the_commit_a_hub_base_resolved_to(prepared):
     assert info(lora, str(prepared))["resolved_revision"] is None  # a local folder has no hub commit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trained", ["llama"], indirect=True)  # LoRA; full fine-tuning saves the whole model
 def test_a_lora_run_reloads_its_hub_base_at_the_recorded_commit(trained, tmp_path, monkeypatch):
     """A LoRA run on a hub base at ``revision: main`` loads the commit recorded at training time, not whatever
@@ -298,6 +300,7 @@ def test_cli_train_predict_evaluate(prepared, tmp_path):
     assert result.exit_code == 2 and "do not apply" in result.output
 
 
+@pytest.mark.slow
 def test_select_best_with_a_token_classifier_run(trained, tmp_path):
     """`select-best` works on a token-classification run: of two candidates for the clean QA record's context, the
     one the classifier memorised as clean wins over the one it memorised as hallucinated."""
