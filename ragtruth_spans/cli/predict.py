@@ -54,10 +54,10 @@ def predict_command(
     """Detect hallucinated spans in each response and write the predictions file (resumable). The load options
     are the same as detect's, serve's, select-best's and benchmark's."""
     from ragtruth_spans.pipeline.predict import predict_file
-    from ragtruth_spans.reporting.console import predict_summary
+    from ragtruth_spans.reporting.console import predict_summary, printable
 
     if logs.verbosity() != "quiet":
-        err.print(f"predicting with [bold]{escape(str(model))}[/] on {escape(str(data))} → {escape(str(out_path))}")
+        err.print(escape(printable(f"predicting with {model} on {data} → {out_path}")))
     with user_errors():
         options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
                                max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,

@@ -13,6 +13,7 @@ from ragtruth_spans.cli.common import (
     app,
     backend_option,
     batch_size_option,
+    data_inputs,
     device_option,
     family_option,
     load_in_4bit_option,
@@ -55,7 +56,8 @@ def select_command(
 
     with user_errors():
         if json_out is not None:
-            check_output_path(json_out, field="--json")  # before the work, not after it
+            json_out = check_output_path(json_out, field="--json",  # before any work
+                                         inputs=[*data_inputs("--data", data), ("--pred", pred)])
         records, _ = load_gold(data)
         pred_file = read_prediction_file(pred, response_lengths={r.id: len(r.response) for r in records})
         names = [m.strip() for m in models.split(",") if m.strip()]
@@ -111,7 +113,8 @@ def select_best_command(
 
     with user_errors():
         if json_out is not None:
-            check_output_path(json_out, field="--json")
+            json_out = check_output_path(json_out, field="--json", inputs={"--context": context,
+                                                                           "--candidates": candidates})
         if task is None and question is None:
             raise InputError("--task is required (QA, Summary or Data2txt) when no --question is given")
         task = task or "QA"

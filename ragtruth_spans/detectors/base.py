@@ -38,7 +38,8 @@ def resolve_task(item: Mapping[str, Any]) -> Any:
     ``question`` is given, else None (missing)."""
     task, task_type = item.get("task"), item.get("task_type")
     if task is not None and task_type is not None and task != task_type:
-        raise InputError(f"task {task!r} and task_type {task_type!r} disagree; give one", field="task")
+        raise InputError(f"task {task!r} and task_type {task_type!r} disagree (they are two names of one field: "
+                         "give one)", field="task_type")
     task = task if task is not None else task_type
     if task is None and item.get("question") is not None:
         return "QA"

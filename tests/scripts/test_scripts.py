@@ -2,7 +2,9 @@
 models, a few steps), in its own process as a user runs it. The ones that train or serve a model are ``slow``.
 
 Scripts covered elsewhere: ``make_sample.py`` (tests/data/test_ragtruth.py), ``subset_by_source.py``
-(tests/data/test_subset_by_source.py), ``bench_serve.py`` (tests/serving/test_bench_serve.py).
+(tests/data/test_subset_by_source.py), ``bench_serve.py`` (tests/serving/test_bench_serve.py),
+``bench_obvious.py`` (tests/scripts/test_bench_obvious.py), ``bench_selection.py`` and ``bench_calibration.py``
+(tests/scripts/test_bench_selection_calibration.py).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from ragtruth_spans.data.ragtruth import sample_data_dir
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
-COVERED_ELSEWHERE = {"make_sample.py", "subset_by_source.py", "bench_serve.py"}
+COVERED_ELSEWHERE = {"make_sample.py", "subset_by_source.py", "bench_serve.py", "bench_obvious.py",
+                     "bench_selection.py", "bench_calibration.py"}
 CORE_ONLY = """
 import importlib.util, sys
 BLOCKED = set()
@@ -118,7 +121,7 @@ def test_tier1_report(prepared: Path, tmp_path: Path) -> None:
 def test_fault_inject_serve(tmp_path: Path) -> None:
     out = tmp_path / "faults.json"
     run_script("fault_inject_serve.py", "--model", "numbers", "--requests", "40", "--concurrency", "4",
-               "--deadline", "120", "--json", str(out), cwd=tmp_path)
+               "--deadline", "120", "--heavy", "0", "--json", str(out), cwd=tmp_path)
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["sent"] == report["answered"] == 40 and report["server_alive"]
     assert report["lost"] == report["duplicated"] == report["wrongly_failed"] == report["hostile_mishandled"] == 0

@@ -3,8 +3,10 @@
 ``Span.score`` is the mean word probability of the span. ``Detection.score`` (the response score) is the response
 head's calibrated probability that the response holds a hallucination (:mod:`.response`); a run without a head
 gives the highest word probability (0.0 for a response without words). The decision's gate and fill act on that
-score. Diagnostics per response: ``words``, ``word_max`` (the highest word probability) and, when a member could
-not judge the item, ``member_errors`` (the member's columns are zeros there).
+score; with the decision's ``conflict_rule``, words the context contradicts are flagged whatever the score, and a
+response flagged only so gets the gate's value as its score. Diagnostics per response: ``words``, ``word_max``
+(the highest word probability), ``contradicted_words`` when any, and, when a member could not judge the item,
+``member_errors`` (the member's columns are zeros there).
 """
 
 from __future__ import annotations
@@ -64,9 +66,13 @@ class StackedDetector(Detector):
         detections = []
         for item, cols, probs, score in zip(checked, columns, probabilities,
                                             self.scores(checked, columns, probabilities)):
-            spans = self.decision.spans(cols.words, probs, item.task, score)
+            contradicted = cols.contradicted()
+            spans = self.decision.spans(cols.words, probs, item.task, score, contradicted)
+            if spans and score < self.decision.response_threshold:
+                score = self.decision.response_threshold  # a contradicted word opened the gate (conflict_rule)
             word_max = round(float(probs.max()), 6) if len(probs) else 0.0
+            extra = {"contradicted_words": int(contradicted.sum())} if contradicted.any() else {}
             detections.append(Detection(spans=spans, score=round(score, 6),
-                                        diagnostics={"words": len(cols.words), "word_max": word_max,
+                                        diagnostics={"words": len(cols.words), "word_max": word_max, **extra,
                                                      **cols.diagnostics}))
         return detections

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ragtruth_spans.core.types import TASK_TYPES
+from ragtruth_spans.data.augment import ANTONYMS
 
 Interval = tuple[int, int]
 WORD = re.compile(r"\w+(?:[-'’.,/:]\w+)*")
@@ -248,13 +249,31 @@ def _same_kind(word: str, capitalised: bool, other: str, other_capitalised: bool
     return capitalised and other_capitalised and other not in STOP_WORDS
 
 
+def _contradicts(block: Sequence[str], capitalised: Sequence[bool], at: int, index: ContextIndex) -> list[int]:
+    """The positions in ``block`` (response words) that contradict the context words of the same length at
+    ``at`` — when some word differs and every differing pair is two different numbers, two different names (the
+    response's not in the context) or antonyms (``rose``/``fell``); else none."""
+    ctx = index.tokens[at:at + len(block)]
+    differ = [i for i, (r, c) in enumerate(zip(block, ctx)) if r != c]
+    if not differ or len(ctx) != len(block):
+        return []
+    for i in differ:
+        word, other = block[i], ctx[i]
+        if ANTONYMS.get(word) == other:
+            continue
+        if word in index.words or not _same_kind(word, capitalised[i], other, index.capitalised[at + i]):
+            return []
+    return differ
+
+
 def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: ContextIndex
               ) -> dict[str, np.ndarray]:
     """Signals that the context says something else where the response copies it (contradicted, not merely
     absent), one 0/1 value per response word (``tokens``: normalised words; ``capitalised``: their first letter):
 
-    - ``swap``: a run of 1–3 words between two word pairs that the context holds 1–3 words apart, with other
-      words in between (``opened in [1998] and closed`` against ``opened in 1999 and closed``);
+    - ``swap``: a run of 1–3 words between anchors that the context holds the same number of words apart, where
+      the context has other numbers, other names or antonyms (``opened in [1998] and closed`` against
+      ``opened in 1999 and closed``; ``sales [fell] by`` against ``sales rose by``);
     - ``swap_one_side``: a word the context lacks, right after (or before) a word pair of the context where the
       context has another word of the same kind (a number, or a capitalised name) instead;
     - ``negation_added``: a negation (``not``, ``isn't``) whose removal leaves a word pair of the context, and the
@@ -282,9 +301,11 @@ def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: Context
         for m in range(j + 1, min(j + MAX_SWAP, n) + 1):
             right_pair, right_single = before(m)
             for lefts, rights in ((left_pair, right_pair), (left_pair, right_single), (left_single, right_pair)):
-                if any(0 < q - p <= MAX_SWAP and ctx[p] != tokens[j] and ctx[q - 1] != tokens[m - 1]
-                       for p in lefts for q in rights):
-                    out["swap"][j:m] = 1.0
+                found = next((d for p in lefts for q in rights if q - p == m - j
+                              for d in [_contradicts(tokens[j:m], capitalised[j:m], p, index)] if d), [])
+                for i in found:
+                    out["swap"][j + i] = 1.0
+                if found:
                     break
         if tokens[j] not in index.words:
             if any(p < len(ctx) and _same_kind(tokens[j], capitalised[j], ctx[p], index.capitalised[p])
@@ -365,6 +386,7 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     raw = [response[a:b] for a, b in spans]
     tokens = [normalise(w) for w in raw]
     stems = [stem(t) for t in tokens]
+    key_stems = [stem(t.replace("-", "")) for t in tokens]  # "Wi-Fi" reads the key WiFi
     numbers = [number_value(t) for t in tokens]
     sid = sentence_ids(spans, sentences)
     first_in_sentence = np.r_[True, sid[1:] != sid[:-1]]
@@ -393,8 +415,8 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
         "stem_in_context": 1.0 - unsupported,
         "fuzzy": _fuzzy(tokens, index.vocabulary),
         "in_question": [t in index.question for t in tokens],
-        "false_key": [s in index.false_keys for s in stems],
-        "true_key": [s in index.true_keys for s in stems],
+        "false_key": [k in index.false_keys for k in key_stems],
+        "true_key": [k in index.true_keys for k in key_stems],
         "ngram": ngram,
         "ngram_stem": _longest_runs(stems, index.stem_ngrams),
         "is_number": [v is not None for v in numbers],

@@ -79,6 +79,12 @@ class DecisionSection(Section):
     gate_span_f1_tolerance: float = Field(0.005, ge=0.0, le=1.0, description="The response gate (no span for a "
                                           "response whose score is below it) and the fill are tuned for response "
                                           "F1 among those that cost at most this much span F1.")
+    gate_threshold_scales: list[float] = Field(default_factory=lambda: [1.0], min_length=1, description="With the "
+                                               "gate, the word thresholds may be scaled by one of these (a gate "
+                                               "that drops clean responses lets the others flag more words).")
+    conflict_rule: bool = Field(False, description="Words the context contradicts (a changed number or name, an "
+                                "antonym, a negation added or dropped in copied text: the conflict columns) are "
+                                "always flagged; the gate and fill are tuned with the rule in place.")
     fill: list[float | None] = Field(default_factory=lambda: [None], min_length=1, description="Candidate fills: "
                                      "a response that passes the gate but has no word at the threshold gets its "
                                      "words at or above fill × its highest word probability (null: none).")
@@ -89,6 +95,8 @@ class DecisionSection(Section):
             raise ValueError("decision.grid values must be strictly between 0 and 1")
         if any(g < 0 for g in self.max_word_gap):
             raise ValueError("decision.max_word_gap values must be >= 0")
+        if any(not 0.0 < v <= 2.0 for v in self.gate_threshold_scales):
+            raise ValueError("decision.gate_threshold_scales values must be in (0, 2]")
         if any(f is not None and not 0.0 < f <= 1.0 for f in self.fill):
             raise ValueError("decision.fill values must be null or in (0, 1]")
         return self

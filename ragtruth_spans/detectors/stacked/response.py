@@ -194,14 +194,12 @@ def save(booster: Any, run_dir: Path, rounds: int) -> None:
 
 def load(run_dir: Path) -> Any:
     """The head of a finished run (a one-line error when the file is missing or unreadable)."""
+    from ragtruth_spans.detectors.lightgbm_text import load_booster
+
     path = run_dir / HEAD_FILE
     if not path.is_file():
         raise InputError(f"not a finished stacked run (no {HEAD_FILE})", path=run_dir)
-    try:
-        booster = _lightgbm().Booster(model_file=str(path))
-    except Exception as exc:  # LightGBM raises its own error type on a damaged file
-        raise InputError(f"cannot read the response head: {str(exc).splitlines()[0] if str(exc) else exc}",
-                         path=path) from None
+    booster = load_booster(path)
     if booster.num_feature() != len(RESPONSE_FEATURES):
         raise InputError(f"the response head reads {booster.num_feature()} columns, this version computes "
                          f"{len(RESPONSE_FEATURES)}: re-train the run", path=path)

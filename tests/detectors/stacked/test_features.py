@@ -104,6 +104,7 @@ def test_words_of_json_keys_whose_value_is_false_or_null_are_marked():
     assert f["reservations"]["false_key"] == 1.0 and f["reservations"]["true_key"] == 0.0
     assert f["outdoor"]["true_key"] == 1.0 and f["outdoor"]["false_key"] == 0.0
     assert f["wifi"]["false_key"] == 1.0 and f["music"]["false_key"] == 1.0
+    assert features_of(context, "It has Wi-Fi.", task="Data2txt")["Wi-Fi"]["false_key"] == 1.0
     assert features_of("plain text, not JSON", "reservations")["reservations"]["false_key"] == 0.0
 
 

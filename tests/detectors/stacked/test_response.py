@@ -74,3 +74,19 @@ def test_the_gate_uses_the_response_score_and_the_fill_flags_the_strongest_words
     assert [(s.start, s.end) for s in decision.spans(words, probs, "QA", score=0.7)] == [(4, 14)]  # filled
     assert Decision({"*": 0.5}, 0, 0.6).spans(words, probs, "QA", score=0.7) == []   # no fill: nothing at 0.5
     assert Decision.from_dict(decision.to_dict()) == decision
+
+
+def test_the_conflict_rule_flags_contradicted_words_whatever_the_gate_says():
+    words = [(0, 3), (4, 9), (10, 14)]
+    probs = np.array([0.05, 0.3, 0.04])
+    contradicted = np.array([False, False, True])
+    ruled = Decision({"*": 0.5}, 0, response_threshold=0.6, conflict_rule=True)
+    spans = ruled.spans(words, probs, "QA", score=0.1, conflicts=contradicted)
+    assert [(s.start, s.end, s.score) for s in spans] == [(10, 14, 0.5)]           # gate closed, rule flags it
+    assert [(s.start, s.end) for s in ruled.spans(words, np.array([0.05, 0.9, 0.04]), "QA", score=0.9,
+                                                  conflicts=contradicted)] == [(4, 14)]  # one run
+    unruled = Decision({"*": 0.5}, 0, response_threshold=0.6)
+    assert unruled.spans(words, probs, "QA", score=0.1, conflicts=contradicted) == []
+    assert Decision.from_dict(ruled.to_dict()) == ruled
+    with pytest.raises(InputError, match="conflict_rule"):
+        Decision.from_dict({**ruled.to_dict(), "conflict_rule": "yes"})
