@@ -141,8 +141,10 @@ def test_bench_train_tiny_on_cpu(tmp_path: Path) -> None:
 def test_bench_predict_tiny(prepared: Path, tmp_path: Path) -> None:
     out = tmp_path / "predict.json"
     run_script("bench_predict.py", "--data", str(prepared / "small.jsonl"), "--batch-sizes", "2",
-               "--max-new-tokens", "8", "--repeats", "1", "--json", str(out), cwd=tmp_path, timeout=600)
-    assert json.loads(out.read_text(encoding="utf-8"))
+               "--max-new-tokens", "8", "--repeats", "1", "--set", "training.max_steps=2", "--json", str(out),
+               cwd=tmp_path, timeout=600)
+    [row] = json.loads(out.read_text(encoding="utf-8"))["results"]
+    assert row["batch_size"] == 2 and row["responses"] == 6 and row["responses_per_s"] > 0
 
 
 @pytest.mark.slow
