@@ -155,6 +155,20 @@ def test_bench_stacked_one_variant(prepared: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_bench_ray_one_worker(prepared: Path, tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="the [ray] extra is not installed")
+    from ragtruth_spans.detectors.recipes import load_recipe
+    from ragtruth_spans.detectors.train import train
+
+    run = tmp_path / "run"
+    train(load_recipe("all-minilm-l6-v2/similarity-overlap", [f"data.prepared_dir={prepared}",
+                                                             f"output_dir={run}"]))
+    result = run_script("bench_ray.py", "--run", str(run), "--data", str(prepared / "small.jsonl"), "--workers",
+                        "1", cwd=tmp_path, timeout=600)
+    assert "| run | predict | 1 | 6 |" in result.stdout and "| run | ray | 1 | 6 |" in result.stdout
+
+
+@pytest.mark.slow
 def test_bench_judge_tiny_server(prepared: Path, tmp_path: Path) -> None:
     out = tmp_path / "judge.json"
     run_script("bench_judge.py", "--data", str(prepared / "small.jsonl"), "--modes", "span", "--max-tokens", "8",
