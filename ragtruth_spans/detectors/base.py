@@ -138,6 +138,11 @@ OPERATING_KEYS = ("threshold", "thresholds", "response_threshold", "fill", "max_
 def operating_point(detector: Detector) -> dict[str, Any]:
     """What a detector decides with, recorded with its predictions (``OUT.meta.json``) and shown by ``/v1/model``:
     the decision settings of its ``describe()`` (:data:`OPERATING_KEYS`) and the load options given to it."""
-    described = detector.describe()
+    return operating_point_of(detector.describe(), detector.load_options)
+
+
+def operating_point_of(described: Mapping[str, Any], load_options: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`operating_point` from a ``describe()`` and the load options (None values are left out, as the
+    loader leaves them out): for code that holds those rather than the detector (Ray actors)."""
     return {**{key: described[key] for key in OPERATING_KEYS if key in described},
-            "load_options": dict(detector.load_options)}
+            "load_options": {k: v for k, v in load_options.items() if v is not None}}
