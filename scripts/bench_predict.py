@@ -34,6 +34,8 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3, help="Timed runs per batch size; the median is kept.")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        help="Override of the tiny-cpu recipe trained when there is no --model (key=value).")
     parser.add_argument("--json", type=Path, default=None, help="Also write the results here.")
     parser.add_argument("--no-score-clean", action="store_true",
                         help="Skip the response score 1 - P(clean), to measure what it costs.")
@@ -62,7 +64,8 @@ def main() -> None:
             model = quickstart_model
         else:
             model = tmp / "model"
-            train(load_recipe("tiny-cpu", [f"output_dir={model}", f"data.prepared_dir={data.parent}"]))
+            train(load_recipe("tiny-cpu", [f"output_dir={model}", f"data.prepared_dir={data.parent}",
+                                           *args.overrides]))
     records = read_records(data)
 
     detector = GenerativeDetector.from_pretrained(model, device=args.device, max_new_tokens=args.max_new_tokens,

@@ -93,8 +93,9 @@ def main() -> None:
     from datasets import Dataset
     from trl import SFTTrainer
 
-    from ragtruth_spans.detectors.generative.train import library_versions, load_model, lora_config, sft_config
+    from ragtruth_spans.detectors.generative.train import load_model, lora_config, sft_config
     from ragtruth_spans.detectors.recipes import load_recipe
+    from ragtruth_spans.training.run_dir import library_versions
     from ragtruth_spans.training.tiny import train_tokenizer
 
     overrides = [f"training.per_device_batch_size={args.batch_size}", "training.gradient_accumulation_steps=1",

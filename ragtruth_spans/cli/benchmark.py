@@ -8,15 +8,30 @@ from typing import Optional
 
 import typer
 
-from ragtruth_spans.cli.common import app, err, note, user_errors
+from ragtruth_spans.cli.common import (
+    aggregation_option,
+    app,
+    backend_option,
+    batch_size_option,
+    device_option,
+    err,
+    family_option,
+    load_in_4bit_option,
+    load_options,
+    max_new_tokens_option,
+    note,
+    threshold_option,
+    user_errors,
+)
 
 
 @app.command("benchmark")
 def benchmark_command(
     data: Path = typer.Option(..., "--data", help="Prepared split file with gold spans, e.g. OUT/test.jsonl."),
     detectors: str = typer.Option(..., "--detectors", help="Comma-separated detector names or run directories, "
-                                  "e.g. numbers,sim-cosine,sim-cosine@dev,runs/two-tier (NAME@dev: tune its "
-                                  "thresholds on --dev first)."),
+                                  "e.g. numbers,sim-cosine,sim-cosine@dev,runs/two-tier[threshold=0.4] (NAME@dev: "
+                                  "tune its thresholds on --dev first; [KEY=VALUE,...]: this detector's own load "
+                                  "options, over the load flags below, which apply to every detector)."),
     out_dir: Path = typer.Option(..., "--out", help="Directory for predictions/, tuning/, leaderboard.{md,json,svg} "
                                  "(re-running resumes)."),
     dev: Optional[Path] = typer.Option(None, "--dev", help="Prepared dev split for the NAME@dev detectors."),
@@ -26,6 +41,14 @@ def benchmark_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="Responses per detect_batch call "
                                              "(default: each detector's preferred size)."),
+    device: Optional[str] = device_option(),
+    batch_size: Optional[int] = batch_size_option(),
+    threshold: Optional[float] = threshold_option(),
+    backend: Optional[str] = backend_option(),
+    max_new_tokens: Optional[int] = max_new_tokens_option(),
+    load_in_4bit: Optional[bool] = load_in_4bit_option(),
+    aggregation: Optional[str] = aggregation_option(),
+    option: Optional[list[str]] = family_option(),
 ) -> None:
     """Run every detector on --data (resumably), tune the NAME@dev ones on --dev, score them exactly as
     `evaluate` does and write the leaderboard (Markdown, JSON, SVG plot)."""
@@ -35,8 +58,11 @@ def benchmark_command(
 
     with user_errors():
         require("detect", "ragtruth-spans benchmark")  # its leaderboard plot (matplotlib) and most detectors
+        options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
+                               max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,
+                               option=option)
         payload = run_benchmark(data, detectors, out_dir, dev=dev, criterion=criterion, bootstrap=bootstrap,
-                                seed=seed, chunk_size=chunk_size, console=err)
+                                seed=seed, chunk_size=chunk_size, console=err, options=options)
     sys.stdout.write("\n".join(overall_table(payload)) + "\n")
     paths = BenchmarkPaths(out_dir)
     note(f"leaderboard written to {paths.markdown}, {paths.json} and {paths.plot}")

@@ -122,3 +122,65 @@ def data_inputs(flag: str, path: Any) -> list[tuple[str, Any]]:
         except InputError:
             return []  # not a RAGTruth folder: reading it fails with its own message
     return [(flag, path)]
+
+
+# --- the one set of load options (predict, detect, serve, select-best, benchmark) -------------------------------
+
+def device_option() -> Any:
+    return typer.Option(None, "--device", help="torch device: cpu, cuda, cuda:1 ... (default: cuda if available).")
+
+
+def batch_size_option() -> Any:
+    return typer.Option(None, "--batch-size", min=1, help=BATCH_SIZE_HELP)
+
+
+def threshold_option() -> Any:
+    return typer.Option(None, "--threshold", help="The operating point, in (0, 1): the probability at or above which "
+                        "a token (token classification), a sentence (two-tier), a word (stacked: one threshold for "
+                        "every task) or a sentence score (similarity with one threshold) is flagged (default: the "
+                        "run's tuned one).")
+
+
+def backend_option() -> Any:
+    return typer.Option(None, "--backend", help="Generative runs: hf (transformers, CPU/GPU; default) or vllm "
+                        "(optional, GPU).")
+
+
+def max_new_tokens_option() -> Any:
+    return typer.Option(None, "--max-new-tokens", min=1, help="Generative runs: generation budget per response.")
+
+
+def load_in_4bit_option() -> Any:
+    return typer.Option(None, "--load-in-4bit/--no-load-in-4bit", help="Override the recipe's 4-bit quantization "
+                        "of the base model.")
+
+
+def aggregation_option() -> Any:
+    return typer.Option(None, "--aggregation", help="Token-classification runs: how a token's probabilities from "
+                        "several context windows combine (mean, max, min, best, by-type; default: the run's).")
+
+
+def family_option() -> Any:
+    return typer.Option(None, "--option", help="Detector option KEY=VALUE (repeatable; the value is YAML; a dotted "
+                        "key sets a nested one), e.g. for llm-judge: --option base_url=http://127.0.0.1:8000/v1 "
+                        "--option model=NAME --option mode=claims. See docs/JUDGE.md.")
+
+
+def load_options(*, device: str | None = None, batch_size: int | None = None, threshold: float | None = None,
+                 backend: str | None = None, max_new_tokens: int | None = None, load_in_4bit: bool | None = None,
+                 aggregation: str | None = None, option: list[str] | None = None) -> dict[str, Any]:
+    """The detector options of the shared load flags and ``--option KEY=VALUE`` items, for
+    :func:`~ragtruth_spans.detectors.loader.load_detector` (unset flags are None, which the loader leaves out).
+    A threshold outside (0, 1), or a key given both as a flag and as ``--option``, is an :class:`InputError`;
+    an option the detector's family does not take is refused by the family when it loads."""
+    flags = {"device": device, "batch_size": batch_size, "threshold": threshold, "backend": backend,
+             "max_new_tokens": max_new_tokens, "load_in_4bit": load_in_4bit, "aggregation": aggregation}
+    options = parse_options(option)
+    both = sorted(key for key in options if flags.get(key) is not None)
+    if both:
+        raise InputError(f"{', '.join(both)} given both as a flag and as --option; keep one", field="--option")
+    from ragtruth_spans.detectors.loader import check_threshold
+
+    merged = {**flags, **options}
+    check_threshold(merged.get("threshold"), field="--threshold")
+    return merged

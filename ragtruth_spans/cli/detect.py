@@ -20,7 +20,22 @@ from typing import Any, Optional, TextIO
 
 import typer
 
-from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, evidence_finder, fail, out, user_errors
+from ragtruth_spans.cli.common import (
+    aggregation_option,
+    app,
+    backend_option,
+    batch_size_option,
+    device_option,
+    evidence_finder,
+    fail,
+    family_option,
+    load_in_4bit_option,
+    load_options,
+    max_new_tokens_option,
+    out,
+    threshold_option,
+    user_errors,
+)
 from ragtruth_spans.core.errors import InputError, check_choice
 
 STDIN = "<stdin>"
@@ -136,10 +151,14 @@ def detect_command(
     output: str = typer.Option("auto", "--output", help="auto (a highlighted view on a terminal, JSON lines "
                                "otherwise) | json | view."),
     chunk_size: int = typer.Option(32, "--chunk-size", min=1, help="Stdin items per detect_batch call."),
-    device: Optional[str] = typer.Option(None, "--device", help="torch device (default: cuda if available)."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help=BATCH_SIZE_HELP),
-    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
-                                                 help="Generative runs: generation budget per response."),
+    device: Optional[str] = device_option(),
+    batch_size: Optional[int] = batch_size_option(),
+    threshold: Optional[float] = threshold_option(),
+    backend: Optional[str] = backend_option(),
+    max_new_tokens: Optional[int] = max_new_tokens_option(),
+    load_in_4bit: Optional[bool] = load_in_4bit_option(),
+    aggregation: Optional[str] = aggregation_option(),
+    option: Optional[list[str]] = family_option(),
     evidence: bool = typer.Option(False, "--evidence", help="Add each span's evidence: the context passages "
                                   "about its claim and a verdict (contradicted, unsupported, uncertain)."),
     evidence_mode: str = typer.Option("lexical", "--evidence-mode", help="lexical (no model, fast) or encoder "
@@ -159,7 +178,10 @@ def detect_command(
         else:
             items = read_items(getattr(sys.stdin, "buffer", sys.stdin))  # bytes: decoded strictly, line by line
         try:
-            detector = load_detector(model, device=device, batch_size=batch_size, max_new_tokens=max_new_tokens)
+            options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
+                                   max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,
+                                   option=option)
+            detector = load_detector(model, **options)
         except OSError as exc:
             fail(exc)
         view = output == "view" or (output == "auto" and out.is_terminal)

@@ -8,7 +8,22 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, err, evidence_finder, note, parse_options, user_errors
+from ragtruth_spans.cli.common import (
+    aggregation_option,
+    app,
+    backend_option,
+    batch_size_option,
+    device_option,
+    err,
+    evidence_finder,
+    family_option,
+    load_in_4bit_option,
+    load_options,
+    max_new_tokens_option,
+    note,
+    threshold_option,
+    user_errors,
+)
 from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError, check_choice
 
@@ -20,30 +35,18 @@ def predict_command(
                               "keyword-match, llm-judge)."),
     data: Path = typer.Option(..., "--data", help="Prepared split file, e.g. OUT/test.jsonl."),
     out_path: Path = typer.Option(..., "--out", help="Predictions JSONL to write; ids already in it are skipped."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help=BATCH_SIZE_HELP),
     chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="Responses per detect_batch call, "
                                              "written and flushed together (default: the detector's; 64 for most, "
                                              "4096 for vLLM)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=0, help="Only the first N records of --data."),
-    backend: Optional[str] = typer.Option(None, "--backend", help="Generative runs: hf (transformers, CPU/GPU; "
-                                          "default) or vllm (optional, GPU)."),
-    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
-                                                 help="Generative runs: generation budget per response."),
-    load_in_4bit: Optional[bool] = typer.Option(None, "--load-in-4bit/--no-load-in-4bit",
-                                                help="Override the recipe's 4-bit quantization of the base model."),
-    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... (default: cuda if "
-                                         "available)."),
-    option: Optional[list[str]] = typer.Option(None, "--option", help="Detector option KEY=VALUE (repeatable; the "
-                                               "value is YAML; a dotted key sets a nested one), e.g. for llm-judge: "
-                                               "--option base_url=http://127.0.0.1:8000/v1 --option model=NAME "
-                                               "--option mode=claims. See docs/JUDGE.md."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", help="Token-classification and two-tier runs: "
-                                              "P(hallucinated) at or above which a token (two-tier: a sentence) is "
-                                              "flagged, strictly between 0 and 1, i.e. in (0, 1) (default: the "
-                                              "threshold tuned on the run's dev split)."),
-    aggregation: Optional[str] = typer.Option(None, "--aggregation", help="Token-classification runs: how a "
-                                              "token's probabilities from several context windows combine (mean, "
-                                              "max, min, best, by-type; default: the run's)."),
+    device: Optional[str] = device_option(),
+    batch_size: Optional[int] = batch_size_option(),
+    threshold: Optional[float] = threshold_option(),
+    backend: Optional[str] = backend_option(),
+    max_new_tokens: Optional[int] = max_new_tokens_option(),
+    load_in_4bit: Optional[bool] = load_in_4bit_option(),
+    aggregation: Optional[str] = aggregation_option(),
+    option: Optional[list[str]] = family_option(),
     evidence: bool = typer.Option(False, "--evidence", help="Add each span's evidence in the context (passages "
                                   "and a verdict: contradicted, unsupported, uncertain); see docs/EVIDENCE.md."),
     evidence_mode: str = typer.Option("lexical", "--evidence-mode", help="lexical (no model, fast) or encoder "
@@ -63,22 +66,17 @@ def predict_command(
                                                     "each actor reserves (default: 1 for a run directory on a "
                                                     "cluster with GPUs, unless --device cpu; else 0)."),
 ) -> None:
-    """Detect hallucinated spans in each response and write the predictions file (resumable)."""
+    """Detect hallucinated spans in each response and write the predictions file (resumable). The load options
+    are the same as detect's, serve's, select-best's and benchmark's."""
     from ragtruth_spans.pipeline.predict import predict_file
     from ragtruth_spans.reporting.console import predict_summary, printable
 
     if logs.verbosity() != "quiet":
         err.print(escape(printable(f"predicting with {model} on {data} → {out_path}")))
     with user_errors():
-        if threshold is not None and not 0.0 < threshold < 1.0:
-            raise InputError(f"must be in (0, 1) (0 and 1 excluded), got {threshold}", field="--threshold")
-        flags = {"batch_size": batch_size, "backend": backend, "max_new_tokens": max_new_tokens,
-                 "load_in_4bit": load_in_4bit, "device": device,
-                 "threshold": threshold, "aggregation": aggregation}
-        options = parse_options(option)
-        both = sorted(key for key in options if flags.get(key) is not None)
-        if both:
-            raise InputError(f"{', '.join(both)} given both as a flag and as --option; keep one", field="--option")
+        options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
+                               max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,
+                               option=option)
         check_choice(engine, ("local", "ray"), "engine", field="--engine")
         ray_flags = {"--address": address, "--workers": workers, "--gpus-per-worker": gpus_per_worker,
                      "--cpus-per-worker": cpus_per_worker if cpus_per_worker != 1.0 else None}
@@ -92,8 +90,8 @@ def predict_command(
             settings = RaySettings(address=address, workers=workers, cpus_per_worker=cpus_per_worker,
                                    gpus_per_worker=gpus_per_worker, batch_size=chunk_size)
             summary = predict_ray(model, data, out_path, settings=settings, limit=limit,
-                                  detector_options={**flags, **options}, evidence=finder)
+                                  detector_options=options, evidence=finder)
         else:
             summary = predict_file(model, data, out_path, chunk_size=chunk_size, limit=limit,
-                                   detector_options={**flags, **options}, evidence=finder)
+                                   detector_options=options, evidence=finder)
     note(predict_summary(summary.to_dict()))

@@ -8,7 +8,22 @@ from typing import Optional
 
 import typer
 
-from ragtruth_spans.cli.common import app, data_inputs, note, out, user_errors
+from ragtruth_spans.cli.common import (
+    aggregation_option,
+    app,
+    backend_option,
+    batch_size_option,
+    data_inputs,
+    device_option,
+    family_option,
+    load_in_4bit_option,
+    load_options,
+    max_new_tokens_option,
+    note,
+    out,
+    threshold_option,
+    user_errors,
+)
 
 STRATEGY_HELP = ("auto (max-confidence when every candidate has a response score, else fewest-spans) | "
                  "fewest-spans | no-spans | least-hallucinated-chars | max-confidence.")
@@ -76,10 +91,17 @@ def select_best_command(
     task: Optional[str] = typer.Option(None, "--task", help="QA, Summary or Data2txt (default QA when --question "
                                        "is given)."),
     question: Optional[str] = typer.Option(None, "--question", help="The question (QA)."),
-    device: Optional[str] = typer.Option(None, "--device", help="torch device (default: auto)."),
     strategy: str = typer.Option(DEFAULT_STRATEGY, "--strategy", help=STRATEGY_HELP),
     tie_break: str = typer.Option("random", "--tie-break", help=TIE_BREAK_HELP),
     seed: int = typer.Option(0, "--seed", help="Seed of the random tie-breaks."),
+    device: Optional[str] = device_option(),
+    batch_size: Optional[int] = batch_size_option(),
+    threshold: Optional[float] = threshold_option(),
+    backend: Optional[str] = backend_option(),
+    max_new_tokens: Optional[int] = max_new_tokens_option(),
+    load_in_4bit: Optional[bool] = load_in_4bit_option(),
+    aggregation: Optional[str] = aggregation_option(),
+    option: Optional[list[str]] = family_option(),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the selection as JSON."),
 ) -> None:
     """Pick the least hallucinated of your candidate responses to one input, with a detector. Exit status 0, 2 for
@@ -104,7 +126,10 @@ def select_best_command(
         check_text(question, field="--question", optional=True)
         context_text = check_text(read_text(context), field="--context", path=context)
         items = read_candidates(candidates)
-        detector = load_detector(model, device=device)
+        options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
+                               max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,
+                               option=option)
+        detector = load_detector(model, **options)
         chosen = select_best(items, strategy=strategy, seed=seed, tie_break=tie_break, detector=detector,
                              context=context_text, task=task, question=question)
     payload = chosen.to_dict()

@@ -9,7 +9,21 @@ from typing import Optional
 
 import typer
 
-from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, fail, note, user_errors
+from ragtruth_spans.cli.common import (
+    aggregation_option,
+    app,
+    backend_option,
+    batch_size_option,
+    device_option,
+    fail,
+    family_option,
+    load_in_4bit_option,
+    load_options,
+    max_new_tokens_option,
+    note,
+    threshold_option,
+    user_errors,
+)
 from ragtruth_spans.core.errors import InputError, check_choice
 
 
@@ -57,10 +71,14 @@ def serve_command(
                                       "beyond, 413."),
     graceful_timeout: float = typer.Option(30.0, "--graceful-timeout", min=0, help="On shutdown, seconds to wait "
                                            "for requests in flight."),
-    device: Optional[str] = typer.Option(None, "--device", help="torch device (default: cuda if available)."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help=BATCH_SIZE_HELP),
-    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
-                                                 help="Generative runs: generation budget per response."),
+    device: Optional[str] = device_option(),
+    batch_size: Optional[int] = batch_size_option(),
+    threshold: Optional[float] = threshold_option(),
+    backend: Optional[str] = backend_option(),
+    max_new_tokens: Optional[int] = max_new_tokens_option(),
+    load_in_4bit: Optional[bool] = load_in_4bit_option(),
+    aggregation: Optional[str] = aggregation_option(),
+    option: Optional[list[str]] = family_option(),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
     docs: bool = typer.Option(False, "--docs", help="Serve the interactive API docs at /docs and /redoc (their "
                               "pages load Swagger UI / ReDoc from a public CDN); /openapi.json is always served."),
@@ -94,7 +112,10 @@ def serve_command(
                                  docs=docs)
         run_info = read_run_info(model) if Path(model).is_dir() else None
         try:
-            detector = load_detector(model, device=device, batch_size=batch_size, max_new_tokens=max_new_tokens)
+            options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
+                                   max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,
+                                   option=option)
+            detector = load_detector(model, **options)
         except OSError as exc:
             fail(exc)
     note(f"serving {detector.kind} detector {model} on http://{host}:{port} (docs: {'/docs' if docs else 'off'}; auth: "

@@ -33,6 +33,9 @@ def train_command(
         if dry_run:
             _check_gguf_file(resolved)
             sys.stdout.write(resolved.to_yaml())
+            off = resolved.switched_off()
+            if off:
+                sys.stdout.write(f"# not read with these settings (left out above): {', '.join(off)}\n")
             return
         from ragtruth_spans.detectors.train import train
 

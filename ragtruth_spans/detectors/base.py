@@ -24,11 +24,26 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.core.fields import check_text
 from ragtruth_spans.core.types import TASK_TYPES, Record, Span
+
+
+def resolve_task(item: Mapping[str, Any]) -> Any:
+    """The task rule of a detection item, the same for stdin, HTTP and the Python API: ``task`` (``task_type``,
+    the prepared files' name, is accepted too; given both, they must agree); with neither, ``QA`` when a
+    ``question`` is given, else None (missing)."""
+    task, task_type = item.get("task"), item.get("task_type")
+    if task is not None and task_type is not None and task != task_type:
+        raise InputError(f"task {task!r} and task_type {task_type!r} disagree (they are two names of one field: "
+                         "give one)", field="task_type")
+    task = task if task is not None else task_type
+    if task is None and item.get("question") is not None:
+        return "QA"
+    return task
 
 
 @dataclass(frozen=True)
@@ -44,24 +59,23 @@ class DetectItem:
     @classmethod
     def of(cls, item: DetectItem | Record | Mapping[str, Any]) -> DetectItem:
         """Coerce a :class:`DetectItem`, a :class:`~ragtruth_spans.core.types.Record` or a mapping with
-        ``context``, ``response``, ``task`` (or ``task_type``) and optional ``question``; a missing or bad field
-        (not a string, or text with a lone surrogate: :func:`~ragtruth_spans.core.fields.check_text`) raises
-        :class:`InputError` naming it."""
+        ``context``, ``response``, ``task`` and optional ``question`` — the one item schema that stdin ``detect``
+        and HTTP share (:func:`resolve_task`; ``context`` and ``response`` non-empty text); a missing or bad field
+        (not a string, empty, or text with a lone surrogate: :func:`~ragtruth_spans.core.fields.check_text`)
+        raises :class:`InputError` naming it."""
         if isinstance(item, DetectItem):
             return item
         if isinstance(item, Record):
             return cls(context=item.context, response=item.response, task=item.task_type, question=item.question)
         if not isinstance(item, Mapping):
             raise InputError(f"expected an object with context, response and task, got {type(item).__name__}")
-        task = item.get("task", item.get("task_type"))
-        if "task" in item and "task_type" in item and item["task"] != item["task_type"]:
-            raise InputError(f"task {item['task']!r} and task_type {item['task_type']!r} disagree (they are two "
-                             "names of one field: give one)", field="task_type")
+        task = resolve_task(item)
         if task is None:
-            raise InputError("missing required field (QA, Summary or Data2txt)", field="task")
+            raise InputError("missing required field (QA, Summary or Data2txt; QA is assumed only when a question "
+                             "is given)", field="task")
         check_choice(task, TASK_TYPES, "task", field="task")
         for key in ("context", "response"):
-            check_text(item.get(key), field=key)
+            check_text(item.get(key), field=key, nonempty=True)
         question = check_text(item.get("question"), field="question", optional=True)
         return cls(context=item["context"], response=item["response"], task=task, question=question)
 
@@ -107,7 +121,28 @@ class Detector(ABC):
         """The :class:`Detection` of one response (:meth:`detect_batch` of one item)."""
         return self.detect_batch([DetectItem(context=context, response=response, task=task, question=question)])[0]
 
+    load_options: Mapping[str, Any] = MappingProxyType({})
+    """The options :func:`~ragtruth_spans.detectors.loader.load_detector` loaded it with (set by the loader)."""
+
     def describe(self) -> dict[str, Any]:
         """JSON-ready description of this detector, recorded with its predictions: ``kind`` plus what the family
         adds (the run directory and its fingerprint, settings that change outputs)."""
         return {"kind": self.kind}
+
+
+OPERATING_KEYS = ("threshold", "thresholds", "response_threshold", "fill", "max_word_gap", "aggregation", "span_edges",
+                  "backend", "max_new_tokens", "mode")
+"""The keys of ``describe()`` that make a detector's operating point (where a family has them)."""
+
+
+def operating_point(detector: Detector) -> dict[str, Any]:
+    """What a detector decides with, recorded with its predictions (``OUT.meta.json``) and shown by ``/v1/model``:
+    the decision settings of its ``describe()`` (:data:`OPERATING_KEYS`) and the load options given to it."""
+    return operating_point_of(detector.describe(), detector.load_options)
+
+
+def operating_point_of(described: Mapping[str, Any], load_options: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`operating_point` from a ``describe()`` and the load options (None values are left out, as the
+    loader leaves them out): for code that holds those rather than the detector (Ray actors)."""
+    return {**{key: described[key] for key in OPERATING_KEYS if key in described},
+            "load_options": {k: v for k, v in load_options.items() if v is not None}}

@@ -15,6 +15,7 @@ take is an :class:`~ragtruth_spans.core.errors.InputError`.
 from __future__ import annotations
 
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
@@ -24,9 +25,23 @@ from ragtruth_spans.detectors.family import get_family, named_detectors
 from ragtruth_spans.training.run_dir import run_kind, verify_run
 
 
+def check_threshold(value: Any, field: str = "threshold") -> None:
+    """The rule of the ``threshold`` load option on the command line (every command, and each detector of a
+    benchmark): a number strictly between 0 and 1. (The Python API lets a test flag everything with 0.)"""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1):
+        raise InputError(f"must be in (0, 1) (0 and 1 excluded), got {value}", field=field)
+
+
 def load_detector(path_or_name: str | Path, **options: Any) -> Detector:
-    """The detector saved in a run directory, or the named detector (see the module docstring)."""
+    """The detector saved in a run directory, or the named detector (see the module docstring); it remembers the
+    options it was loaded with (``detector.load_options``, part of its operating point)."""
     options = {key: value for key, value in options.items() if value is not None}
+    detector = _load(path_or_name, options)
+    detector.load_options = MappingProxyType(dict(options))
+    return detector
+
+
+def _load(path_or_name: str | Path, options: dict[str, Any]) -> Detector:
     path = Path(path_or_name)
     if path.is_dir():
         verify_run(path)

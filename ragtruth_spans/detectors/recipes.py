@@ -9,6 +9,7 @@ schema, loading a recipe file, reading the recipe a run directory saved.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Union
 
@@ -19,6 +20,7 @@ from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.detectors.family import all_families
 from ragtruth_spans.training.recipe import (
     DEFAULT_KIND,
+    SAVED_RUN,
     Recipe,
     load_yaml,
     parse_override,
@@ -34,7 +36,12 @@ def recipe_classes() -> dict[str, type[Recipe]]:
 
 
 def _recipe_adapter(classes: dict[str, type[Recipe]]) -> TypeAdapter:
-    members = tuple(classes.values())
+    return _adapter_of(tuple(classes.values()))
+
+
+@lru_cache(maxsize=8)
+def _adapter_of(members: tuple[type[Recipe], ...]) -> TypeAdapter:
+    """The validator of the union of ``members`` (built once per set of families: building it is slow)."""
     if len(members) == 1:
         return TypeAdapter(members[0])
     return TypeAdapter(Annotated[Union[members], Field(discriminator="kind")])
@@ -56,19 +63,20 @@ def _format_validation_error(exc: ValidationError, source: str, kind: str) -> st
         if loc and loc[0] == kind:  # the union's tag
             loc = loc[1:]
         msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
-        lines.append(f"{'.'.join(loc) or '(recipe)'}: {msg}")
+        lines.append(f"{'.'.join(loc)}: {msg}" if loc else msg)
     return f"invalid recipe {source}: " + "; ".join(lines)
 
 
-def validate_recipe(data: Any, source: str = "<dict>") -> Recipe:
+def validate_recipe(data: Any, source: str = "<dict>", *, saved_run: bool = False) -> Recipe:
     """Validate a recipe dict (``kind`` defaults to ``generative``); errors become one :class:`InputError` naming
-    every bad key path."""
+    every bad key path. A key the family does not read is an error, except in a recipe read back from a run
+    directory (``saved_run``: older versions wrote every key of the shared sections)."""
     if not isinstance(data, dict):
         raise InputError(f"invalid recipe {source}: expected a mapping at the top level")
     classes = recipe_classes()
     data = {"kind": _kind_of(data, classes, source), **{k: v for k, v in data.items() if k != "kind"}}
     try:
-        return _recipe_adapter(classes).validate_python(data)
+        return _recipe_adapter(classes).validate_python(data, context={SAVED_RUN: saved_run})
     except ValidationError as exc:
         raise InputError(_format_validation_error(exc, source, data["kind"])) from None
 
@@ -122,7 +130,7 @@ def read_run_recipe(run_dir: str | Path) -> Recipe:
         data = load_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", path=path) from None
-    return validate_recipe(data, source=str(path))
+    return validate_recipe(data, source=str(path), saved_run=True)
 
 
 def read_finished_run(run_dir: str | Path, recipe_class: type[Recipe], key: str, types: type | tuple[type, ...]

@@ -29,7 +29,7 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     if family.train is None:
         raise InputError(f"detectors of kind {recipe.kind!r} are not trained", field="kind")
     require("train", "training")
-    data_files = [training_file(recipe.data)]
+    data_files = [training_file(recipe.data)] if recipe.reads_key("data.split") else []
     if recipe.data.eval_split is not None:
         data_files.append(split_file(recipe.data, recipe.data.eval_split))
     fingerprint = run_fingerprint(recipe, data_files)

@@ -110,3 +110,24 @@ def count_responses(gold: Sequence[Record], predictions: Mapping[str, Sequence[S
             counts[i, columns.index(f"type_covered:{t}")] = c
     return CountTable(columns=columns, counts=counts, tasks=np.array([r.task_type for r in gold]),
                       models=np.array([r.model for r in gold]), types=types, tally=tally)
+
+
+def pooled_figures(gold: Sequence[Record], predicted: Sequence[Sequence[Span]]) -> dict[str, dict[str, float]]:
+    """``{"span", "response", "response_macro"}`` → ``{"precision", "recall", "f1"}`` of ``predicted`` (one span
+    list per gold record, in the same order), pooled exactly as :func:`~ragtruth_spans.evaluation.evaluate`
+    reports them in ``overall`` (no gold filters) — and nothing else (no input checks, seqeval, types, AUROC,
+    bootstrap), so that a tuning loop can score many candidate decisions on the same records quickly. The one
+    counter every threshold tuner uses (:func:`ragtruth_spans.training.tuning.tune_thresholds`)."""
+    if len(gold) != len(predicted):
+        raise ValueError(f"{len(predicted)} predictions for {len(gold)} gold records")
+    gold_chars = pred_chars = overlap = gold_pos = pred_pos = both_pos = 0
+    for record, pred in zip(gold, predicted):
+        g, p, o = metrics.char_counts(record.spans, pred)
+        gold_chars, pred_chars, overlap = gold_chars + g, pred_chars + p, overlap + o
+        gold_pos, pred_pos, both_pos = gold_pos + (g > 0), pred_pos + (p > 0), both_pos + (g > 0 and p > 0)
+    out = {}
+    for level, figures in (("span", metrics.prf(overlap, pred_chars, gold_chars)),
+                           ("response", metrics.prf(both_pos, pred_pos, gold_pos)),
+                           ("response_macro", metrics.macro_prf(both_pos, pred_pos, gold_pos, len(gold)))):
+        out[level] = dict(zip(("precision", "recall", "f1"), (float(v) for v in figures)))
+    return out

@@ -1,7 +1,9 @@
 """``ragtruth-spans benchmark``: run several detectors on one labelled split and rank them.
 
 Each detector is named like ``--model`` of ``predict``: a detector name (``numbers``, ``sim-cosine``, ...) or a run
-directory; ``NAME@dev`` is the named detector with its thresholds tuned on ``--dev`` first (detectors that
+directory, optionally followed by its own load options, ``runs/tc[threshold=0.4,batch_size=8]`` (the keys of
+``predict``'s load options and ``--option``; they override the command's load flags, which apply to every
+detector); ``NAME@dev`` is the named detector with its thresholds tuned on ``--dev`` first (detectors that
 implement :class:`~ragtruth_spans.training.tuning.Tunable`; the tuning record is written to
 ``OUT/tuning/<label>.json`` and reused by a re-run while the untuned detector, the dev file's sha256 and the
 criterion are the same). Run directories are used as trained (their own dev tuning included).
@@ -53,19 +55,56 @@ def _file_stem(label: str) -> str:
     return re.sub(r"[^\w.@+-]+", "_", label).strip("_") or "detector"
 
 
-def parse_detectors(text: str | Sequence[str]) -> list[DetectorSpec]:
-    """Specs from ``"numbers,sim-cosine@dev,runs/two-tier"`` (or a list of such items): each item is checked
-    (a run directory, or a known detector name with an optional ``@dev``); labels are made unique."""
-    from ragtruth_spans.detectors.family import named_detectors
+def split_detectors(text: str) -> list[str]:
+    """``"a,b[x=1,y=2],c"`` → ``["a", "b[x=1,y=2]", "c"]``: commas inside ``[...]`` separate options, not
+    detectors; an unbalanced bracket is an :class:`InputError`."""
+    items, depth, current = [], 0, []
+    for char in text:
+        depth += (char == "[") - (char == "]")
+        if depth < 0 or depth > 1:
+            raise InputError(f"unbalanced or nested brackets in {text!r}", field="--detectors")
+        if char == "," and depth == 0:
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    if depth:
+        raise InputError(f"unclosed bracket in {text!r}", field="--detectors")
+    return [item.strip() for item in [*items, "".join(current)] if item.strip()]
 
-    items = [part.strip() for part in (text.split(",") if isinstance(text, str) else text) if part.strip()]
+
+def _item_options(item: str) -> tuple[str, dict[str, Any]]:
+    """``"runs/x[threshold=0.4,batch_size=8]"`` → ``("runs/x", {"threshold": 0.4, "batch_size": 8})``."""
+    from ragtruth_spans.training.recipe import parse_override
+
+    if not item.endswith("]") or "[" not in item:
+        return item, {}
+    source, _, inner = item[:-1].partition("[")
+    options: dict[str, Any] = {}
+    for part in (p.strip() for p in inner.split(",")):
+        if part:
+            keys, value = parse_override(part, flag="--detectors")
+            options[".".join(keys)] = value
+    return source.strip(), options
+
+
+def parse_detectors(text: str | Sequence[str], options: dict[str, Any] | None = None) -> list[DetectorSpec]:
+    """Specs from ``"numbers,sim-cosine@dev,runs/two-tier[threshold=0.4]"`` (or a list of such items): each item
+    is checked (a run directory, or a known detector name with an optional ``@dev``), may end with its own load
+    options in brackets (``[KEY=VALUE,...]``, values as YAML, the keys of ``predict``'s load options), which
+    override ``options`` (the command's load flags, for every detector); labels are made unique."""
+    from ragtruth_spans.detectors.family import named_detectors
+    from ragtruth_spans.detectors.loader import check_threshold
+
+    items = [part.strip() for part in (split_detectors(text) if isinstance(text, str) else text) if part.strip()]
     if not items:
         raise InputError("no detectors given (e.g. --detectors numbers,sim-overlap,flag-all)", field="--detectors")
     names = named_detectors()
     specs: list[DetectorSpec] = []
     for item in items:
-        tune = item.endswith(TUNE_SUFFIX) and not Path(item).is_dir()
-        source = item[: -len(TUNE_SUFFIX)] if tune else item
+        bare, own = _item_options(item)
+        tune = bare.endswith(TUNE_SUFFIX) and not Path(bare).is_dir()
+        source = bare[: -len(TUNE_SUFFIX)] if tune else bare
         path = Path(source)
         if path.is_dir():
             label = path.resolve().name
@@ -76,11 +115,15 @@ def parse_detectors(text: str | Sequence[str]) -> list[DetectorSpec]:
                              f"{', '.join(sorted(names))}; add {TUNE_SUFFIX} to a name to tune it on --dev)",
                              field="--detectors")
         label += TUNE_SUFFIX if tune else ""
+        if own:
+            label += "[" + ",".join(f"{k}={v}" for k, v in own.items()) + "]"
         taken = {s.label for s in specs}
         unique, n = label, 2
         while unique in taken:
             unique, n = f"{label}-{n}", n + 1
-        specs.append(DetectorSpec(label=unique, source=source, tune=tune))
+        merged = {k: v for k, v in {**(options or {}), **own}.items() if v is not None}
+        check_threshold(merged.get("threshold"), field="--detectors")
+        specs.append(DetectorSpec(label=unique, source=source, tune=tune, options=merged))
     return specs
 
 
@@ -219,9 +262,11 @@ def span_f1(entry: dict[str, Any]) -> float:
 def run_benchmark(data: str | Path, detectors: Sequence[DetectorSpec] | str, out: str | Path, *,
                   dev: str | Path | None = None, criterion: str = DEFAULT_CRITERION,
                   bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, chunk_size: int | None = None,
-                  progress: bool = True, console: Console | None = None) -> dict[str, Any]:
+                  progress: bool = True, console: Console | None = None,
+                  options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Benchmark ``detectors`` on ``data`` into ``out`` (see the module docstring); return the leaderboard
-    payload (what ``leaderboard.json`` holds), detectors ranked by span F1."""
+    payload (what ``leaderboard.json`` holds), detectors ranked by span F1. ``options``: load options of every
+    detector given as a string (a detector's own ``[KEY=VALUE,...]`` overrides them)."""
     from ragtruth_spans.reporting.leaderboard import render_markdown
     from ragtruth_spans.reporting.leaderboard_plot import plot_leaderboard
 
@@ -235,7 +280,7 @@ def run_benchmark(data: str | Path, detectors: Sequence[DetectorSpec] | str, out
         from ragtruth_spans.evaluation.bootstrap import check_seed
 
         check_seed(seed)  # before any detector runs
-    specs = parse_detectors(detectors) if isinstance(detectors, str) else list(detectors)
+    specs = parse_detectors(detectors, options) if isinstance(detectors, str) else list(detectors)
     data, dev, paths = Path(data), Path(dev) if dev is not None else None, BenchmarkPaths(Path(out))
     inputs = {"--data": data, "--dev": dev}
     for label in [spec.label for spec in specs]:  # the output policy, before any work

@@ -11,7 +11,9 @@ detector's ``preferred_chunk_size``; it batches inside a chunk as it likes); eac
 flushed before the next, so an interruption loses at most the chunk in flight.
 
 The file describes what wrote it: ``OUT.meta.json`` beside it records the detector (``describe()``: its kind, run
-directory, run fingerprint and the settings that change outputs) and the sha256 of the data file. Resuming is
+directory, run fingerprint and the settings that change outputs), its operating point (``operating_point``: the
+decision settings it used — threshold(s), gate, aggregation, generation budget — and the load options it was given)
+and the sha256 of the data file. Resuming is
 allowed only with the same detector and data (a run directory may have moved: with a fingerprint, its path is not
 compared); anything else stops with the settings that differ. A predictions file without its ``.meta.json``,
 or with ids that are not in ``data``, is never appended to.
@@ -50,7 +52,7 @@ from ragtruth_spans.core.files import atomic_write_bytes, check_output_path, exc
 from ragtruth_spans.core.jsonl import file_sha256, loads_json, read_json_file, read_records
 from ragtruth_spans.core.predictions import count_diagnostics, prediction_row
 from ragtruth_spans.core.types import Record
-from ragtruth_spans.detectors.base import Detection, Detector
+from ragtruth_spans.detectors.base import Detection, Detector, operating_point
 
 META_SUFFIX = ".meta.json"
 
@@ -249,11 +251,15 @@ def plan_run(records: list[Record], data: str | Path, out: Path, *,
     return todo, summary, finished, fixed
 
 
-def predictions_meta(detector_info: dict[str, Any], data: str | Path, evidence: Any = None) -> dict[str, Any]:
-    """The content of ``OUT.meta.json``: the detector's ``describe()``, the data file and its sha256, and the
+def predictions_meta(detector_info: dict[str, Any], data: str | Path, evidence: Any = None,
+                     point: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The content of ``OUT.meta.json``: the detector's ``describe()``, its operating point (``point``:
+    :func:`~ragtruth_spans.detectors.base.operating_point`, when known), the data file and its sha256, and the
     evidence finder's settings when there is one."""
     meta = {"format": PREDICTIONS_FORMAT, "detector": detector_info, "data": str(data),
             "data_sha256": file_sha256(data)}
+    if point is not None:
+        meta["operating_point"] = point
     if evidence is not None:
         meta["evidence"] = evidence.describe()
     return meta
@@ -297,7 +303,8 @@ def _predict_locked(records: list[Record], model: str | Path | None, data: str |
 
         detector = load_detector(model, **options)
     summary.load_seconds = time.perf_counter() - started
-    check_meta(out, predictions_meta(detector.describe(), data, evidence), has_lines=bool(finished))
+    check_meta(out, predictions_meta(detector.describe(), data, evidence, operating_point(detector)),
+               has_lines=bool(finished))
     if fixed is not None:  # only now: the file is a predictions file of this detector and data
         atomic_write_bytes(out, fixed)
     if not todo:

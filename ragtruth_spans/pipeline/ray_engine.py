@@ -43,7 +43,7 @@ from ragtruth_spans.core.extras import require
 from ragtruth_spans.core.files import atomic_write_bytes, check_output_path, exclusive_output
 from ragtruth_spans.core.jsonl import read_records
 from ragtruth_spans.core.types import Record
-from ragtruth_spans.detectors.base import Detection, Detector
+from ragtruth_spans.detectors.base import Detection, Detector, operating_point_of
 from ragtruth_spans.pipeline.predict import (
     PredictSummary,
     check_meta,
@@ -131,7 +131,8 @@ def predict_ray(model: str | Path | None, data: str | Path, out: str | Path, *,
         with ray_session(settings) as ray:
             summary.startup_seconds = time.perf_counter() - started
             job = _Job(ray, model, dict(detector_options or {}), detector_factory, evidence, settings)
-            writer = _Writer(out, summary, finished, predictions_meta({}, data, evidence), fixed)
+            writer = _Writer(out, summary, finished, predictions_meta({}, data, evidence), fixed,
+                             load_options=job.options)
             if not todo:
                 writer.check_detector(job.describe())
                 return summary
@@ -204,8 +205,9 @@ class _Writer:
     """The one writer of ``out``: checks each actor's detector against the sidecar, appends each id once."""
 
     def __init__(self, out: Path, summary: RaySummary, finished: set[str], meta: dict[str, Any],
-                 fixed: bytes | None = None) -> None:
+                 fixed: bytes | None = None, load_options: Mapping[str, Any] | None = None) -> None:
         self.out, self.summary, self.meta, self.fixed = out, summary, meta, fixed
+        self.load_options = dict(load_options or {})
         self.had_lines = bool(finished)
         self.written = set(finished)
         self.checked: set[str] = set()
@@ -215,7 +217,9 @@ class _Writer:
         """Check one actor's ``describe()`` (JSON) against ``OUT.meta.json`` (written with the first); after the
         first check, the repair of a last line cut by a crash is written (as in ``predict``)."""
         if describe not in self.checked:
-            check_meta(self.out, self.meta | {"detector": json.loads(describe)},
+            described = json.loads(describe)
+            point = operating_point_of(described, self.load_options)
+            check_meta(self.out, self.meta | {"detector": described, "operating_point": point},
                        has_lines=self.had_lines or bool(self.checked))
             self.checked.add(describe)
             if self.fixed is not None:

@@ -48,7 +48,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragtruth_spans import __version__
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
+from ragtruth_spans.detectors.base import Detection, DetectItem, Detector, operating_point
 from ragtruth_spans.serving.batcher import MicroBatcher, Overloaded, ShuttingDown, TooLarge
 from ragtruth_spans.serving.body import (
     DETECT_BODY,
@@ -110,6 +110,7 @@ class BatchedDetector(Detector):
 
     def __init__(self, inner: Detector, batcher: MicroBatcher) -> None:
         self.kind = inner.kind  # type: ignore[misc]
+        self.load_options = inner.load_options
         self._inner, self._batcher = inner, batcher
 
     def detect_batch(self, items: Any) -> list[Detection]:
@@ -313,9 +314,12 @@ def _add_routes(app: FastAPI, service: Service) -> None:
 
     @app.get("/v1/model", responses=errors)
     async def model() -> dict[str, Any]:
-        """The detector's description, its run metadata (run_info.json, with the fingerprint) and the limits;
-        server paths are reduced to their last component."""
-        return {"detector": without_server_paths(service.detector.describe()), "fingerprint": service.ref.fingerprint,
+        """The detector's description, its operating point (decision settings and load options), its run
+        metadata (run_info.json, with the fingerprint) and the limits; server paths are reduced to their last
+        component."""
+        return {"detector": without_server_paths(service.detector.describe()),
+                "operating_point": without_server_paths(operating_point(service.detector)),
+                "fingerprint": service.ref.fingerprint,
                 "run_info": without_server_paths(service.run_info), "serving": service.settings.public(),
                 "version": __version__}
 

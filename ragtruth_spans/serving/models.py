@@ -20,10 +20,13 @@ from pydantic import (
     WithJsonSchema,
     field_validator,
     model_serializer,
+    model_validator,
 )
 
+from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.fields import surrogate_at
 from ragtruth_spans.core.types import TASK_TYPES
+from ragtruth_spans.detectors.base import resolve_task
 from ragtruth_spans.selection.select import DEFAULT_STRATEGY, STRATEGIES, TIE_BREAKS
 
 Task = Literal[TASK_TYPES]  # type: ignore[valid-type]
@@ -56,8 +59,28 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+def _task_rule(data: Any) -> Any:
+    """The one task rule of a detection item (:func:`~ragtruth_spans.detectors.base.resolve_task`): ``task_type``
+    is accepted for ``task``; QA when only a question is given."""
+    if not isinstance(data, dict) or ("task" in data and "task_type" not in data):
+        return data
+    try:
+        task = resolve_task(data)
+    except InputError as exc:
+        raise ValueError(exc.message) from None
+    data = {k: v for k, v in data.items() if k != "task_type"}
+    return data if task is None else data | {"task": task}
+
+
 class DetectItemIn(_Strict):
-    """One response to check, with the context it was written from."""
+    """One response to check, with the context it was written from (the item schema of stdin ``detect`` and of
+    :meth:`DetectItem.of <ragtruth_spans.detectors.base.DetectItem.of>`: ``task_type`` is accepted for ``task``,
+    ``task`` defaults to QA when a question is given, context and response must not be empty)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_task_rule(cls, data: Any) -> Any:
+        return _task_rule(data)
 
     context: Text = Field(min_length=1, description="The passages (QA), the article (Summary) or the data "
                           "(Data2txt).")
@@ -138,7 +161,12 @@ class CandidateIn(_Strict):
 
 
 class SelectRequest(_Strict):
-    """Best-of-N selection: N candidate responses to one input."""
+    """Best-of-N selection: N candidate responses to one input (the task rule of :class:`DetectItemIn`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_task_rule(cls, data: Any) -> Any:
+        return _task_rule(data)
 
     context: Text = Field(min_length=1)
     task: Task

@@ -16,12 +16,22 @@ can be named without the ``.yaml`` suffix (``tiny-cpu``, ``llama-3.1-8b-instruct
 from __future__ import annotations
 
 import types
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import read_text
@@ -207,9 +217,26 @@ class LoggingSection(Section):
     run_name: str | None = None
 
 
+SAVED_RUN = "saved_run"
+"""Validation context key: the recipe is read back from a run directory (see :meth:`Recipe._reads_every_key`)."""
+
+
 class Recipe(Strict):
     """What every family's recipe has; a family's recipe class subclasses it with ``kind: Literal["<kind>"]``
-    and its own sections (the discriminator ``kind`` rules out the sections' field-level checks here)."""
+    and its own sections (the discriminator ``kind`` rules out the sections' field-level checks here).
+
+    **Accountable keys.** A family that reads only part of a shared section (``data``, ``model``) says which keys
+    it reads in :attr:`reads`; every other key of that section is *unread* (:meth:`unread_keys`): setting it is an
+    error naming the key and the family (in ``--dry-run`` too). Keys that the recipe's own switches turn off
+    (:meth:`switched_off`: ``model.tiny`` for a real model, ``lora`` with full fine-tuning) stay accepted, so that
+    ``--set model.name_or_path=...`` works on a recipe that shapes a tiny model, and ``--dry-run`` names them.
+    Both are left out of the resolved recipe (``recipe.yaml``, the fingerprint, ``--dry-run``), so that everything
+    a run records is something it used.
+    """
+
+    reads: ClassVar[Mapping[str, frozenset[str]]] = {}
+    """``{section: keys read}`` for the shared sections this family reads only in part; sections not named are
+    read whole."""
 
     kind: str = DEFAULT_KIND
     data: DataSection = Field(default_factory=DataSection)
@@ -223,8 +250,62 @@ class Recipe(Strict):
             raise ValueError("must name a directory, got an empty value")
         return value
 
+    def unread_keys(self) -> list[str]:
+        """Dotted keys (``data.max_length``) of the shared sections that this family never reads (:attr:`reads`)."""
+        return [f"{section}.{name}" for section, read in self.reads.items()
+                for name in type(getattr(self, section)).model_fields if name not in read]
+
+    def switched_off(self) -> list[str]:
+        """Dotted keys (a whole section: ``lora``) that this recipe's own settings leave unread: ``model.tiny``
+        unless ``model.name_or_path`` is ``tiny``. Families add their own. (The 4-bit settings are read even with
+        ``quantization.enabled: false``: ``--load-in-4bit`` at inference builds its config from them.)"""
+        keys = []
+        model = getattr(self, "model", None)
+        if isinstance(model, BaseModel) and "tiny" in type(model).model_fields and \
+                getattr(model, "name_or_path", TINY) != TINY:
+            keys.append("model.tiny")
+        return keys
+
+    def reads_key(self, key: str) -> bool:
+        """Whether this recipe's run reads the dotted ``key`` (``data.split``)."""
+        parts = key.split(".")
+        prefixes = {".".join(parts[:n]) for n in range(1, len(parts) + 1)}
+        return not (prefixes & {*self.unread_keys(), *self.switched_off()})
+
+    @model_validator(mode="after")
+    def _reads_every_key(self, info: ValidationInfo) -> Recipe:
+        """Refuse an unread key that the recipe sets. A recipe read back from a run directory (validation
+        context ``{"saved_run": True}``) may hold keys that older versions wrote for every family: they were
+        never read, so they are left out."""
+        if info.context and info.context.get(SAVED_RUN):
+            return self
+        given = [key for key in self.unread_keys() if _is_set(self, key)]
+        if given:
+            raise ValueError(f"{', '.join(given)}: not read by {self.kind} recipes (a key a family does not read "
+                             "is refused rather than ignored); remove " + ("it" if len(given) == 1 else "them"))
+        return self
+
+    @model_serializer(mode="wrap")
+    def _only_read_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        for key in [*self.unread_keys(), *self.switched_off()]:
+            section, _, name = key.partition(".")
+            if not name:
+                data.pop(section, None)
+            elif isinstance(data.get(section), dict):
+                data[section].pop(name, None)
+        return data
+
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+
+def _is_set(recipe: Recipe, key: str) -> bool:
+    """Whether the recipe (its file or ``--set``) gave the dotted ``key`` explicitly (not by default)."""
+    section, _, name = key.partition(".")
+    if not name:
+        return section in recipe.model_fields_set
+    return section in recipe.model_fields_set and name in getattr(recipe, section).model_fields_set
 
 
 # --- files and overrides ---------------------------------------------------------------------------------------

@@ -1,11 +1,13 @@
-"""Decision thresholds tuned on a labelled split (the dev split), as the sentence-level baselines need.
+"""The one threshold tuner: decision thresholds tuned on a labelled split (the dev split).
 
-Every candidate setting (a point of the grid, by default each threshold in {0.1, 0.2, …, 0.9} as in DelucionQA)
-turns the same precomputed evidence into detections; each candidate is scored by the project's evaluator
-(:func:`ragtruth_spans.evaluation.evaluate`), so the criterion is exactly the figure ``evaluate`` would report.
-The best candidate wins; ties go to the first in grid order (thresholds ascending). Families call
-:func:`tune_thresholds` from their ``train`` (the run directory records the result) and implement
-:class:`Tunable` so that ``ragtruth-spans benchmark`` can tune them on ``--dev``.
+Every candidate setting (a point of the grid; by default each threshold in {0.1, 0.2, …, 0.9} as in DelucionQA,
+a family may pass its own grid) turns the same precomputed evidence into spans; each candidate is scored by one
+counter, :func:`ragtruth_spans.evaluation.counts.pooled_figures`, which pools exactly what
+:func:`ragtruth_spans.evaluation.evaluate` reports (tested against it), so the criterion is the figure
+``evaluate`` would print. **One tie rule:** the best candidate wins; among equal values the first in grid order
+(thresholds ascending), i.e. the lowest threshold. Families call :func:`tune_thresholds` from their ``train`` (the
+run directory records the whole table) and implement :class:`Tunable` so that ``ragtruth-spans benchmark`` can
+tune them on ``--dev``.
 """
 
 from __future__ import annotations
@@ -94,9 +96,11 @@ def criterion_value(report: Mapping[str, Any], criterion: str) -> float:
 def tune_thresholds(records: Sequence[Record], candidates: Sequence[dict[str, float]],
                     detect: Callable[[dict[str, float]], Sequence[Any]], *, criterion: str = DEFAULT_CRITERION,
                     split: str = "dev") -> TuningResult:
-    """Evaluate ``detect(thresholds)`` (one :class:`~ragtruth_spans.detectors.base.Detection` per record, in
-    order) for each candidate and return the best (see the module docstring)."""
-    from ragtruth_spans.evaluation import evaluate
+    """Score ``detect(thresholds)`` — one :class:`~ragtruth_spans.detectors.base.Detection` (or one span list) per
+    record, in order — for each candidate with :func:`~ragtruth_spans.evaluation.counts.pooled_figures` and return
+    the best by ``criterion`` (ties: the first candidate; see the module docstring). Each table row holds the
+    candidate's thresholds and its span precision, recall, F1, response F1 and response macro F1."""
+    from ragtruth_spans.evaluation.counts import pooled_figures
 
     if criterion not in CRITERIA:
         raise InputError(f"unknown tuning criterion {criterion!r} (expected one of {', '.join(CRITERIA)})",
@@ -108,13 +112,12 @@ def tune_thresholds(records: Sequence[Record], candidates: Sequence[dict[str, fl
     table: list[dict[str, Any]] = []
     best: tuple[float, dict[str, float]] | None = None
     for thresholds in candidates:
-        detections = list(detect(thresholds))
-        spans = {r.id: d.spans for r, d in zip(records, detections)}
-        scores = {r.id: d.score for r, d in zip(records, detections) if d.score is not None}
-        overall = evaluate(records, spans, response_scores=scores or None).overall
+        spans = [getattr(d, "spans", d) for d in detect(thresholds)]
+        overall = pooled_figures(records, spans)
         value = criterion_value(overall, criterion)
-        table.append({**thresholds, "span_f1": overall["span"]["f1"], "response_f1": overall["response"]["f1"],
-                      "response_macro_f1": overall["response_macro"]["f1"]})
+        table.append({**thresholds, "span_precision": overall["span"]["precision"],
+                      "span_recall": overall["span"]["recall"], "span_f1": overall["span"]["f1"],
+                      "response_f1": overall["response"]["f1"], "response_macro_f1": overall["response_macro"]["f1"]})
         if best is None or value > best[0]:
             best = (value, thresholds)
     assert best is not None

@@ -13,6 +13,7 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_jsonl, write_records
 from ragtruth_spans.core.predictions import read_prediction_file
 from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES, Record, Span
+from ragtruth_spans.data import ragtruth
 from ragtruth_spans.evaluation import evaluate, load_gold
 
 EC, SC, EBI, SBI = HALLUCINATION_TYPES
@@ -343,7 +344,6 @@ def test_cli_flags_and_clean_errors(files, tmp_path):
 
 
 def test_gold_from_a_raw_ragtruth_directory(shared_sample_dir, tmp_path):
-    pytest.importorskip("ragtruth_spans.data.ragtruth")
     records, info = load_gold(shared_sample_dir)
     assert records and all(r.split == "test" and r.quality == "good" for r in records)
     assert info["format"] == "RAGTruth directory" and info["test_responses"] >= len(records)
@@ -360,10 +360,8 @@ def test_gold_from_a_raw_ragtruth_directory(shared_sample_dir, tmp_path):
 
 
 def test_gold_from_the_embedded_sample_with_adaptive_filters(tmp_path):
-    ragtruth = pytest.importorskip("ragtruth_spans.data.ragtruth")
     sample = ragtruth.sample_data_dir()
-    if not (sample / "response.jsonl").is_file():
-        pytest.skip("the embedded sample is not written yet")
+    assert (sample / "response.jsonl").is_file(), "the embedded sample ships with the package"
     records, info = load_gold(sample)
     assert info["test_responses"] == len(records) + info["dropped_by_quality"]
     assert all(r.split == "test" and r.quality == "good" for r in records)
@@ -498,6 +496,7 @@ def test_the_gold_file_given_as_predictions_is_refused(files, tmp_path):
            "gold record" in result.output
 
 
+@pytest.mark.slow
 def test_errors_stay_on_one_line_when_piped(tmp_path):
     """A long path in an error is never wrapped when stderr is not a terminal (and COLUMNS is unset)."""
     import os

@@ -30,6 +30,7 @@ def dev_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_benchmark_reproduces_evaluate_exactly_and_resumes(sample_test_file, dev_file, tmp_path, monkeypatch):
     data, records = sample_test_file
     out = tmp_path / "bench"

@@ -19,6 +19,7 @@ from ragtruth_spans.pipeline.quickstart import (
 )
 
 
+@pytest.mark.slow
 def test_quickstart_runs_every_step_then_reuses_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # any working directory: nothing may depend on the repository checkout
     console = Console(record=True, width=140)

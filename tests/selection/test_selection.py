@@ -13,6 +13,7 @@ from ragtruth_spans.cli import app
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_jsonl, write_records
 from ragtruth_spans.core.types import Record, Span
+from ragtruth_spans.data import ragtruth
 from ragtruth_spans.detectors.base import Detection, Detector
 from ragtruth_spans.reporting.console import selection_table
 from ragtruth_spans.selection import corpus
@@ -309,7 +310,6 @@ def test_render_has_one_row_per_model_and_the_baselines():
 
 
 def test_oracle_on_the_real_sample(shared_sample_dir: Path):
-    ragtruth = pytest.importorskip("ragtruth_spans.data.ragtruth")
     records = ragtruth.load_ragtruth(shared_sample_dir)
     models = sorted({r.model for r in records})
     report = evaluate_selection(records, gold_predictions(records), models, "no-spans", bootstrap=200)

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_bench_serve_counts_every_request_once(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_serve.py"), "--model", "numbers",

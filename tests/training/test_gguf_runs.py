@@ -55,6 +55,7 @@ def recipe(kind: str, prepared: Path, gguf: Path, out: Path) -> dict:
             "lora": {"r": 16, "alpha": 16, "dropout": 0.0, "modules_to_save": ["embed_tokens"]}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["generative", "token-classification"])
 def test_a_gguf_base_trains_records_provenance_and_reloads(kind, setup, tmp_path):
     import hashlib

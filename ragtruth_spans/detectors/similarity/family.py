@@ -3,7 +3,8 @@
 By name, with the paper's thresholds (``sim-hybrid``: dev-tuned ones, see docs/BASELINES.md): ``sim-cosine``,
 ``sim-overlap``, ``sim-hybrid``, ``keyword-match``. From a run directory (``ragtruth-spans train`` on a
 ``kind: similarity`` recipe): the thresholds tuned on its dev split.
-Options: ``device`` and ``batch_size`` (the sentence encoder of the cosine and hybrid methods).
+Options: ``device`` and ``batch_size`` (the sentence encoder of the cosine and hybrid methods), ``threshold``
+(the method's one threshold instead of the tuned or paper one; ``sim-hybrid`` has two and refuses it).
 """
 
 from __future__ import annotations
@@ -15,7 +16,21 @@ from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.family import Family, check_options
 from ragtruth_spans.detectors.similarity.recipe import SimilarityRecipe
 
-OPTIONS = {"device", "batch_size"}
+OPTIONS = {"device", "batch_size", "threshold"}
+
+
+def _with_threshold(detector: Any, threshold: float | None) -> Detector:
+    """``detector`` with its one threshold set to ``threshold`` (None: unchanged)."""
+    from ragtruth_spans.core.errors import InputError
+
+    if threshold is None:
+        return detector
+    if len(detector.thresholds) != 1:
+        raise InputError(f"the {detector.method} method has {len(detector.thresholds)} thresholds "
+                         f"({', '.join(detector.thresholds)}), so one threshold option cannot set them; train a "
+                         "similarity recipe to tune them", field="threshold")
+    (name,) = detector.thresholds
+    return detector.with_thresholds({name: float(threshold)}, {**detector.source, "thresholds_from": "option"})
 
 
 def load(run_dir: str | Path, **options: Any) -> Detector:
@@ -24,13 +39,14 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     from ragtruth_spans.detectors.similarity.train import detector_from_recipe
 
     check_options("similarity", options, OPTIONS)
+    threshold = options.pop("threshold", None)
     run_dir = Path(run_dir)
     recipe, info = read_finished_run(run_dir, SimilarityRecipe, "thresholds", dict)
     detector = detector_from_recipe(recipe, info["thresholds"], **options)
     tuning = info.get("tuning") or {}
     detector.source = {"run_dir": str(run_dir.resolve()), "fingerprint": info.get("fingerprint"),
                        "thresholds_from": f"tuned on {tuning.get('split')}", "criterion": tuning.get("criterion")}
-    return detector
+    return _with_threshold(detector, threshold)
 
 
 def _named(name: str):
@@ -38,7 +54,8 @@ def _named(name: str):
         from ragtruth_spans.detectors.similarity.detector import NAMES, SimilarityDetector
 
         check_options(name, options, OPTIONS)
-        return SimilarityDetector(NAMES[name], **options)
+        threshold = options.pop("threshold", None)
+        return _with_threshold(SimilarityDetector(NAMES[name], **options), threshold)
     return build
 
 

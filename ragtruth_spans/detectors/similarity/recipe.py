@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -17,6 +18,10 @@ class KeywordSection(Section):
 
 class SimilarityRecipe(Recipe):
     """``kind: similarity`` — no weights are trained; "training" tunes the method's thresholds on the dev split."""
+
+    reads: ClassVar[Mapping[str, frozenset[str]]] = {"data": frozenset({"prepared_dir", "eval_split", "tasks"})}
+    """Nothing is trained: the eval split's responses of ``data.tasks`` are all it reads (``data.split``,
+    ``max_length``, ``clean_fraction``, ``max_examples``, ``augment`` and ``seed`` are refused)."""
 
     kind: Literal["similarity"] = "similarity"
     method: Literal["cosine", "overlap", "hybrid", "keywords"]

@@ -1,9 +1,11 @@
 """The stacked family (``kind: stacked``): word-level gradient boosting over support features and members'
 scores (docs/STACKED.md). Trained only (no named detectors); options: ``device`` and ``batch_size`` of the
-sentence encoder."""
+sentence encoder, ``threshold`` (one word threshold for every task instead of the tuned ones; the response gate
+and the word gap stay as tuned)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.family import Family, check_options
 from ragtruth_spans.detectors.stacked.recipe import StackedRecipe
 
-OPTIONS = {"device", "batch_size"}
+OPTIONS = {"device", "batch_size", "threshold"}
 
 
 def load(run_dir: str | Path, **options: Any) -> Detector:
@@ -24,6 +26,7 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     from ragtruth_spans.detectors.stacked.detector import StackedDetector
 
     check_options("stacked", options, OPTIONS)
+    threshold = options.pop("threshold", None)
     run_dir = Path(run_dir)
     recipe, info = read_finished_run(run_dir, StackedRecipe, "decision", dict)
     members = {}
@@ -33,13 +36,15 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     builder = ColumnBuilder(build_encoder(recipe.features.encoder, **options), members)
     if builder.names != info.get("columns"):
         raise InputError("run_info.json columns differ from the recipe's (edited after training?)", path=run_dir)
+    decision = combiner.Decision.from_dict(info["decision"])
+    if threshold is not None:
+        decision = dataclasses.replace(decision, thresholds={"*": float(threshold)})
     head = None
     if info.get("response") is not None:  # runs of recipes with `response: null` (or older runs) have no head
         if not isinstance(info["response"], dict):
             raise InputError("run_info.json: response must be an object", path=run_dir)
         head = (response.load(run_dir), response.Calibration.from_dict(info["response"].get("calibration") or {}))
-    return StackedDetector(combiner.load(run_dir), builder, combiner.Decision.from_dict(info["decision"]),
-                           head=head,
+    return StackedDetector(combiner.load(run_dir), builder, decision, head=head,
                            run_info={"run_dir": str(run_dir.resolve()), "fingerprint": info.get("fingerprint")})
 
 

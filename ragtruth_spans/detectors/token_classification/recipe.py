@@ -90,6 +90,10 @@ class TokenClassificationRecipe(Recipe):
     detection: DetectionSection = Field(default_factory=DetectionSection)
     training: TokenTrainingSection = Field(default_factory=TokenTrainingSection)
 
+    def switched_off(self) -> list[str]:
+        """The shared rules, and the ``lora`` section unless ``finetuning`` is ``lora``."""
+        return super().switched_off() + (["lora"] if self.finetuning != "lora" else [])
+
     @model_validator(mode="after")
     def _check_consistency(self) -> TokenClassificationRecipe:
         if self.quantization.enabled and self.finetuning != "lora":

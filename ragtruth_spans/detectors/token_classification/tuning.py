@@ -1,10 +1,12 @@
 """The threshold tuned on held-out records, and the measurements of aggregations and edge rules beside it.
 
 For one set of model outputs (each response's window probabilities, computed once), :func:`tune` scores every
-threshold of :data:`THRESHOLD_GRID` by character-level span F1 pooled over the responses (the project's headline
-metric, :mod:`ragtruth_spans.evaluation.metrics`), for each aggregation (with the run's edge rule) and each edge
-rule (with the run's aggregation). The run keeps the best threshold of its own aggregation and edge rule (ties:
-the middle of the tied thresholds); the other rows are measurements, recorded in ``run_info.json``.
+threshold of :data:`THRESHOLD_GRID` (this family's grid: the probabilities are per token, so the grid is finer than
+the sentence baselines') by character-level span F1 pooled over the responses, for each aggregation (with the
+run's edge rule) and each edge rule (with the run's aggregation), with the project's one tuner
+(:func:`ragtruth_spans.training.tuning.tune_thresholds`: one counter, tested against the evaluator; ties: the
+lowest threshold). The run keeps the best threshold of its own aggregation and edge rule; the other rows are
+measurements, recorded in ``run_info.json``.
 """
 
 from __future__ import annotations
@@ -14,36 +16,38 @@ from typing import Any
 
 import numpy as np
 
-from ragtruth_spans.core.types import Record
+from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.detectors.token_classification.labels import SPAN_EDGES, spans_from_probabilities
 from ragtruth_spans.detectors.token_classification.windows import AGGREGATIONS
-from ragtruth_spans.evaluation.metrics import char_counts, prf
+from ragtruth_spans.evaluation.counts import pooled_figures
+from ragtruth_spans.training.tuning import tune_thresholds
 
 THRESHOLD_GRID: tuple[float, ...] = tuple(round(t, 2) for t in np.arange(0.02, 0.99, 0.02))
+
+
+def _spans(records: Sequence[Record], probs: Sequence[np.ndarray], offsets: Sequence[Sequence[tuple[int, int]]],
+           threshold: float, scheme: str, span_edges: str) -> list[list[Span]]:
+    return [spans_from_probabilities(r.response, offs, p, threshold, scheme=scheme, span_edges=span_edges)
+            for r, p, offs in zip(records, probs, offsets)]
 
 
 def span_scores(records: Sequence[Record], probs: Sequence[np.ndarray], offsets: Sequence[Sequence[tuple[int, int]]],
                 threshold: float, *, scheme: str, span_edges: str) -> dict[str, float]:
     """Pooled character-level span precision, recall and F1 of the spans at ``threshold``."""
-    gold_chars = pred_chars = overlap = 0
-    for record, p, offs in zip(records, probs, offsets):
-        spans = spans_from_probabilities(record.response, offs, p, threshold, scheme=scheme, span_edges=span_edges)
-        g, q, o = char_counts(record.spans, spans)
-        gold_chars, pred_chars, overlap = gold_chars + g, pred_chars + q, overlap + o
-    precision, recall, f1 = prf(overlap, pred_chars, gold_chars)
-    return {"precision": float(precision), "recall": float(recall), "f1": float(f1)}
+    return pooled_figures(records, _spans(records, probs, offsets, threshold, scheme, span_edges))["span"]
 
 
 def best_threshold(records: Sequence[Record], probs: Sequence[np.ndarray],
                    offsets: Sequence[Sequence[tuple[int, int]]], *, scheme: str, span_edges: str,
                    grid: Sequence[float] = THRESHOLD_GRID) -> dict[str, Any]:
-    """``{"threshold", "precision", "recall", "f1"}`` of the grid threshold with the highest span F1; when several
-    thresholds tie (a plateau: outputs well separated), the middle one of them."""
-    rows = [{"threshold": t, **span_scores(records, probs, offsets, t, scheme=scheme, span_edges=span_edges)}
-            for t in grid]
-    top = max(row["f1"] for row in rows)
-    tied = [row for row in rows if row["f1"] >= top - 1e-12]
-    return tied[len(tied) // 2]
+    """``{"threshold", "precision", "recall", "f1"}`` of the grid threshold with the highest span F1 (the one
+    tuner's rule: ties go to the lowest threshold)."""
+    result = tune_thresholds(records, [{"threshold": t} for t in sorted(grid)],
+                             lambda c: _spans(records, probs, offsets, c["threshold"], scheme, span_edges),
+                             criterion="span_f1")
+    row = next(r for r in result.table if r["threshold"] == result.thresholds["threshold"])
+    return {"threshold": row["threshold"], "precision": row["span_precision"], "recall": row["span_recall"],
+            "f1": row["span_f1"]}
 
 
 def tune(detector: Any, records: Sequence[Record], *, aggregation: str, span_edges: str,

@@ -3,7 +3,8 @@ training settings and how the decision threshold is tuned on the eval split."""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -20,8 +21,9 @@ from ragtruth_spans.training.tuning import TuningSection
 
 
 class EncoderModelSection(ModelSection):
-    name_or_path: str = Field(MINILM, description="Encoder fine-tuned as the tier-2 cross-encoder: a hub id, a "
-                                                  "local path, or 'tiny' for a tiny random BERT built in code.")
+    name_or_path: str = Field(MINILM, description="Encoder fine-tuned as the tier-2 cross-encoder: a hub id (at "
+                                                  "``revision``), a local path, a GGUF (``gguf_file``), or 'tiny' "
+                                                  "for a tiny random BERT built in code.")
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "float32"
 
 
@@ -64,6 +66,11 @@ class EncoderTrainingSection(TrainingSection):
 
 class TwoTierRecipe(Recipe):
     """``kind: two-tier`` — tier 1 rules, tier 2 a cross-encoder fine-tuned on sentence labels from gold spans."""
+
+    reads: ClassVar[Mapping[str, frozenset[str]]] = {
+        "model": frozenset({"name_or_path", "revision", "gguf_file", "tiny"})}
+    """The cross-encoder is loaded and trained in float32 with the library's attention: ``model.dtype`` and
+    ``model.attn_implementation`` are refused."""
 
     kind: Literal["two-tier"] = "two-tier"
     model: EncoderModelSection = Field(default_factory=EncoderModelSection)

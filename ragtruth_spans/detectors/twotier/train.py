@@ -26,8 +26,7 @@ from ragtruth_spans.training.data import (
     RecordStats,
     examples_sha256,
     load_eval_records,
-    load_training_records,
-    select_records,
+    selected_training_records,
 )
 from ragtruth_spans.training.recipe import TINY
 from ragtruth_spans.training.run import TrainResult
@@ -82,13 +81,14 @@ def subsample_supported(rows: list[dict[str, Any]], ratio: float | None, seed: i
     return out
 
 
-def base_model_path(recipe: TwoTierRecipe, output_dir: Path, records: list[Record]) -> str:
-    """The encoder to fine-tune: a packaged model's verified folder, a local folder (checked), a hub id, or a tiny
-    random BERT built under ``output_dir/base_model``."""
+def base_model_path(recipe: TwoTierRecipe, output_dir: Path, records: list[Record]) -> tuple[str, str | None]:
+    """``(path_or_id, revision)`` of the encoder to fine-tune: a packaged model's verified folder, a local folder
+    (checked), a converted ``model.gguf_file``, a hub id at ``model.revision``, or a tiny random BERT built under
+    ``output_dir/base_model``."""
     from ragtruth_spans.training.hf_models import resolve_base_model
 
     if recipe.model.name_or_path != TINY:
-        return resolve_base_model(recipe.model.name_or_path)[0]
+        return resolve_base_model(recipe.model.name_or_path, recipe.model.revision, recipe.model.gguf_file)
     base = output_dir / BASE_MODEL_DIR
     if not (base / "config.json").is_file():
         from ragtruth_spans.training.tiny import build_tiny_bert
@@ -98,7 +98,7 @@ def base_model_path(recipe: TwoTierRecipe, output_dir: Path, records: list[Recor
                         vocab_size=spec.vocab_size, hidden_size=spec.hidden_size,
                         num_hidden_layers=spec.num_hidden_layers, num_attention_heads=spec.num_attention_heads,
                         intermediate_size=spec.intermediate_size)
-    return str(base)
+    return str(base), None
 
 
 def _pos_weight(recipe: TwoTierRecipe, stats: PairStats) -> float | None:
@@ -108,10 +108,12 @@ def _pos_weight(recipe: TwoTierRecipe, stats: PairStats) -> float | None:
     return weight
 
 
-def fit(recipe: TwoTierRecipe, base: str, train_rows: list[dict[str, Any]], eval_rows: list[dict[str, Any]] | None,
-        pos_weight: float | None, output_dir: Path, resume: bool, console: Console) -> tuple[Any, dict[str, Any]]:
-    """Fine-tune the cross-encoder (sentence-transformers ``CrossEncoderTrainer``, binary cross-entropy); the
-    best checkpoint by eval loss is kept when there is an eval split. Returns the model and the trainer metrics."""
+def fit(recipe: TwoTierRecipe, base: tuple[str, str | None], train_rows: list[dict[str, Any]],
+        eval_rows: list[dict[str, Any]] | None, pos_weight: float | None, output_dir: Path, resume: bool,
+        console: Console) -> tuple[Any, dict[str, Any]]:
+    """Fine-tune the cross-encoder ``base`` (path or id, revision) with sentence-transformers'
+    ``CrossEncoderTrainer`` (binary cross-entropy); the best checkpoint by eval loss is kept when there is an eval
+    split. Returns the model and the trainer metrics."""
     import torch
     from datasets import Dataset
     from sentence_transformers import CrossEncoder
@@ -125,9 +127,11 @@ def fit(recipe: TwoTierRecipe, base: str, train_rows: list[dict[str, Any]], eval
     from ragtruth_spans.training.run import last_checkpoint
 
     set_seed(recipe.training.seed)
-    with loading(base, "base encoder"):
-        model = CrossEncoder(base, num_labels=1, max_length=recipe.data.max_length, device="cpu"
-                             if not torch.cuda.is_available() else None, local_files_only=is_local_reference(base))
+    path, revision = base
+    with loading(path, "base encoder"):
+        model = CrossEncoder(path, num_labels=1, max_length=recipe.data.max_length, device="cpu"
+                             if not torch.cuda.is_available() else None, revision=revision,
+                             local_files_only=is_local_reference(path))
     loss = BinaryCrossEntropyLoss(model, pos_weight=None if pos_weight is None else torch.tensor(pos_weight))
     args = CrossEncoderTrainingArguments(**trainer_arguments(recipe, recipe.training, output_dir,
                                                              CrossEncoderTrainingArguments,
@@ -150,9 +154,8 @@ def train(recipe: TwoTierRecipe, *, console: Console | None = None, resume: bool
     console = console or Console(stderr=True)
     output_dir = Path(recipe.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    records, source = load_training_records(recipe.data)
     stats = PairStats()
-    records = select_records(records, recipe.data, stats)
+    records, source = selected_training_records(recipe.data, stats)
     loaded = load_eval_records(recipe.data)
     eval_records = [r for r in loaded[0] if r.task_type in recipe.data.tasks] if loaded else []
     encoder = SentenceEncoder(recipe.premise.retriever)
@@ -179,7 +182,8 @@ def train(recipe: TwoTierRecipe, *, console: Console | None = None, resume: bool
                                          split=recipe.data.eval_split or "", values=recipe.tuning.grid)
         tuning = result.to_dict()
     write_run_files(output_dir, recipe, fingerprint=fingerprint, info={
-        "base_model": {"name_or_path": recipe.model.name_or_path, "path": base},
+        "base_model": {"name_or_path": recipe.model.name_or_path, "path": base[0], "revision": base[1],
+                       "gguf_file": recipe.model.gguf_file},
         "threshold": detector.threshold, "tuning": tuning,
         "tier1": {"train": tier1_report(records), "eval": tier1_report(eval_records) if eval_records else None},
         "data": {"source": source, "counts": asdict(stats), "pairs_sha256": examples_sha256(rows),

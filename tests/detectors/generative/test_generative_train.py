@@ -63,6 +63,7 @@ def test_build_examples_drops_what_does_not_fit_whole_and_counts_it():
     assert (stats.too_long, stats.too_long_ids) == (1, ["long"])
 
 
+@pytest.mark.slow
 def test_tiny_recipe_trains_with_4bit_and_resumes(tmp_path, monkeypatch):
     import transformers
     from peft import PeftModel
@@ -137,6 +138,7 @@ def test_overfit_reproduces_gold_spans(overfit_run):
         assert [(s["text"], s["type"]) for s in json.loads(generated)] == [(s.text, s.type) for s in rec.spans]
 
 
+@pytest.mark.slow
 def test_dev_loss_is_evaluated_and_the_best_checkpoint_kept(tmp_path):
     from conftest import overfit_recipe, overfit_records
 

@@ -72,6 +72,7 @@ def transformers_server(tmp_path_factory):
         log.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["span", "claims"])
 def test_judge_against_transformers_serve(transformers_server, tmp_path, mode):
     base_url, model = transformers_server

@@ -90,6 +90,7 @@ def test_train_save_load_detect_round_trip(prepared, tmp_path):
     assert [d.to_dict() for d in again] == [d.to_dict() for d in detections]
 
 
+@pytest.mark.slow
 def test_a_trained_member_is_fitted_out_of_fold_and_reloaded(prepared, tmp_path):
     member_recipe = tmp_path / "tiny-token-cls.yaml"
     member_recipe.write_text(yaml.safe_dump({

@@ -75,7 +75,7 @@ def test_an_item_no_window_fits_gets_its_own_error(tokenizer):
         DetectItem(context=CONTEXT, response=RESPONSE, task="Summary"),
         DetectItem(context=CONTEXT, response=RESPONSE, task="QA", question="Which animals? " * 12),  # no room
         DetectItem(context=CONTEXT, response=" ".join(["zebra yak"] * 20), task="Summary"),  # overlap ≥ segment
-        {"context": CONTEXT, "response": "", "task": "Data2txt"},
+        DetectItem(context=CONTEXT, response="", task="Data2txt"),  # (a mapping with empty text is refused)
     ]
     ok, no_room, no_step, empty = detector.detect_batch(items)
     assert ok.ok and ok.score is not None and ok.diagnostics["windows"] == 3

@@ -53,13 +53,14 @@ def prepared(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module", params=["bert", "llama"])
+@pytest.fixture(scope="module", params=["bert", "llama"])  # its tests are slow: it trains two models
 def trained(request, prepared, tmp_path_factory) -> tuple[str, Path]:
     out = tmp_path_factory.mktemp(f"token-cls-{request.param}") / "run"
     train(validate_recipe(token_cls_recipe(prepared, out, request.param)))
     return request.param, out
 
 
+@pytest.mark.slow
 def test_both_paths_memorise_the_records_and_load_back(trained):
     architecture, out = trained
     info = json.loads((out / "run_info.json").read_text())
@@ -84,6 +85,7 @@ def test_both_paths_memorise_the_records_and_load_back(trained):
         assert (out / "model.safetensors").is_file() and not (out / "adapter_config.json").exists()
 
 
+@pytest.mark.slow
 def test_threshold_option_and_run_default(trained):
     _, out = trained
     info = json.loads((out / "run_info.json").read_text())
@@ -139,6 +141,7 @@ def test_run_info_records_the_commit_a_hub_base_resolved_to(prepared):
     assert info(lora, str(prepared))["resolved_revision"] is None  # a local folder has no hub commit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trained", ["llama"], indirect=True)  # LoRA; full fine-tuning saves the whole model
 def test_a_lora_run_reloads_its_hub_base_at_the_recorded_commit(trained, tmp_path, monkeypatch):
     """A LoRA run on a hub base at ``revision: main`` loads the commit recorded at training time, not whatever
@@ -216,6 +219,7 @@ def test_build_examples_refuse_an_untyped_span_with_typed_labels(prepared):
     assert build_examples([record], tokenizer, binary, WindowStats(), best_only=False)
 
 
+@pytest.mark.slow
 def test_training_skips_records_no_window_fits_and_records_them(tmp_path):
     data = tmp_path / "data"
     records = [*overfit_records(), _long_question_record()]
@@ -251,6 +255,7 @@ def test_weighted_loss_counts_hallucinated_tokens_more():
         plain.item())
 
 
+@pytest.mark.slow
 def test_resume_after_a_kill_and_fixed_threshold(prepared, tmp_path, monkeypatch):
     import transformers
 
@@ -271,6 +276,7 @@ def test_resume_after_a_kill_and_fixed_threshold(prepared, tmp_path, monkeypatch
     assert set(info["detection"]["aggregations"]) == {"mean", "max", "min", "best", "by-type"}
 
 
+@pytest.mark.slow
 def test_cli_train_predict_evaluate(prepared, tmp_path):
     recipe = tmp_path / "recipe.yaml"
     import yaml
@@ -295,6 +301,7 @@ def test_cli_train_predict_evaluate(prepared, tmp_path):
     assert result.exit_code == 2 and "do not apply" in result.output
 
 
+@pytest.mark.slow
 def test_select_best_with_a_token_classifier_run(trained, tmp_path):
     """`select-best` works on a token-classification run: of two candidates for the clean QA record's context, the
     one the classifier memorised as clean wins over the one it memorised as hallucinated."""

@@ -75,6 +75,7 @@ def two_tier_records(split):
     return rows
 
 
+@pytest.mark.slow
 def test_a_tiny_two_tier_run_trains_tunes_loads_and_never_flags_tier1(tmp_path):
     """Builds a tiny random BERT, trains 4 steps and loads the real MiniLM retriever: ~15 s on 2 cores."""
     from ragtruth_spans.core.jsonl import write_records

@@ -1,0 +1,177 @@
+"""Scripts are code: every script in ``scripts/`` runs here at tiny scale (the embedded sample, tiny or rule-based
+models, a few steps), in its own process as a user runs it. The ones that train or serve a model are ``slow``.
+
+Scripts covered elsewhere: ``make_sample.py`` (tests/data/test_ragtruth.py), ``subset_by_source.py``
+(tests/data/test_subset_by_source.py), ``bench_serve.py`` (tests/serving/test_bench_serve.py),
+``bench_obvious.py`` (tests/scripts/test_bench_obvious.py), ``bench_selection.py`` and ``bench_calibration.py``
+(tests/scripts/test_bench_selection_calibration.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragtruth_spans.core.jsonl import read_records, write_records
+from ragtruth_spans.data.prepare import prepare
+from ragtruth_spans.data.ragtruth import sample_data_dir
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = REPO / "scripts"
+COVERED_ELSEWHERE = {"make_sample.py", "subset_by_source.py", "bench_serve.py", "bench_obvious.py",
+                     "bench_selection.py", "bench_calibration.py"}
+CORE_ONLY = """
+import importlib.util, sys
+BLOCKED = set()
+real = importlib.util.find_spec
+importlib.util.find_spec = lambda name, package=None: None if name.split(".")[0] in BLOCKED else real(name, package)
+from ragtruth_spans.core.extras import EXTRA_MODULES
+BLOCKED |= {m for modules in EXTRA_MODULES.values() for m in modules} | {"tokenizers", "bitsandbytes"}
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked: core-only install)")
+sys.meta_path.insert(0, Block())
+"""
+"""``sitecustomize`` of a simulated core-only install: the extras' modules cannot be found or imported."""
+
+
+def run_script(name: str, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python scripts/<name> ARGS`` with this checkout first on the path; a failure shows its output."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+           "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, str(SCRIPTS / name), *args], capture_output=True, text=True,
+                            timeout=timeout, cwd=cwd, env=env)
+    assert result.returncode == 0, f"{name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The embedded sample prepared (train/dev/test.jsonl), and ``small.jsonl``: six of its test responses."""
+    out = tmp_path_factory.mktemp("prepared")
+    prepare(sample_data_dir(), out, dev_per_task=1)
+    write_records(out / "small.jsonl", read_records(out / "test.jsonl")[:6])
+    return out
+
+
+def test_every_script_has_a_test() -> None:
+    text = Path(__file__).read_text(encoding="utf-8")
+    tested = set(re.findall(r'run_script\("([^"]+)"', text)) | set(re.findall(r'SCRIPTS / "([^"]+)"', text))
+    missing = {p.name for p in SCRIPTS.iterdir() if p.suffix in (".py", ".sh")} - tested - COVERED_ELSEWHERE
+    assert not missing, f"scripts without a test: {sorted(missing)}"
+
+
+@pytest.mark.slow
+def test_check_core_install_in_a_simulated_core_only_environment(tmp_path: Path) -> None:
+    site, bin_dir = tmp_path / "site", tmp_path / "bin"
+    site.mkdir()
+    bin_dir.mkdir()
+    (site / "sitecustomize.py").write_text(CORE_ONLY, encoding="utf-8")
+    for name, command in (("python", f'exec {sys.executable} "$@"'),
+                          ("ragtruth-spans", f'exec {sys.executable} -m ragtruth_spans "$@"')):
+        (bin_dir / name).write_text(f"#!/usr/bin/env bash\n{command}\n", encoding="utf-8")
+        (bin_dir / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    result = subprocess.run(["bash", str(SCRIPTS / "check_core_install.sh")], capture_output=True, text=True,
+                            timeout=300, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "work without torch" in result.stdout
+
+
+def test_bench_evaluate(tmp_path: Path) -> None:
+    result = run_script("bench_evaluate.py", "--responses", "40", "--spans", "25", "--bootstrap", "20",
+                        "--repeats", "1", "--markdown", cwd=tmp_path)
+    assert "40 responses" in result.stdout and "| --bootstrap 20 |" in result.stdout
+
+
+def test_bench_evidence(prepared: Path, tmp_path: Path) -> None:
+    result = run_script("bench_evidence.py", "--data", str(prepared / "test.jsonl"), "--mode", "lexical",
+                        "--detector", "numbers", "--markdown", cwd=tmp_path)
+    assert "|" in result.stdout
+
+
+@pytest.mark.slow
+def test_bench_token_labels(tmp_path: Path) -> None:
+    result = run_script("bench_token_labels.py", "--data", str(sample_data_dir()), "--markdown", cwd=tmp_path)
+    assert "all-MiniLM-L6-v2" in result.stdout or "MiniLM" in result.stdout
+
+
+def test_bench_similarity_one_measurement(prepared: Path, tmp_path: Path) -> None:
+    result = run_script("bench_similarity.py", "--data", str(prepared / "small.jsonl"), "--one", "sim-overlap",
+                        cwd=tmp_path)
+    row = json.loads(result.stdout.strip().splitlines()[-1])
+    assert row["name"] == "sim-overlap" and row["responses"] == 6 and row["seconds"] >= 0
+
+
+def test_tier1_report(prepared: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tier1.json"
+    result = run_script("tier1_report.py", str(prepared / "train.jsonl"), str(prepared / "dev.jsonl"), "--json",
+                        str(out), cwd=tmp_path)
+    assert "|" in result.stdout and out.is_file()
+
+
+def test_fault_inject_serve(tmp_path: Path) -> None:
+    out = tmp_path / "faults.json"
+    run_script("fault_inject_serve.py", "--model", "numbers", "--requests", "40", "--concurrency", "4",
+               "--deadline", "120", "--heavy", "0", "--json", str(out), cwd=tmp_path)
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["sent"] == report["answered"] == 40 and report["server_alive"]
+    assert report["lost"] == report["duplicated"] == report["wrongly_failed"] == report["hostile_mishandled"] == 0
+
+
+@pytest.mark.slow
+def test_bench_train_tiny_on_cpu(tmp_path: Path) -> None:
+    out = tmp_path / "train.json"
+    run_script("bench_train.py", "--shape", "tiny", "--max-length", "64", "--steps", "2", "--warmup-steps", "1",
+               "--json", str(out), cwd=tmp_path)
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["shape"] == "tiny" and result["timed_steps"] == 2 and result["tokens_per_s"] > 0
+    assert result["peak_memory_gib"] > 0 and result["torch"] != "not installed"
+
+
+@pytest.mark.slow
+def test_bench_predict_tiny(prepared: Path, tmp_path: Path) -> None:
+    out = tmp_path / "predict.json"
+    run_script("bench_predict.py", "--data", str(prepared / "small.jsonl"), "--batch-sizes", "2",
+               "--max-new-tokens", "8", "--repeats", "1", "--set", "training.max_steps=2", "--json", str(out),
+               cwd=tmp_path, timeout=600)
+    [row] = json.loads(out.read_text(encoding="utf-8"))["results"]
+    assert row["batch_size"] == 2 and row["responses"] == 6 and row["responses_per_s"] > 0
+
+
+@pytest.mark.slow
+def test_bench_stacked_one_variant(prepared: Path, tmp_path: Path) -> None:
+    result = run_script("bench_stacked.py", "--prepared", str(prepared), "--out", str(tmp_path / "bench"),
+                        "--only", "features", cwd=tmp_path, timeout=600)
+    assert result.stdout.count("| features |") == 1
+
+
+@pytest.mark.slow
+def test_bench_ray_one_worker(prepared: Path, tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="the [ray] extra is not installed")
+    from ragtruth_spans.detectors.recipes import load_recipe
+    from ragtruth_spans.detectors.train import train
+
+    run = tmp_path / "run"
+    train(load_recipe("all-minilm-l6-v2/similarity-overlap", [f"data.prepared_dir={prepared}",
+                                                             f"output_dir={run}"]))
+    result = run_script("bench_ray.py", "--run", str(run), "--data", str(prepared / "small.jsonl"), "--workers",
+                        "1", cwd=tmp_path, timeout=600)
+    assert "| run | predict | 1 | 6 |" in result.stdout and "| run | ray | 1 | 6 |" in result.stdout
+
+
+@pytest.mark.slow
+def test_bench_judge_tiny_server(prepared: Path, tmp_path: Path) -> None:
+    out = tmp_path / "judge.json"
+    run_script("bench_judge.py", "--data", str(prepared / "small.jsonl"), "--modes", "span", "--max-tokens", "8",
+               "--concurrency", "2", "--json", str(out), cwd=tmp_path, timeout=600)
+    rows = json.loads(out.read_text(encoding="utf-8"))["rows"]
+    assert rows[0]["responses"] == 6 and rows[0]["rerun_requests"] == 0
