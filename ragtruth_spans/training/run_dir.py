@@ -95,6 +95,8 @@ def run_fingerprint(recipe: Recipe, data_files: Sequence[str | Path | None]) -> 
     from ragtruth_spans.core.jsonl import file_sha256
 
     settings = {k: v for k, v in recipe.model_dump(mode="json").items() if k not in NOT_FINGERPRINTED}
+    if isinstance(settings.get("data"), dict) and not settings["data"].get("extra"):
+        settings["data"].pop("extra", None)  # no extra sources: the fingerprint of runs from before data.extra
     data = {str(path): file_sha256(path) for path in data_files if path is not None}
     canonical = json.dumps({"recipe": settings, "data_sha256": data}, sort_keys=True, ensure_ascii=False)
     return {"fingerprint": hashlib.sha256(canonical.encode("utf-8")).hexdigest(), "recipe": settings,
