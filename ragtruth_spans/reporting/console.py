@@ -315,3 +315,36 @@ def _highlighted(response: str, spans: list[Mapping[str, Any]]) -> Text:
                   if s["start"] <= start < s["end"]]
         text.append(printable(response[start:end]), style=styles[-1] if styles else "")
     return text
+
+
+def import_summary(stats: Mapping[str, Any]) -> Group:
+    """An import (``stats.json`` of :func:`ragtruth_spans.data.imported.write_prepared`): per-split counts, then
+    what was read, skipped, repaired and defaulted, each by reason."""
+    splits = Table(title=f"Imported ({stats['importer']})", title_justify="left", caption_justify="left",
+                   caption="QA..total: responses; halluc.: responses with at least one span")
+    splits.add_column("split")
+    for col in (*TASK_TYPES, "total", "sources", "halluc.", "spans"):
+        splits.add_column(col, justify="right")
+    for name, s in stats["splits"].items():
+        splits.add_row(user_text(name), *(str(s["by_task"][t]["responses"]) for t in TASK_TYPES),
+                       str(s["responses"]), str(s["sources"]), str(s["hallucinated_responses"]), str(s["spans"]))
+    accounting = Table(title="What was read, skipped, repaired, defaulted", title_justify="left", show_header=False)
+    accounting.add_column("what")
+    accounting.add_column("count", justify="right")
+    unit = stats.get("unit", "records")
+    rows: list[tuple[str, Any]] = [(f"{unit} read", stats["input"]),
+                                   ("  written (train + dev + test)", stats["written"]),
+                                   ("  skipped", sum(stats["skipped"].values()))]
+    rows += [(f"    {reason}", n) for reason, n in stats["skipped"].items()]
+    rows += [("repaired", sum(stats["repaired"].values()))]
+    rows += [(f"  {reason}", n) for reason, n in stats["repaired"].items()]
+    rows += [("defaulted (field absent)", sum(stats["defaulted"].values()))]
+    rows += [(f"  {name}", n) for name, n in stats["defaulted"].items()]
+    split = ("the records' own split" if stats.get("split_given") else
+             "re-split by source, seed " + str(stats.get("seed")) + ": "
+             + ",".join(f"{k}={v:g}" for k, v in (stats.get("split_by_source") or {}).items()))
+    rows += [("spans written", stats["spans"]["written"]), (f"splits: {split}", "")]
+    for what, count in rows:
+        accounting.add_row(user_text(what), str(count))
+    warnings = [user_text(f"warning: {message}", style="yellow") for message in stats["warnings"]]
+    return Group(splits, accounting, *warnings)
