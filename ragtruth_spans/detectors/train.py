@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 from rich.console import Console
 
 from ragtruth_spans.core.errors import InputError
@@ -11,7 +13,7 @@ from ragtruth_spans.detectors.family import Family, get_family
 from ragtruth_spans.training.data import extra_files, split_file, training_file
 from ragtruth_spans.training.recipe import Recipe
 from ragtruth_spans.training.run import TrainResult, claim_on_main_process
-from ragtruth_spans.training.run_dir import run_fingerprint
+from ragtruth_spans.training.run_dir import release_failed_run, run_fingerprint
 
 __all__ = ["TrainResult", "check_extra_sources", "train"]
 
@@ -38,7 +40,8 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     The run directory rules (:mod:`ragtruth_spans.training.run_dir`) are applied first: a new run starts, an
     unfinished run of the same fingerprint resumes, anything else is refused unless ``overwrite`` (start over) or
     ``resume`` (continue a run of other settings). The family's train function gets ``resume`` (continue from
-    the last checkpoint of ``output_dir``) and the ``fingerprint`` to record in ``run_info.json``.
+    the last checkpoint of ``output_dir``) and the ``fingerprint`` to record in ``run_info.json``. A new run
+    that fails before saving a checkpoint leaves nothing behind (:func:`release_failed_run`).
     """
     family = get_family(recipe.kind)
     if family.train is None:
@@ -51,4 +54,10 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     data_files.extend(extra_files(recipe.data))
     fingerprint = run_fingerprint(recipe, data_files)
     resuming = claim_on_main_process(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume)
-    return family.train(recipe, console=console or Console(stderr=True), resume=resuming, fingerprint=fingerprint)
+    try:
+        return family.train(recipe, console=console or Console(stderr=True), resume=resuming,
+                            fingerprint=fingerprint)
+    except BaseException:
+        if not resuming and int(os.environ.get("RANK", "0")) == 0:
+            release_failed_run(recipe.output_dir)  # nothing saved: a retry (fixed data, other settings) starts
+        raise

@@ -14,7 +14,12 @@ and of the training and dev files. :func:`claim_output_dir` enforces the rules:
 - the same fingerprint, finished: refused — a finished run is never rewritten (``overwrite`` trains it again);
 - another fingerprint: refused with the recipe keys that differ (``overwrite`` starts over, ``resume``
   continues from the last checkpoint anyway and records that in ``run_info.json``);
-- a directory with other files and no fingerprint: refused (``overwrite`` deletes only a run directory).
+- a directory with other files and no fingerprint: refused (``overwrite`` deletes only a run directory);
+- an unfinished run that holds nothing but its ``fingerprint.json`` (it failed or was killed before writing
+  anything): started afresh with the new settings, since there is nothing to resume.
+
+A new run that fails before it saved anything worth resuming (a checkpoint, a finished member run) is released
+by :func:`release_failed_run`, so fixing the data or the recipe and running ``train`` again just works.
 """
 
 from __future__ import annotations
@@ -140,6 +145,9 @@ def claim_output_dir(output_dir: str | Path, fingerprint: dict[str, Any], *, ove
         raise InputError("output_dir is not empty and holds no run fingerprint (a run from an older version, or "
                          "other files): choose another output_dir, or pass --overwrite to delete a run there",
                          path=output_dir)
+    if stored is not None and stored["fingerprint"] != fingerprint["fingerprint"] and \
+            [p.name for p in output_dir.iterdir()] == [FINGERPRINT_FILE]:
+        stored = None  # a run that failed before it wrote anything: nothing to resume, start afresh
     if stored is not None:
         finished = (output_dir / RUN_INFO_FILE).is_file()
         if stored["fingerprint"] == fingerprint["fingerprint"]:
@@ -182,3 +190,25 @@ def write_run_files(output_dir: str | Path, recipe: Recipe, info: dict[str, Any]
     atomic_write_text(output_dir / RECIPE_FILE, recipe.to_yaml())
     write_json(output_dir / RUN_INFO_FILE, run_info)
     return run_info
+
+
+def has_progress(output_dir: str | Path) -> bool:
+    """Whether an unfinished run directory holds something a retry would resume from: a ``checkpoint-*`` folder
+    or a finished run inside it (a stacked member's ``run_info.json``), at any depth."""
+    output_dir = Path(output_dir)
+    return any(output_dir.rglob("checkpoint-*")) or any(output_dir.rglob(RUN_INFO_FILE))
+
+
+def release_failed_run(output_dir: str | Path) -> bool:
+    """After a **new** run (claimed empty by :func:`claim_output_dir`) failed: delete what it wrote, its
+    ``fingerprint.json`` included, unless it saved progress (:func:`has_progress`, then a retry of the same
+    settings resumes) or finished. Returns whether the directory was released."""
+    output_dir = Path(output_dir)
+    if not output_dir.is_dir() or (output_dir / RUN_INFO_FILE).is_file() or has_progress(output_dir):
+        return False
+    for child in output_dir.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+    return True
