@@ -248,7 +248,21 @@ def training_data_summary(stats: Any, source: str, max_length: int) -> Text:
                                                       "too_long_ids", "no_windows"} and isinstance(v, (int, float))}
     if extra:
         lines.append("  " + "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in extra.items()))
+    if callable(getattr(stats, "by_origin", None)) and (d.get("augmented") or d.get("extra")):
+        origin = stats.by_origin()
+        lines.insert(2, f"  training records by origin: {origin['real']} real, {origin['augmented']} augmented "
+                        f"(synthetic edits of clean ones), {origin['extra']} extra (training-only sources)")
+        for source in d.get("extra") or []:
+            lines.insert(3, f"    extra {source['dir']}: {source['kept']} of {source['records']} records kept "
+                            f"({source['with_spans']} with spans; {source['other_tasks']} of other tasks), weight "
+                            f"{source['weight']:g}")
     return user_text("\n".join(lines))
+
+
+def threshold_decision(threshold: float, tuned: bool, split: str | None, figure: str | None = None) -> str:
+    """A token-level decision in words: when a token (word) is flagged and where its threshold comes from."""
+    where = (f"tuned on {split}" + (f", {figure}" if figure else "")) if tuned else "fixed by the recipe"
+    return f"a token is flagged when its hallucination probability is at least {threshold:g} ({where})"
 
 
 def predict_summary(summary: Mapping[str, Any]) -> str:

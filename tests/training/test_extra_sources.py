@@ -111,3 +111,17 @@ def test_families_that_cannot_use_extra_sources_refuse_them(dirs):
     with pytest.raises(InputError, match="do not train on extra sources") as error:
         check_extra_sources(twotier, get_family("two-tier"))
     assert error.value.field == "data.extra"
+
+
+def test_the_training_summary_counts_records_by_origin(dirs):
+    from ragtruth_spans.reporting.console import threshold_decision, training_data_summary
+
+    main, extra = dirs
+    data = DataSection(prepared_dir=str(main), augment={"kinds": ["number"]}, extra=[str(extra)])
+    stats = RecordStats()
+    selected_training_records(data, stats)
+    text = training_data_summary(stats, "somewhere", 512).plain
+    assert "training records by origin: 2 real, 1 augmented (synthetic edits of clean ones), 3 extra" in text
+    assert f"extra {extra}: 3 of 3 records kept (2 with spans; 0 of other tasks), weight 1" in text
+    assert threshold_decision(0.35, True, "dev", "span F1 0.400") == (
+        "a token is flagged when its hallucination probability is at least 0.35 (tuned on dev, span F1 0.400)")
