@@ -68,6 +68,19 @@ def user_errors() -> Iterator[None]:
         fail(exc)
 
 
+def argument_text(value: str | None, option: str) -> str | None:
+    """An option's text, the one convention of every command that takes a context, question or response:
+    ``@FILE`` reads the file (UTF-8), anything else is the text itself."""
+    if value is None or not value.startswith("@"):
+        return value
+    from ragtruth_spans.core.jsonl import read_text
+
+    try:
+        return read_text(value[1:])
+    except InputError as exc:
+        raise InputError(exc.message, path=exc.path, line=exc.line, field=option) from None
+
+
 def note(message: str) -> None:
     """A one-line note to stderr (not with ``--quiet``)."""
     if logs.verbosity() != "quiet":

@@ -20,25 +20,13 @@ from typing import Any, Optional, TextIO
 
 import typer
 
-from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, evidence_finder, fail, out, user_errors
+from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, argument_text, evidence_finder, fail, out, user_errors
 from ragtruth_spans.core.errors import InputError, check_choice
 
 STDIN = "<stdin>"
 OUTPUTS = ("auto", "json", "view")
 INPUT_KEYS = ("context", "question", "response", "task", "task_type", "id")
 """The keys of a stdin line (``task_type``: the prepared files' name for ``task``); any other key is refused."""
-
-
-def argument_text(value: str | None, option: str) -> str | None:
-    """An option's text: ``@FILE`` reads the file (UTF-8), anything else is the text itself."""
-    if value is None or not value.startswith("@"):
-        return value
-    from ragtruth_spans.core.jsonl import read_text
-
-    try:
-        return read_text(value[1:])
-    except InputError as exc:
-        raise InputError(exc.message, path=exc.path, line=exc.line, field=option) from None
 
 
 def _decode(raw: str | bytes, source: str, lineno: int) -> str:

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ragtruth_spans.cli.common import app, note, out, user_errors
+from ragtruth_spans.cli.common import app, argument_text, note, out, user_errors
 
 STRATEGY_HELP = "fewest-spans | no-spans | least-hallucinated-chars | max-confidence."
 TIE_BREAK_HELP = "random (seeded) | first | shortest."
@@ -65,12 +65,13 @@ def select_command(
 @app.command("select-best")
 def select_best_command(
     model: str = typer.Option(..., "--model", help="A run directory written by `train`, or a detector name."),
-    context: Path = typer.Option(..., "--context", help="Text file with the context (passages, article, data)."),
+    context: str = typer.Option(..., "--context", help="The context (passages, article, data): text, or @FILE "
+                                "for a UTF-8 file's content."),
     candidates: Path = typer.Option(..., "--candidates", help='JSONL, one {"response": "...", "id"?: "..."} '
                                     "per line."),
     task: Optional[str] = typer.Option(None, "--task", help="QA, Summary or Data2txt (default QA when --question "
                                        "is given)."),
-    question: Optional[str] = typer.Option(None, "--question", help="The question (QA)."),
+    question: Optional[str] = typer.Option(None, "--question", help="The question (QA): text, or @FILE."),
     device: Optional[str] = typer.Option(None, "--device", help="torch device (default: auto)."),
     strategy: str = typer.Option("fewest-spans", "--strategy", help=STRATEGY_HELP),
     tie_break: str = typer.Option("random", "--tie-break", help=TIE_BREAK_HELP),
@@ -82,7 +83,7 @@ def select_best_command(
     from ragtruth_spans.core.errors import InputError, check_choice
     from ragtruth_spans.core.fields import check_text
     from ragtruth_spans.core.files import check_output_path
-    from ragtruth_spans.core.jsonl import read_text, write_json
+    from ragtruth_spans.core.jsonl import write_json
     from ragtruth_spans.core.types import TASK_TYPES
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.reporting.console import candidates_table, printable
@@ -95,8 +96,8 @@ def select_best_command(
             raise InputError("--task is required (QA, Summary or Data2txt) when no --question is given")
         task = task or "QA"
         check_choice(task, TASK_TYPES, "task", field="--task")
-        check_text(question, field="--question", optional=True)
-        context_text = check_text(read_text(context), field="--context", path=context)
+        question = check_text(argument_text(question, "--question"), field="--question", optional=True)
+        context_text = check_text(argument_text(context, "--context"), field="--context")
         items = read_candidates(candidates)
         detector = load_detector(model, device=device)
         chosen = select_best(items, strategy=strategy, seed=seed, tie_break=tie_break, detector=detector,
