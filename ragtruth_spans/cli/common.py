@@ -10,7 +10,6 @@ own warnings, load reports and progress bars); see :mod:`ragtruth_spans.core.log
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -39,11 +38,7 @@ def _global_options(
         fail(InputError("--quiet and --verbose exclude each other", field="--quiet"))
     logs.configure("quiet" if quiet else "verbose" if verbose else "normal")
 
-# bitsandbytes warns on import, on CPUs with AVX512-BF16, that its optional Hub-downloaded `kernels` package is
-# missing; ragtruth-spans never fetches code from the Hub and the built-in CPU kernels are used, so that one
-# message is dropped (every other bitsandbytes warning still shows).
-logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(
-    lambda record: "kernels-community" not in record.getMessage())
+logs._drop_kernels_notice()  # bitsandbytes' "pip install kernels" notice, whatever the level (core/logs.py)
 
 
 BATCH_SIZE_HELP = ("What the detector runs together in one forward pass, by family: token-classification: "

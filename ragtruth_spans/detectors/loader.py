@@ -23,7 +23,12 @@ from ragtruth_spans.training.run_dir import run_kind
 
 
 def load_detector(path_or_name: str | Path, **options: Any) -> Detector:
-    """The detector saved in a run directory, or the named detector (see the module docstring)."""
+    """The detector saved in a run directory, or the named detector (see the module docstring). As quiet as the
+    command line: the libraries' load reports and weight-loading progress bars are off unless the program chose
+    otherwise (:func:`ragtruth_spans.core.logs.quiet_libraries`)."""
+    from ragtruth_spans.core.logs import quiet_libraries
+
+    quiet_libraries()
     options = {key: value for key, value in options.items() if value is not None}
     path = Path(path_or_name)
     if path.is_dir():

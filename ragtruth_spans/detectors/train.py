@@ -43,6 +43,9 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     the last checkpoint of ``output_dir``) and the ``fingerprint`` to record in ``run_info.json``. A new run
     that fails before saving a checkpoint leaves nothing behind (:func:`release_failed_run`).
     """
+    from ragtruth_spans.core.logs import quiet_libraries
+
+    quiet_libraries()  # the Python API as quiet as the command line (a level the program chose is kept)
     family = get_family(recipe.kind)
     if family.train is None:
         raise InputError(f"detectors of kind {recipe.kind!r} are not trained", field="kind")

@@ -119,8 +119,8 @@ def test_select_best_with_no_judgeable_candidate_exits_3_and_chooses_nothing(tmp
 def test_select_best_takes_text_or_at_file_like_detect(tmp_path: Path) -> None:
     """One input convention: --context/--question are text, or @FILE for a file's content, in select-best as in
     detect."""
-    (tmp_path / "cands.jsonl").write_text(_stdin({"response": "It opened in 1998."}, {"response": "It opened in 1999."}),
-                                          encoding="utf-8")
+    candidates = _stdin({"response": "It opened in 1998."}, {"response": "It opened in 1999."})
+    (tmp_path / "cands.jsonl").write_text(candidates, encoding="utf-8")
     (tmp_path / "ctx.txt").write_text("The hotel opened in 1999.", encoding="utf-8")
     for context in ("The hotel opened in 1999.", f"@{tmp_path / 'ctx.txt'}"):
         result = runner.invoke(app, ["select-best", "--model", "numbers", "--context", context, "--candidates",
