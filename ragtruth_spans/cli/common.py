@@ -21,6 +21,28 @@ from rich.markup import escape
 from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError, check_choice
 
+
+def _help_width() -> None:
+    """``--help`` at the terminal's width; through a pipe or into a file (no terminal to measure, no ``COLUMNS``
+    or typer's ``TERMINAL_WIDTH``), at :data:`~ragtruth_spans.core.logs.FILE_WIDTH` columns rather than rich's 80,
+    so that no help text is cut ("token-classific…"). Decided when the help is drawn, through typer's console
+    factory."""
+    import os
+
+    from typer import rich_utils
+
+    original = rich_utils._get_rich_console
+
+    def console(stderr: bool = False) -> Console:
+        made = original(stderr)
+        if not (made.is_terminal or os.environ.get("COLUMNS") or os.environ.get("TERMINAL_WIDTH")):
+            made.width = logs.FILE_WIDTH
+        return made
+
+    rich_utils._get_rich_console = console
+
+
+_help_width()
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Find the exact hallucinated spans in RAG answers (RAGTruth).")
 err: Console = Console(stderr=True, soft_wrap=True, highlight=False)

@@ -130,3 +130,11 @@ def test_select_best_takes_text_or_at_file_like_detect(tmp_path: Path) -> None:
     result = runner.invoke(app, ["select-best", "--model", "numbers", "--context", f"@{tmp_path / 'nope.txt'}",
                                  "--candidates", str(tmp_path / "cands.jsonl"), "--task", "QA"])
     assert result.exit_code == 2 and "nope.txt" in result.output and "field '--context'" in result.output
+
+
+def test_help_is_not_cut_at_80_columns() -> None:
+    """Without a terminal to measure (a pipe, a file, the test runner), --help is laid out wide enough that no
+    option's help is cut ("token-classific…")."""
+    result = runner.invoke(app, ["predict", "--help"])
+    assert result.exit_code == 0 and "…" not in result.output
+    assert "token-classification:" in result.output
