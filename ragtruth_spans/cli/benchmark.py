@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from ragtruth_spans.cli.common import app, err, note, user_errors
+from ragtruth_spans.cli.common import app, err, note, out, user_errors
 
 
 @app.command("benchmark")
@@ -31,12 +30,12 @@ def benchmark_command(
     `evaluate` does and write the leaderboard (Markdown, JSON, SVG plot)."""
     from ragtruth_spans.core.extras import require
     from ragtruth_spans.pipeline.benchmark import BenchmarkPaths, run_benchmark
-    from ragtruth_spans.reporting.leaderboard import overall_table
+    from ragtruth_spans.reporting.leaderboard import leaderboard_view
 
     with user_errors():
         require("detect", "ragtruth-spans benchmark")  # its leaderboard plot (matplotlib) and most detectors
         payload = run_benchmark(data, detectors, out_dir, dev=dev, criterion=criterion, bootstrap=bootstrap,
                                 seed=seed, chunk_size=chunk_size, console=err)
-    sys.stdout.write("\n".join(overall_table(payload)) + "\n")
+    out.print(leaderboard_view(payload))  # the Markdown (every column) is in its files
     paths = BenchmarkPaths(out_dir)
     note(f"leaderboard written to {paths.markdown}, {paths.json} and {paths.plot}")

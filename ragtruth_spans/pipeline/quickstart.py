@@ -264,23 +264,10 @@ def _leaderboard(paths: QuickstartPaths, model_options: dict, console: Console) 
 
 
 def leaderboard_table(payload: dict) -> Table:
-    """The leaderboard's main figures in a narrow table (the full one is ``leaderboard/leaderboard.md``)."""
-    table = Table(title="test split of the sample (span F1 with its 95 % bootstrap interval)", title_justify="left")
-    for name in ("#", "detector", "span P", "span R", "span F1 [95% CI]", "resp. F1", "AUROC", "resp./s"):
-        table.add_column(name, justify="left" if name == "detector" else "right")
+    """The leaderboard's main figures (:func:`~ragtruth_spans.reporting.leaderboard.leaderboard_view`)."""
+    from ragtruth_spans.reporting.leaderboard import leaderboard_view
 
-    def num(value: float | None) -> str:
-        return "–" if value is None else f"{value:.3f}"
-
-    for rank, entry in enumerate(payload["detectors"], start=1):
-        overall = entry["report"]["overall"]
-        ci = ((entry["report"].get("ci") or {}).get("overall") or {}).get("span", {}).get("f1")
-        f1 = num(overall["span"]["f1"]) + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
-        rate = entry["throughput"].get("responses_per_second")
-        table.add_row(str(rank), entry["label"], num(overall["span"]["precision"]), num(overall["span"]["recall"]),
-                      f1, num(overall["response"]["f1"]), num(overall["auroc"]),
-                      "–" if rate is None else f"{rate:.1f}")
-    return table
+    return leaderboard_view(payload, title="test split of the sample (span F1 with its 95 % bootstrap interval)")
 
 
 def _step(console: Console, number: int, title: str, target: Path) -> None:
