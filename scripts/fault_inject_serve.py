@@ -17,6 +17,15 @@ Hostile bodies: lone surrogates (question, id, candidate), ``"id": true``, an in
 JSON, an empty body, too many items, an item over the character limit, a body over the byte limit, a list mixing a
 valid item with a poisoned one.
 
+Heavy evidence beside small requests (issue 25; ``--heavy N``, default 3, 0 skips it): a second server with the
+default cost budget and ``--max-chars 100000`` gets N concurrent requests, each one item with a fresh ~98,000-
+character context (never seen before, so nothing is cached) and ``"evidence": true``, plus one request of three
+such items (over ``--max-request-chars``: must be 413); meanwhile three threads send, back to back, small
+``/v1/detect`` requests, small ``/v1/detect`` requests with ``"evidence": true`` and small ``/v1/select``
+requests. Reported: the heavy requests' statuses and seconds, the small requests' latency (median, p95, max)
+before and while the heavy ones run. Exit status 1 also when a small
+request took longer than ``--small-latency-limit`` seconds (default 2) while heavy ones ran.
+
 Reported: requests sent, answered, lost (no answer: a transport error or timeout), duplicated (an answer carrying
 another request's id, or one id answered twice), wrongly failed (a valid request not answered 200 with the spans
 the detector gives that item alone), hostile answered 4xx as expected, hostile answered 5xx or 200 (mishandled),
@@ -173,6 +182,101 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
             "hostile_statuses": {name: dict(c) for name, c in sorted(hostile_status.items())}}
 
 
+def fresh_context(index: int, chars: int = 98_000) -> str:
+    """A context of about ``chars`` characters that no other request sends (so no cache helps)."""
+    rng = random.Random(index)
+    cities = ["Leeds", "Paris", "Oslo", "Rome", "Lima", "Kyoto", "Cairo", "Perth"]
+    parts, size = [], 0
+    while size < chars:
+        sentence = (f"Hotel {index}-{len(parts)} in {rng.choice(cities)} opened in {rng.randint(1900, 2020)} and "
+                    f"has {rng.randint(10, 900)} rooms. ")
+        parts.append(sentence)
+        size += len(sentence)
+    return "".join(parts)[:chars]
+
+
+def _percentile(values: list[float], share: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))], 3)
+
+
+def _latencies(values: list[float]) -> dict[str, Any]:
+    return {"n": len(values), "median_s": _percentile(values, 0.5), "p95_s": _percentile(values, 0.95),
+            "max_s": round(max(values), 3) if values else None}
+
+
+def heavy_phase(args: argparse.Namespace) -> dict[str, Any]:
+    """Heavy evidence requests beside small ones (module docstring) on a server of its own."""
+    port = free_port()
+    url = f"http://{HOST}:{port}"
+    command = [sys.executable, "-m", "ragtruth_spans", "serve", "--model", args.model, "--host", HOST, "--port",
+               str(port), "--max-chars", "100000", "--max-body-mb", "4", "--log-level", "error"]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    small = {"context": CONTEXT, "question": "When did it open?", "task": "QA", "response": RESPONSES[0]}
+    select = {"context": CONTEXT, "task": "QA", "candidates": RESPONSES[:3]}
+    try:
+        wait_ready(url, server, 120)
+        with httpx.Client(base_url=url, timeout=300) as client:
+            baseline = []
+            for _ in range(20):
+                started = time.perf_counter()
+                client.post("/v1/detect", json=small).raise_for_status()
+                baseline.append(time.perf_counter() - started)
+            heavy: list[dict[str, Any]] = []
+            running = threading.Event()
+            running.set()
+
+            def send_heavy(index: int, items: int) -> None:
+                context = fresh_context(1000 + index)
+                body = [{"context": context, "response": "Hotel 1 opened in 1850 and has 5 rooms.", "task": "Summary",
+                         "evidence": True} for _ in range(items)]
+                started = time.perf_counter()
+                status = client.post("/v1/detect", json=body if items > 1 else body[0]).status_code
+                heavy.append({"items": items, "status": status, "seconds": round(time.perf_counter() - started, 2)})
+
+            def send_small(path: str, body: dict[str, Any], into: list[float], statuses: Counter[int]) -> None:
+                with httpx.Client(base_url=url, timeout=300) as own:
+                    while running.is_set():
+                        started = time.perf_counter()
+                        statuses[own.post(path, json=body).status_code] += 1
+                        into.append(time.perf_counter() - started)
+
+            during, during_evidence, during_select = [], [], []
+            small_status: Counter[int] = Counter()
+            evidence_status: Counter[int] = Counter()
+            select_status: Counter[int] = Counter()
+            heavy_threads = [threading.Thread(target=send_heavy, args=(i, 1)) for i in range(args.heavy)]
+            heavy_threads.append(threading.Thread(target=send_heavy, args=(args.heavy, 3)))
+            small_threads = [threading.Thread(target=send_small, args=("/v1/detect", small, during, small_status)),
+                             threading.Thread(target=send_small, args=("/v1/detect", small | {"evidence": True},
+                                                                       during_evidence, evidence_status)),
+                             threading.Thread(target=send_small, args=("/v1/select", select, during_select,
+                                                                       select_status))]
+            started = time.perf_counter()
+            for thread in small_threads + heavy_threads:
+                thread.start()
+            for thread in heavy_threads:
+                thread.join(600)
+            heavy_seconds = time.perf_counter() - started
+            running.clear()
+            for thread in small_threads:
+                thread.join(60)
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(10)
+    return {"heavy_requests": sorted(heavy, key=lambda h: (h["items"], h["seconds"])),
+            "heavy_phase_seconds": round(heavy_seconds, 2), "small_detect_before": _latencies(baseline),
+            "small_detect_during": _latencies(during) | {"statuses": dict(small_status)},
+            "small_evidence_during": _latencies(during_evidence) | {"statuses": dict(evidence_status)},
+            "small_select_during": _latencies(during_select) | {"statuses": dict(select_status)}}
+
+
 def _check_valid(item: dict[str, Any], response: httpx.Response, reference: dict[str, list[list[int]]],
                  counts: Counter[str], seen_ids: Counter[str]) -> None:
     counts["valid"] += 1
@@ -198,6 +302,9 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=180.0, help="Seconds after which sending stops.")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="Also write the result here.")
+    parser.add_argument("--heavy", type=int, default=3, help="Heavy evidence requests beside small ones (0: skip).")
+    parser.add_argument("--small-latency-limit", type=float, default=2.0,
+                        help="Seconds a small request may take while heavy ones run.")
     args = parser.parse_args()
     port = free_port()
     url = f"http://{HOST}:{port}"
@@ -213,12 +320,21 @@ def main() -> None:
             server.kill()
             server.wait(10)
     result["server_exit_status"] = server.returncode
+    if args.heavy:
+        result["heavy_evidence"] = heavy_phase(args)
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
     bad = result["lost"] or result["duplicated"] or result["wrongly_failed"] or result["hostile_mishandled"]
+    if args.heavy:
+        phase = result["heavy_evidence"]
+        small_kinds = ("small_detect_during", "small_evidence_during", "small_select_during")
+        slowest = max(phase[kind]["max_s"] or 0 for kind in small_kinds)
+        over_budget = [h for h in phase["heavy_requests"] if h["items"] > 1 and h["status"] != 413]
+        refused_small = {status for kind in small_kinds for status in phase[kind]["statuses"]} - {200}
+        bad = bad or slowest > args.small_latency_limit or over_budget or refused_small
     sys.exit(1 if bad or not result["server_alive"] else 0)
 
 

@@ -70,8 +70,11 @@ BATCH_SIZE_HELP = ("What the detector runs together in one forward pass, by fami
 
 
 def fail(exc: Exception) -> NoReturn:
-    """Print a one-line error (no traceback) and exit with status 2."""
-    message = " ".join(str(exc).split("\n"))
+    """Print a one-line error (no traceback) and exit with status 2; control characters (of a file name, say)
+    are shown escaped, never sent to the terminal."""
+    from ragtruth_spans.reporting.console import printable
+
+    message = printable(" ".join(str(exc).split("\n")))
     err.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(code=2)
 
@@ -99,9 +102,11 @@ def argument_text(value: str | None, option: str) -> str | None:
 
 
 def note(message: str) -> None:
-    """A one-line note to stderr (not with ``--quiet``)."""
+    """A one-line note to stderr (not with ``--quiet``), control characters escaped."""
     if logs.verbosity() != "quiet":
-        err.print(message, markup=False)
+        from ragtruth_spans.reporting.console import printable
+
+        err.print(printable(message), markup=False)
 
 
 def parse_options(items: list[str] | None, *, flag: str = "--option") -> dict[str, Any]:
@@ -132,3 +137,18 @@ def evidence_finder(evidence: bool, mode: str, device: str | None = None) -> Any
 
     check_choice(mode, MODES, "evidence mode", field="--evidence-mode")
     return EvidenceFinder(mode, device=device) if evidence else None
+
+
+def data_inputs(flag: str, path: Any) -> list[tuple[str, Any]]:
+    """The input files behind ``flag`` for the output policy (``check_output_path``'s ``inputs``): a RAGTruth
+    folder stands for its ``response.jsonl`` and ``source_info.jsonl``, anything else for itself."""
+    from pathlib import Path
+
+    if path is not None and Path(path).is_dir():
+        from ragtruth_spans.data.ragtruth import resolve_files
+
+        try:
+            return [(flag, file) for file in resolve_files(path)]
+        except InputError:
+            return []  # not a RAGTruth folder: reading it fails with its own message
+    return [(flag, path)]

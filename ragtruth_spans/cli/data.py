@@ -59,6 +59,7 @@ def augment_command(
 ) -> None:
     """Add typed synthetic hallucinations (exact offsets) made from the clean responses of a training file."""
     from ragtruth_spans.core.errors import check_choice
+    from ragtruth_spans.core.files import check_output_path
     from ragtruth_spans.core.jsonl import read_records, write_records
     from ragtruth_spans.data.augment import KINDS, augment
 
@@ -66,8 +67,7 @@ def augment_command(
         chosen = [k for item in kinds or [] for k in item.split(",") if k] or list(KINDS)
         for kind in chosen:
             check_choice(kind, KINDS, "augmentation kind", field="--kind")
-        if out_file.resolve() == data.resolve():
-            raise InputError("--out must differ from --data (the input is read, never rewritten)", field="--out")
+        out_file = check_output_path(out_file, field="--out", inputs={"--data": data})
         records = read_records(data)
         new, stats = augment(records, kinds=chosen, share=share, seed=seed)
         write_records(out_file, [*records, *new])

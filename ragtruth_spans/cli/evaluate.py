@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from ragtruth_spans.cli.common import app, note, out, user_errors
+from ragtruth_spans.cli.common import app, data_inputs, note, out, user_errors
 
 
 @app.command("evaluate")
@@ -35,7 +35,8 @@ def evaluate_command(
 
     with user_errors():
         if json_out is not None:
-            check_output_path(json_out, field="--json")  # before the work, not after it
+            json_out = check_output_path(json_out, field="--json",  # before any work
+                                         inputs=[*data_inputs("--gold", gold), ("--pred", pred)])
         report = evaluate_files(gold, pred, ignore_implicit_true=ignore_implicit_true,
                                 ignore_due_to_null=ignore_due_to_null, allow_missing=allow_missing,
                                 bootstrap=bootstrap, seed=seed)

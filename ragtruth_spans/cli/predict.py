@@ -51,10 +51,10 @@ def predict_command(
 ) -> None:
     """Detect hallucinated spans in each response and write the predictions file (resumable)."""
     from ragtruth_spans.pipeline.predict import predict_file
-    from ragtruth_spans.reporting.console import predict_summary
+    from ragtruth_spans.reporting.console import predict_summary, printable
 
     if logs.verbosity() != "quiet":
-        err.print(f"predicting with [bold]{escape(str(model))}[/] on {escape(str(data))} → {escape(str(out_path))}")
+        err.print(escape(printable(f"predicting with {model} on {data} → {out_path}")))
     with user_errors():
         if threshold is not None and not 0.0 < threshold < 1.0:
             raise InputError(f"must be in (0, 1) (0 and 1 excluded), got {threshold}", field="--threshold")

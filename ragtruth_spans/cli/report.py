@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ragtruth_spans.cli.common import app, note, user_errors
+from ragtruth_spans.cli.common import app, data_inputs, note, user_errors
 from ragtruth_spans.core.errors import InputError
 
 
@@ -56,7 +56,8 @@ def report_command(
     from ragtruth_spans.reporting.html import ReportInput, evaluate_detector, write_report
 
     with user_errors():
-        check_output_path(out_path, field="--out")  # before the work, not after it
+        out_path = check_output_path(out_path, field="--out",  # before any work
+                                     inputs=[*data_inputs("--gold", gold), *(("--pred", p) for p in preds)])
         records, gold_info = load_gold(gold)
         lengths = {r.id: len(r.response) for r in records}
         results = [evaluate_detector(name, str(pred), records, read_prediction_file(pred, response_lengths=lengths),

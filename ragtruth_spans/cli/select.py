@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ragtruth_spans.cli.common import app, argument_text, note, out, user_errors
+from ragtruth_spans.cli.common import app, argument_text, data_inputs, note, out, user_errors
 
 STRATEGY_HELP = "fewest-spans | no-spans | least-hallucinated-chars | max-confidence."
 TIE_BREAK_HELP = "random (seeded) | first | shortest."
@@ -41,7 +41,8 @@ def select_command(
 
     with user_errors():
         if json_out is not None:
-            check_output_path(json_out, field="--json")  # before the work, not after it
+            json_out = check_output_path(json_out, field="--json",  # before any work
+                                         inputs=[*data_inputs("--data", data), ("--pred", pred)])
         records, _ = load_gold(data)
         pred_file = read_prediction_file(pred, response_lengths={r.id: len(r.response) for r in records})
         names = [m.strip() for m in models.split(",") if m.strip()]
@@ -91,7 +92,10 @@ def select_best_command(
 
     with user_errors():
         if json_out is not None:
-            check_output_path(json_out, field="--json")
+            files = {"--candidates": candidates} | {flag: value[1:] for flag, value in
+                                                     (("--context", context), ("--question", question))
+                                                     if value is not None and value.startswith("@")}
+            json_out = check_output_path(json_out, field="--json", inputs=files)
         if task is None and question is None:
             raise InputError("--task is required (QA, Summary or Data2txt) when no --question is given")
         task = task or "QA"

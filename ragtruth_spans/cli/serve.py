@@ -40,6 +40,19 @@ def serve_command(
                                   "beyond, 413."),
     max_chars: int = typer.Option(100_000, "--max-chars", min=1, help="Characters per item (context + question + "
                                   "response) at most; beyond, 413."),
+    max_request_chars: int = typer.Option(250_000, "--max-request-chars", min=1, help="Characters per request "
+                                          "(all items, or all candidates, together) at most; beyond, 413."),
+    max_evidence_items: int = typer.Option(8, "--max-evidence-items", min=0, help="Items asking for evidence per "
+                                           "request at most; beyond, 413."),
+    max_evidence_chars: int = typer.Option(120_000, "--max-evidence-chars", min=0, help="Context characters of the "
+                                           "items asking for evidence, per request, at most; beyond, 413."),
+    evidence_workers: int = typer.Option(1, "--evidence-workers", min=1, help="Threads of the evidence pool "
+                                         "(evidence never runs in the detection or request threads)."),
+    evidence_queue: int = typer.Option(8, "--evidence-queue", min=1, help="Evidence requests waiting at most; "
+                                       "beyond, 503."),
+    light_evidence_chars: int = typer.Option(20_000, "--light-evidence-chars", min=0, help="A request whose "
+                                             "evidence contexts total at most this many characters gets evidence "
+                                             "from a pool of its own, never behind a heavy one."),
     max_body_mb: float = typer.Option(16.0, "--max-body-mb", min=0.001, help="Request body size at most (MiB); "
                                       "beyond, 413."),
     graceful_timeout: float = typer.Option(30.0, "--graceful-timeout", min=0, help="On shutdown, seconds to wait "
@@ -74,6 +87,9 @@ def serve_command(
         check_choice(evidence_mode, MODES, "evidence mode", field="--evidence-mode")
         settings = ServeSettings(max_batch=max_batch, max_wait_ms=max_wait_ms, max_queue=max_queue,
                                  max_items=max_items, max_chars=max_chars, evidence_mode=evidence_mode,
+                                 max_request_chars=max_request_chars, max_evidence_items=max_evidence_items,
+                                 max_evidence_chars=max_evidence_chars, evidence_workers=evidence_workers,
+                                 evidence_queue=evidence_queue, light_evidence_chars=light_evidence_chars,
                                  max_body_bytes=int(max_body_mb * 1024 * 1024), api_key=api_key_from_env(api_key_env),
                                  docs=docs)
         run_info = read_run_info(model) if Path(model).is_dir() else None

@@ -31,6 +31,7 @@ def train_command(
         require("train", "ragtruth-spans train")  # recipes are checked against transformers' names
         resolved = load_recipe(recipe, overrides)
         if dry_run:
+            _check_gguf_file(resolved)
             sys.stdout.write(resolved.to_yaml())
             return
         from ragtruth_spans.detectors.train import train
@@ -39,3 +40,20 @@ def train_command(
             train(resolved, console=err, overwrite=overwrite, resume=resume)
         except OSError as exc:  # model or tokenizer not found / not accessible
             fail(exc)
+
+
+def _check_gguf_file(recipe: object) -> None:
+    """``--dry-run`` loads no model, but a recipe's ``model.gguf_file`` must exist and be a GGUF file (magic and
+    structure), as training would find."""
+    from pathlib import Path
+
+    from ragtruth_spans.training.gguf import check_gguf_file
+
+    model = getattr(recipe, "model", None)
+    gguf_file = getattr(model, "gguf_file", None)
+    if not gguf_file:
+        return
+    path = Path(gguf_file).expanduser()
+    if not path.is_absolute():
+        path = Path(model.name_or_path).expanduser() / path  # type: ignore[union-attr]
+    check_gguf_file(path)

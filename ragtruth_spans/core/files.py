@@ -5,8 +5,12 @@
   file or the new one, never a torn mix.
 - :func:`exclusive_output` holds an advisory lock (``PATH.lock``, ``flock`` where the platform has it) for as long as
   one process writes ``PATH``; a second writer is refused at once with an :class:`InputError`.
-- :func:`check_output_path` refuses, before any work, an output that names a folder or lies where no file can be
-  created.
+- :func:`check_output_path` is the one output policy of every command that writes, applied before any work: the
+  path is resolved (symbolic links followed: a link is written *through*, its target replaced and the link kept);
+  an output that resolves to an input of the command (also through ``./``, links or hard links) is refused; so is
+  anything that is not a regular file (a FIFO, a character or block device such as ``/dev/null``, ``/dev/full``
+  or ``/dev/stdout``, a socket), a folder, or a place where no file can be created. It returns the resolved path,
+  which is what the writer then locks and replaces.
 
 Every failure to write is an :class:`InputError` (one line naming the file), never an ``OSError`` traceback.
 """
@@ -16,8 +20,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,32 +36,95 @@ except ImportError:  # pragma: no cover - Windows: the lock file is created excl
 LOCK_SUFFIX = ".lock"
 
 
-def check_output_path(path: str | Path, *, field: str | None = None) -> Path:
-    """``path`` as a :class:`Path` if a file can be written there (its parent folders may be created): an
-    existing folder, a parent that is a file, or a folder that is not writable raise :class:`InputError`."""
-    path = Path(path)
-    if path.is_dir():
-        raise InputError("is a folder, not a file", path=path, field=field)
-    ancestor = path.parent
+def _kind_of(mode: int) -> str | None:
+    """What a non-regular file is (None for a regular file)."""
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def _mode(path: Path) -> int | None:
+    """The mode of what ``path`` names, links followed (``/dev/stdout`` → the pipe or terminal behind it); None
+    when nothing is there."""
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return None
+
+
+def real_path(path: str | Path) -> Path:
+    """``path`` with every symbolic link, ``.`` and ``..`` resolved (a dangling link resolves to its target)."""
+    return Path(os.path.realpath(Path(path).expanduser()))
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name the same file: the same resolved path, or the same inode (a hard link)."""
+    if real_path(a) == real_path(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_output_path(path: str | Path, *, field: str | None = None,
+                      inputs: Mapping[str, str | Path | None] | Iterable[tuple[str, str | Path | None]] | None = None
+                      ) -> Path:
+    """The output policy (module docstring): the resolved path of ``path`` if a file can be written there, else
+    :class:`InputError` saying why. ``inputs``: ``{flag: path}`` (or ``(flag, path)`` pairs) of the files the command
+    reads (for a folder input, pass the files read from it); an output resolving to one of them is refused."""
+    given = Path(path)
+    real = real_path(given)
+    through = f" (through the symbolic link {given})" if real != Path(os.path.abspath(given)) and given.is_symlink() \
+        else ""
+    mode = _mode(given)
+    if mode is not None and stat.S_ISDIR(mode):
+        raise InputError("is a folder, not a file", path=given, field=field)
+    if mode is not None and (kind := _kind_of(mode)) is not None:
+        raise InputError(f"is {kind}{through}, not a regular file: outputs are written only to regular files "
+                         "(they are replaced atomically); give a file path", path=given, field=field)
+    pairs = inputs.items() if isinstance(inputs, Mapping) else (inputs or ())
+    for flag, source in pairs:
+        if source is None:
+            continue
+        if same_file(real, source):
+            raise InputError(f"is the input given as {flag}{through}: an output never replaces an input; choose "
+                             "another path", path=given, field=field)
+    ancestor = real.parent
     while not ancestor.exists():
         if ancestor == ancestor.parent:
             break
         ancestor = ancestor.parent
     if ancestor.exists() and not ancestor.is_dir():
-        raise InputError(f"cannot write here: {ancestor} is a file, not a folder", path=path, field=field)
+        raise InputError(f"cannot write here: {ancestor} is a file, not a folder", path=given, field=field)
     if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise InputError(f"cannot write here: the folder {ancestor} is not writable", path=path, field=field)
-    if path.exists() and not os.access(path, os.W_OK):
-        raise InputError("cannot write here: the file is not writable", path=path, field=field)
-    return path
+        raise InputError(f"cannot write here: the folder {ancestor} is not writable", path=given, field=field)
+    if real.exists() and not os.access(real, os.W_OK):
+        raise InputError("cannot write here: the file is not writable", path=given, field=field)
+    return real
+
+
+def _target(path: str | Path) -> Path:
+    """Where a writer puts ``path``: its resolved path (a link is written through); anything there that is not a
+    regular file is refused (never replaced by one)."""
+    real = real_path(path)
+    mode = _mode(Path(path))
+    kind = _kind_of(mode) if mode is not None else None
+    if kind is not None:
+        raise InputError(f"is {kind}, not a regular file: outputs are written only to regular files", path=path)
+    return real
 
 
 @contextlib.contextmanager
 def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     """A file handle (``"w"``: UTF-8 text, ``"wb"``: bytes) on a temporary file beside ``path``; when the block
     ends without an exception the file is flushed to disk and renamed over ``path`` (keeping the mode of an existing
-    file), otherwise it is removed and ``path`` is untouched. An OS failure raises :class:`InputError`."""
-    path = Path(path)
+    file), otherwise it is removed and ``path`` is untouched. A symbolic link is written through (its target is
+    replaced, the link kept); a FIFO, device or folder is refused, never replaced. An OS failure raises
+    :class:`InputError`."""
+    path = _target(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -119,8 +187,9 @@ def _busy(path: Path) -> InputError:
 def exclusive_output(path: str | Path) -> Iterator[Path]:
     """Hold the advisory lock of output ``path`` while the block runs: one writer per output. A second writer
     (another process, or another block of this one) gets :class:`InputError` at once. The lock file is removed on
-    release."""
-    path = Path(path)
+    release. The lock is keyed on the resolved path: two writers naming one file through different paths (a
+    symbolic link, ``./``) exclude each other."""
+    path = real_path(path)
     lock = lock_path(path)
     try:
         lock.parent.mkdir(parents=True, exist_ok=True)

@@ -2,8 +2,10 @@
 
 Every JSON text a user gives (files, stdin, the benchmark's sidecars) is parsed by :func:`loads_json`, which turns
 every way Python's parser can refuse late — integers over its digit limit, nesting too deep for its recursion,
-``NaN``/``Infinity`` (not JSON) — into one :class:`InputError` naming the file and line. Files are written
-atomically (:mod:`ragtruth_spans.core.files`): a crash leaves the old file or the new one, never a torn one.
+``NaN``/``Infinity`` (not JSON) — into one :class:`InputError` naming the file and line. An object that names
+a key twice is refused too (Python would keep the last value silently): in files, stdin and request bodies
+alike. Files are written atomically (:mod:`ragtruth_spans.core.files`): a crash leaves the old file or the new
+one, never a torn one.
 """
 
 from __future__ import annotations
@@ -76,9 +78,23 @@ def loads_json(raw: str | bytes, path: str | Path | None = None, line: int | Non
     return obj
 
 
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice (the parser would keep the last value silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        shown = "".join(c if c.isprintable() else "?" for c in twice[:40])
+        raise DuplicateKey(f"duplicate key {shown!r} in one object (only one value can count: give it once)")
+    return out
+
+
 def _parse(raw: str | bytes, path: str | Path | None, line: int | None) -> Any:
     try:
-        return json.loads(raw, parse_constant=_no_constant)
+        return json.loads(raw, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=line) from None
     except RecursionError:

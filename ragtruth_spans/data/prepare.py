@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.files import check_output_path
 from ragtruth_spans.core.jsonl import write_json, write_records
 from ragtruth_spans.core.types import HALLUCINATION_TYPES, SPLITS, TASK_TYPES, Record
 from ragtruth_spans.data.ragtruth import convert_ragtruth, normalize_quality, resolve_files
@@ -116,7 +117,10 @@ def prepare(ragtruth_dir: str | Path, out_dir: str | Path, *, dev_per_task: int 
     if out.exists() and not out.is_dir():
         raise InputError("the output path exists and is not a directory", path=out)
     quality = normalize_quality(keep_quality)
-    response_path, _ = resolve_files(ragtruth_dir)
+    response_path, source_path = resolve_files(ragtruth_dir)
+    inputs = [("--ragtruth-dir", response_path), ("--ragtruth-dir", source_path)]
+    for name in (*(f"{s}.jsonl" for s in SPLITS), "stats.json"):  # the output policy, before any work
+        check_output_path(out / name, field="--out", inputs=inputs)
     records, report = convert_ragtruth(ragtruth_dir)
     if not records:
         raise InputError("no responses: the file is empty", path=response_path)

@@ -54,6 +54,9 @@ class DetectItem:
         if not isinstance(item, Mapping):
             raise InputError(f"expected an object with context, response and task, got {type(item).__name__}")
         task = item.get("task", item.get("task_type"))
+        if "task" in item and "task_type" in item and item["task"] != item["task_type"]:
+            raise InputError(f"task {item['task']!r} and task_type {item['task_type']!r} disagree (they are two "
+                             "names of one field: give one)", field="task_type")
         if task is None:
             raise InputError("missing required field (QA, Summary or Data2txt)", field="task")
         check_choice(task, TASK_TYPES, "task", field="task")

@@ -1,7 +1,9 @@
 """The one loader: ``load_detector(path_or_name, **options)`` → a :class:`~ragtruth_spans.detectors.base.Detector`.
 
-- A **run directory** (what ``ragtruth-spans train`` wrote): its ``kind`` is read from ``run_info.json`` (runs
-  written before kinds existed are generative) and the family of that kind loads it.
+- A **run directory** (what ``ragtruth-spans train`` wrote): first verified against its manifest
+  (:func:`~ragtruth_spans.training.run_dir.verify_run`: a changed or missing file, or an edited ``run_info.json``,
+  is an error naming the file), then its ``kind`` is read from ``run_info.json`` (runs written before kinds existed
+  are generative) and the family of that kind loads it.
 - A **name** of a detector that needs no training (``numbers``, ``flag-all``, ``flag-none``, ...): built by the
   family that offers it.
 
@@ -19,7 +21,7 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.extras import require
 from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.family import get_family, named_detectors
-from ragtruth_spans.training.run_dir import run_kind
+from ragtruth_spans.training.run_dir import run_kind, verify_run
 
 
 def load_detector(path_or_name: str | Path, **options: Any) -> Detector:
@@ -32,6 +34,7 @@ def load_detector(path_or_name: str | Path, **options: Any) -> Detector:
     options = {key: value for key, value in options.items() if value is not None}
     path = Path(path_or_name)
     if path.is_dir():
+        verify_run(path)
         family = get_family(run_kind(path))
         if family.load is None:
             raise InputError(f"detectors of kind {family.kind!r} are not loaded from a directory", path=path)

@@ -20,6 +20,7 @@ from ragtruth_spans.detectors.family import all_families
 from ragtruth_spans.training.recipe import (
     DEFAULT_KIND,
     Recipe,
+    load_yaml,
     parse_override,
     read_recipe_data,
     resolve_recipe_path,
@@ -118,7 +119,7 @@ def read_run_recipe(run_dir: str | Path) -> Recipe:
     if not path.is_file():
         raise InputError("file not found (the training run writes it into its output directory)", path=path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", path=path) from None
     return validate_recipe(data, source=str(path))

@@ -5,7 +5,12 @@
   downloads) after cutting it at line breaks, so list items and headings are sentences of their own. Offsets are
   **characters of the text, half-open** ``[start, end)``; each sentence is **trimmed**: its leading and trailing
   whitespace (``str.isspace``) is left out, so ``text[start:end] == text[start:end].strip()``; sentences that are
-  only whitespace are dropped.
+  only whitespace are dropped. pysbd's cost grows faster than the length of what it is given (a 98 kB line took
+  ~7 s), so a line longer than :data:`LONG_LINE_CHARS` is first cut into pieces at most that long, at a sentence
+  end followed by a capital, digit or quote (else at a space): every piece costs the same per character, so
+  splitting is linear in the text (measured in docs/BENCHMARKS.md). Lines of ordinary length are split exactly as
+  before. The splits of the last :data:`SPLIT_CACHE_SIZE` texts are cached (a context sent again is not split
+  again).
 - :func:`evidence_units` turns a context (and the QA question) into the short texts a response sentence is
   compared with: the context's sentences, or, for a Data2txt context that is JSON, one ``key: value`` line per
   field (long string values, such as reviews, cut into sentences).
@@ -17,12 +22,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 Interval = tuple[int, int]
 TOKEN = re.compile(r"\w+(?:[.,]\d+)*")
 """A token: a run of word characters, with decimal or thousands parts kept (``3.5``, ``1,200``)."""
+LONG_LINE_CHARS = 2000
+"""A line longer than this is cut into pieces of at most this many characters before pysbd sees it."""
+SPLIT_CACHE_SIZE = 128
+"""Texts whose sentence split is kept (by content)."""
+_BOUNDARY = re.compile(r"[.!?…][\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 LONG_VALUE_CHARS = 120
 """A JSON string value longer than this is cut into sentences (reviews, descriptions)."""
 
@@ -43,11 +53,35 @@ def _trimmed(text: str, start: int, end: int) -> Interval | None:
     return start + lead, start + lead + len(stripped)
 
 
+def _pieces(line: str, limit: int = LONG_LINE_CHARS) -> list[str]:
+    """``line`` cut into consecutive pieces of at most ``limit`` characters (module docstring); a line within the
+    limit is one piece."""
+    if len(line) <= limit:
+        return [line]
+    pieces, start = [], 0
+    while len(line) - start > limit:
+        window = line[start:start + limit]
+        cut = max((m.end() for m in _BOUNDARY.finditer(window)), default=0)
+        if cut < limit // 4:
+            cut = max(window.rfind(" ") + 1, cut)
+        if cut < limit // 4:
+            cut = limit
+        pieces.append(line[start:start + cut])
+        start += cut
+    pieces.append(line[start:])
+    return pieces
+
+
 def split_sentences(text: str) -> list[Interval]:
     """Trimmed sentence intervals ``[start, end)`` of ``text`` in order (see the module docstring)."""
+    return list(_split_cached(text))
+
+
+@lru_cache(maxsize=SPLIT_CACHE_SIZE)
+def _split_cached(text: str) -> tuple[Interval, ...]:
     out: list[Interval] = []
     offset = 0
-    for line in text.splitlines(keepends=True):
+    for line in (piece for whole in text.splitlines(keepends=True) for piece in _pieces(whole)):
         if line.strip():
             position = offset
             for piece in _segmenter().segment(line):
@@ -60,7 +94,7 @@ def split_sentences(text: str) -> list[Interval]:
                     out.append(interval)
                 position = start + len(piece)
         offset += len(line)
-    return out
+    return tuple(out)
 
 
 def sentence_texts(text: str) -> list[str]:

@@ -12,14 +12,25 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
+from ragtruth_spans.core.errors import InputError
+
 CI_LEVEL = 0.95
 MAX_CELLS = 2_000_000
 """Multiplicity cells (resamples x items) made at once: a few tens of MB."""
 
 
+def check_seed(seed: object) -> int:
+    """``seed`` if it can seed the bootstrap (an integer >= 0), else :class:`InputError` naming ``--seed``."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"the bootstrap needs an integer >= 0, got {seed!r}", field="--seed")
+    return int(seed)
+
+
 def resample_weights(n_items: int, n_resamples: int, seed: int) -> Iterator[np.ndarray]:
     """Chunks (``rows x n_items``, float) of the multiplicity matrix of ``n_resamples`` resamples of
-    ``n_items`` items, drawn from ``numpy.random.default_rng(seed)``."""
+    ``n_items`` items, drawn from ``numpy.random.default_rng(seed)``. A seed that numpy cannot take (negative,
+    not an integer) is an :class:`InputError` naming ``--seed``."""
+    check_seed(seed)
     rng = np.random.default_rng(seed)
     rows = max(1, MAX_CELLS // max(n_items, 1))
     for start in range(0, n_resamples, rows):

@@ -30,7 +30,7 @@ from rich.console import Console
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.fields import is_finite_number
-from ragtruth_spans.core.files import atomic_write_text
+from ragtruth_spans.core.files import atomic_write_text, check_output_path
 from ragtruth_spans.core.jsonl import file_sha256, read_json_file, read_records, write_json
 from ragtruth_spans.training.tuning import CRITERIA, DEFAULT_CRITERION
 
@@ -231,8 +231,18 @@ def run_benchmark(data: str | Path, detectors: Sequence[DetectorSpec] | str, out
                          field="--criterion")
     if bootstrap < 0:
         raise InputError(f"must be >= 0, got {bootstrap}", field="--bootstrap")
+    if bootstrap:
+        from ragtruth_spans.evaluation.bootstrap import check_seed
+
+        check_seed(seed)  # before any detector runs
     specs = parse_detectors(detectors) if isinstance(detectors, str) else list(detectors)
     data, dev, paths = Path(data), Path(dev) if dev is not None else None, BenchmarkPaths(Path(out))
+    inputs = {"--data": data, "--dev": dev}
+    for label in [spec.label for spec in specs]:  # the output policy, before any work
+        for target in (paths.predictions(label), paths.timing(label), paths.tuning(label)):
+            check_output_path(target, field="--out", inputs=inputs)
+    for target in (paths.json, paths.markdown, paths.plot):
+        check_output_path(target, field="--out", inputs=inputs)
     gold = read_records(data)
     if dev is not None:
         read_records(dev)  # fail now on a bad dev file, not after the first detectors ran

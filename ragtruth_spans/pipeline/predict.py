@@ -20,8 +20,14 @@ Evidence (``evidence``: an :class:`~ragtruth_spans.detectors.evidence.EvidenceFi
 evidence in the context (``verdict``, ``reason``, ``evidence``); the sidecar records the finder's settings, and a
 resume with other evidence settings is refused like one with another detector.
 
-Resuming: ids already present in the output file are skipped (and counted). A last line cut mid-write by a crash
-is removed before appending (and reported); that repair replaces the file atomically.
+Resuming: ids already present in the output file are skipped (and counted). Before a byte of an existing
+``--out`` is touched it must be a predictions file of this command: its ``.meta.json`` must exist and say so
+(otherwise it is refused, untouched), and the detector, data and evidence settings must match. Only then is a last
+line cut mid-write by a crash removed (and reported); that repair replaces the file atomically.
+
+The output follows the policy of :func:`~ragtruth_spans.core.files.check_output_path`: ``--out`` (and its
+``.meta.json``) may not resolve to ``--data`` or to any other input, nor be a FIFO or a device; a symbolic link
+is written through and locked by its target.
 
 One writer per output: ``predict`` holds the advisory lock ``OUT.lock`` for the whole run, so a second ``predict``
 on the same ``--out`` is refused at once (one line, exit 2) instead of writing every id twice.
@@ -56,21 +62,46 @@ def _comparable(detector_info: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in detector_info.items() if not (k == "run_dir" and detector_info.get("fingerprint"))}
 
 
+PREDICTIONS_FORMAT = "ragtruth-spans predictions"
+
+
+def stored_meta(out: Path) -> dict[str, Any] | None:
+    """The ``.meta.json`` of an existing predictions file (None when ``out`` is absent or empty and has no
+    sidecar). An existing, non-empty ``out`` without a sidecar of this command, or a sidecar that is not one
+    (not an object, another ``format``, a ``detector`` that is not an object), raises :class:`InputError` before
+    anything is written: a file that is not a predictions file of ``predict`` is never touched."""
+    sidecar = meta_path(out)
+    has_bytes = out.is_file() and out.stat().st_size > 0
+    if not sidecar.exists():
+        if has_bytes:
+            raise InputError(f"this file has no {sidecar.name} saying what wrote it (not a predictions file of "
+                             "predict, an older version or another tool): it is left untouched; delete it or "
+                             "choose another --out",
+                             path=out)
+        return None
+    stored = read_json_file(sidecar)
+    if not isinstance(stored, dict) or stored.get("format", PREDICTIONS_FORMAT) != PREDICTIONS_FORMAT:
+        raise InputError(f"not the sidecar of a predictions file (expected a JSON object with format "
+                         f"{PREDICTIONS_FORMAT!r}); {out.name} is left untouched", path=sidecar)
+    if not isinstance(stored.get("detector", {}), dict):
+        raise InputError(f"must be a JSON object (the detector's description), got "
+                         f"{type(stored['detector']).__name__}", path=sidecar, field="detector")
+    return stored
+
+
 def check_meta(out: Path, meta: dict[str, Any], *, has_lines: bool) -> None:
     """Refuse to append to a predictions file written by another detector, other settings or other data; write
     the sidecar for a new file."""
     from ragtruth_spans.core.jsonl import write_json
 
     sidecar = meta_path(out)
-    if not sidecar.is_file():
+    stored = stored_meta(out)
+    if stored is None:
         if has_lines:
             raise InputError(f"this predictions file has no {sidecar.name} saying what wrote it (an older version or "
                              "another tool): delete it or choose another --out", path=out)
         write_json(sidecar, meta)
         return
-    stored = read_json_file(sidecar)
-    if not isinstance(stored, dict):
-        raise InputError("expected a JSON object", path=sidecar)
     old, new = _comparable(stored.get("detector", {})), _comparable(meta["detector"])
     differ = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
     if stored.get("data_sha256") != meta["data_sha256"]:
@@ -114,25 +145,36 @@ class PredictSummary:
 
 
 def done_ids(out_path: str | Path) -> tuple[set[str], bool]:
-    """Ids already in a predictions file and whether an incomplete last line was removed from it.
+    """Ids already in a predictions file and whether an incomplete last line was removed from it (the file is
+    rewritten: call it only once the file is known to be a predictions file of this command)."""
+    ids, fixed, cut = read_done_ids(out_path)
+    if fixed is not None:
+        atomic_write_bytes(out_path, fixed)
+    return ids, cut
 
-    A last line without its newline that is not valid JSON is the trace of an interrupted write: it is cut off.
-    Any other malformed line raises :class:`InputError` naming the file and line.
+
+def read_done_ids(out_path: str | Path) -> tuple[set[str], bytes | None, bool]:
+    """Ids already in a predictions file, the file's bytes as they must be rewritten (None: as they are) and
+    whether that cuts an incomplete last line. Reads only: nothing is written.
+
+    A last line without its newline that is not valid JSON is the trace of an interrupted write: the bytes to
+    write cut it off; a valid last line without its newline gets one. Any other malformed line raises
+    :class:`InputError` naming the file and line.
     """
     out_path = Path(out_path)
-    if not out_path.exists():
-        return set(), False
+    if not out_path.is_file():
+        return set(), None, False
     data = out_path.read_bytes()
-    repaired = False
+    fixed: bytes | None = None
+    cut = False
     if data and not data.endswith(b"\n"):
         last_start = data.rfind(b"\n") + 1
         try:
             json.loads(data[last_start:])
             data += b"\n"
         except (json.JSONDecodeError, UnicodeDecodeError):
-            data = data[:last_start]
-            repaired = True
-        atomic_write_bytes(out_path, data)
+            data, cut = data[:last_start], True
+        fixed = data
     ids: set[str] = set()
     for lineno, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
@@ -144,7 +186,7 @@ def done_ids(out_path: str | Path) -> tuple[set[str], bool]:
         if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
             raise InputError("a prediction line needs a string id", path=out_path, line=lineno, field="id")
         ids.add(obj["id"])
-    return ids, repaired
+    return ids, fixed, cut
 
 
 def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
@@ -163,8 +205,9 @@ def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
         raise InputError(f"must be >= 1, got {chunk_size}", field="chunk_size")
     if limit is not None and limit < 0:
         raise InputError(f"must be >= 0, got {limit}", field="limit")
-    out = check_output_path(out, field="--out")
-    check_output_path(meta_path(out), field="--out")
+    inputs = {"--data": data}
+    out = check_output_path(out, field="--out", inputs=inputs)
+    check_output_path(meta_path(out), field="--out", inputs=inputs)
     records = read_records(data)
     with exclusive_output(out):
         return _predict_locked(records, model, data, out, chunk_size=chunk_size, limit=limit, progress=progress,
@@ -176,7 +219,8 @@ def _predict_locked(records: list[Record], model: str | Path | None, data: str |
                     chunk_size: int | None, limit: int | None, progress: bool, detector: Detector | None,
                     options: Mapping[str, Any], evidence: Any = None) -> PredictSummary:
     """The body of :func:`predict_file`, run while holding the output's lock."""
-    finished, repaired = done_ids(out)
+    stored_meta(out)  # an existing --out that predict did not write is refused before a byte is touched
+    finished, fixed, repaired = read_done_ids(out)
     foreign = sorted(finished - {r.id for r in records})
     if foreign:
         raise InputError(f"{len(foreign)} id(s) in the predictions file are not in {data}, e.g. {foreign[0]!r}: "
@@ -197,6 +241,8 @@ def _predict_locked(records: list[Record], model: str | Path | None, data: str |
     if evidence is not None:
         meta["evidence"] = evidence.describe()
     check_meta(out, meta, has_lines=bool(finished))
+    if fixed is not None:  # only now: the file is a predictions file of this detector and data
+        atomic_write_bytes(out, fixed)
     if not todo:
         return summary
     chunk_size = chunk_size or detector.preferred_chunk_size

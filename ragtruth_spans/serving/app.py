@@ -15,7 +15,14 @@ interactive docs (``/docs``, ``/redoc``, whose pages load scripts from a public 
   token (when the server has one), 500 with an ``error_id`` and no stack trace when the detector fails on the
   request's own item (the trace is logged server-side with the same id).
 - ``"evidence": true`` on an item adds each span's evidence (docs/EVIDENCE.md), computed after detection, outside
-  the batcher, in a worker thread (mode: ``ServeSettings.evidence_mode``).
+  the batcher, in the service's own evidence pools, never in the shared thread pool, so detection, ``/v1/select``
+  and ``/health`` never wait on evidence: a request whose evidence contexts total at most ``light_evidence_chars``
+  characters goes to a pool of its own (one thread), heavier ones to ``evidence_workers`` threads, so a small
+  evidence request never queues behind a heavy one; each pool lets at most ``evidence_queue`` requests wait
+  (beyond, 503) (mode: ``ServeSettings.evidence_mode``).
+- A cost budget per request, checked on the raw JSON before any work (413 naming the limit and its flag):
+  ``max_items`` items, ``max_chars`` characters per item, ``max_request_chars`` characters over all items,
+  ``max_evidence_items`` items asking for evidence and ``max_evidence_chars`` characters of their contexts.
 - Shutdown (the lifespan's end, after uvicorn has stopped taking connections and waited for the requests in
   flight) closes the batcher, which finishes every queued item first.
 """
@@ -27,6 +34,7 @@ import logging
 import threading
 import uuid
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from types import SimpleNamespace
@@ -68,15 +76,25 @@ class ServeSettings:
     max_items: int = 64
     max_chars: int = 100_000
     max_body_bytes: int = 16 * 1024 * 1024
+    max_request_chars: int = 250_000
+    max_evidence_items: int = 8
+    max_evidence_chars: int = 120_000
+    evidence_workers: int = 1
+    evidence_queue: int = 8
+    light_evidence_chars: int = 20_000
     api_key: str | None = None
     evidence_mode: str = "lexical"
     docs: bool = False
 
     def __post_init__(self) -> None:
         """Refuse settings under which some valid request could never be served."""
-        for name in ("max_batch", "max_queue", "max_items", "max_chars", "max_body_bytes"):
+        for name in ("max_batch", "max_queue", "max_items", "max_chars", "max_body_bytes", "max_request_chars",
+                     "evidence_workers", "evidence_queue"):
             if getattr(self, name) < 1:
                 raise InputError(f"must be >= 1, got {getattr(self, name)}", field=f"--{name.replace('_', '-')}")
+        for name in ("max_evidence_items", "max_evidence_chars", "light_evidence_chars"):
+            if getattr(self, name) < 0:
+                raise InputError(f"must be >= 0, got {getattr(self, name)}", field=f"--{name.replace('_', '-')}")
         if self.max_queue < self.max_items:
             raise InputError(f"--max-queue {self.max_queue} is smaller than --max-items {self.max_items}: a request "
                              "of that many items could never be queued (it would get 503 forever); raise --max-queue "
@@ -137,42 +155,69 @@ class Service:
         self.batcher = MicroBatcher(detector.detect_batch, max_batch=settings.max_batch,
                                     max_wait_ms=settings.max_wait_ms, max_queue=settings.max_queue,
                                     in_flight=lambda: self.in_flight.count)
-        self._finder: Any = None
-        self._finder_lock = threading.Lock()
+        self._finders = threading.local()  # one finder per evidence thread: its context cache is not thread-safe
+        self.evidence_pools = {
+            "heavy": (ThreadPoolExecutor(max_workers=settings.evidence_workers, thread_name_prefix="evidence"),
+                      threading.BoundedSemaphore(settings.evidence_workers + settings.evidence_queue)),
+            "light": (ThreadPoolExecutor(max_workers=1, thread_name_prefix="evidence-light"),
+                      threading.BoundedSemaphore(1 + settings.evidence_queue))}
 
     def _attach(self, items: list[DetectItem], detections: list[Detection]) -> list[Detection]:
-        with self._finder_lock:  # one evidence step at a time: the finder's context cache is not thread-safe
-            if self._finder is None:
-                from ragtruth_spans.detectors.evidence import EvidenceFinder
+        finder = getattr(self._finders, "finder", None)
+        if finder is None:
+            from ragtruth_spans.detectors.evidence import EvidenceFinder
 
-                self._finder = EvidenceFinder(self.settings.evidence_mode)
-            return self._finder.attach_batch(items, detections)
+            finder = self._finders.finder = EvidenceFinder(self.settings.evidence_mode)
+        return finder.attach_batch(items, detections)
 
     async def evidence(self, items: list[DetectItem], detections: list[Detection],
                        wanted: list[bool]) -> list[Detection]:
-        """``detections`` with evidence on the spans of the items that asked for it (in a worker thread)."""
+        """``detections`` with evidence on the spans of the items that asked for it, in the evidence pool (503
+        when ``evidence_queue`` evidence requests already wait)."""
         chosen = [i for i, want in enumerate(wanted) if want]
         if not chosen:
             return detections
+        light = sum(len(items[i].context) for i in chosen) <= self.settings.light_evidence_chars
+        pool, slots = self.evidence_pools["light" if light else "heavy"]
+        if not slots.acquire(blocking=False):
+            raise ServiceError(503, "server busy: too many evidence requests are waiting; retry later",
+                               {"Retry-After": "2"})
         try:
-            explained = await run_in_threadpool(self._attach, [items[i] for i in chosen],
-                                                [detections[i] for i in chosen])
+            explained = await asyncio.wrap_future(pool.submit(
+                self._attach, [items[i] for i in chosen], [detections[i] for i in chosen]))
         except InputError as exc:
             raise ServiceError(422, f"invalid request: {exc}") from None
         except Exception as exc:
             raise _internal_error(exc, "evidence") from None
+        finally:
+            slots.release()
         out = list(detections)
         for i, detection in zip(chosen, explained):
             out[i] = detection
         return out
 
-    def check_size(self, n_items: int, chars: list[int]) -> None:
-        if n_items > self.settings.max_items:
-            raise ServiceError(413, f"{n_items} items in one request; the limit is {self.settings.max_items}")
+    def check_size(self, n_items: int, chars: list[int], *, what: str = "item",
+                   parts: str = "context + question + response", evidence_chars: list[int] | None = None) -> None:
+        """The request's cost budget (413 naming the limit and its flag): ``chars`` holds each item's own size
+        (``parts``); ``evidence_chars`` the context size of each item that asks for evidence."""
+        s = self.settings
+        if n_items > s.max_items:
+            raise ServiceError(413, f"{n_items} {what}s in one request; the limit is {s.max_items} (--max-items)")
         for i, n in enumerate(chars):
-            if n > self.settings.max_chars:
-                raise ServiceError(413, f"item {i} has {n} characters (context + question + response); the limit "
-                                   f"is {self.settings.max_chars}")
+            if n > s.max_chars:
+                raise ServiceError(413, f"{what} {i} has {n} characters ({parts}); the limit is {s.max_chars} "
+                                   "per item (--max-chars)")
+        if sum(chars) > s.max_request_chars:
+            raise ServiceError(413, f"the request has {sum(chars)} characters over its {len(chars)} {what}s; the "
+                               f"limit is {s.max_request_chars} per request (--max-request-chars): send fewer "
+                               f"{what}s per request")
+        evidence_chars = evidence_chars or []
+        if len(evidence_chars) > s.max_evidence_items:
+            raise ServiceError(413, f"{len(evidence_chars)} items ask for evidence; the limit is "
+                               f"{s.max_evidence_items} per request (--max-evidence-items)")
+        if sum(evidence_chars) > s.max_evidence_chars:
+            raise ServiceError(413, f"the items asking for evidence have {sum(evidence_chars)} characters of "
+                               f"context; the limit is {s.max_evidence_chars} per request (--max-evidence-chars)")
 
     async def detect(self, items: list[DetectItem]) -> list[Detection]:
         try:
@@ -239,6 +284,8 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
         yield
         logger.info("shutting down: finishing %d queued item(s)", service.batcher.pending)
         await run_in_threadpool(service.batcher.close)
+        for pool, _ in service.evidence_pools.values():
+            await run_in_threadpool(pool.shutdown, True)
 
     docs = service.settings.docs
     app = FastAPI(title="ragtruth-spans", version=__version__, lifespan=lifespan,
@@ -280,7 +327,9 @@ def _add_routes(app: FastAPI, service: Service) -> None:
         if isinstance(raw, list) and not raw:
             raise ServiceError(422, "invalid request: the list of items is empty")
         rows = raw if isinstance(raw, list) else [raw]
-        service.check_size(len(rows), [raw_chars(row, ("context", "response", "question")) for row in rows])
+        service.check_size(len(rows), [raw_chars(row, ("context", "response", "question")) for row in rows],
+                           evidence_chars=[raw_chars(row, ("context",)) for row in rows
+                                           if isinstance(row, dict) and row.get("evidence") is True])
         body = validated(DETECT_BODY, raw)
         items = body if isinstance(body, list) else [body]
         detect_items = [DetectItem(context=i.context, response=i.response, task=i.task, question=i.question)
@@ -299,8 +348,16 @@ def _add_routes(app: FastAPI, service: Service) -> None:
         raw = await json_body(request)
         candidates = raw.get("candidates") if isinstance(raw, dict) else None
         if isinstance(candidates, list):
-            texts = [c if isinstance(c, str) else raw_chars(c, ("response",)) for c in candidates]
-            chars = raw_chars(raw, ("context", "question")) + sum(t if isinstance(t, int) else len(t) for t in texts)
-            service.check_size(len(candidates), [chars])
+            shared = raw_chars(raw, ("context", "question"))
+            own = [len(c) if isinstance(c, str) else raw_chars(c, ("response",)) for c in candidates]
+            service.check_size(len(candidates), [shared + n for n in own], what="candidate",
+                               parts="context + question + its response")
         body = validated(SELECT_BODY, raw)
-        return (await service.select(body)).to_dict() | {"detector": service.ref.model_dump()}
+        answer = (await service.select(body)).to_dict()
+        given = [c.id for c in body.candidates]  # echoed as given: an integer id stays an integer
+        for i, candidate in enumerate(answer.get("candidates") or []):
+            if i < len(given) and given[i] is not None:
+                candidate["id"] = given[i]
+        if answer.get("index") is not None and given[answer["index"]] is not None:
+            answer["id"] = given[answer["index"]]
+        return answer | {"detector": service.ref.model_dump()}

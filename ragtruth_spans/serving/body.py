@@ -6,7 +6,7 @@ server (no absolute paths)."""
 
 from __future__ import annotations
 
-import os
+import re
 from pathlib import PurePath
 from typing import Any
 
@@ -89,13 +89,37 @@ def request_schema(adapter: TypeAdapter[Any]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": inline(schema)}}}}
 
 
+_PATH = re.compile(r"file://[^\s'\"<>|,;()\[\]{}]*|(?<![\w.~:/\\-])(?:~(?=/)|[A-Za-z]:(?=\\))?[/\\][^\s'\"<>|,;()\[\]{}]*")
+"""An absolute path inside any text: ``/srv/x``, ``file:///srv/x``, ``~/x``, ``C:\\x`` (not ``http://host/x``, not
+``a/b``)."""
+
+
+def _last_component(match: re.Match[str]) -> str:
+    path = match.group().removeprefix("file://")
+    name = PurePath(path.replace("\\", "/")).name
+    return name or "<path>"
+
+
+def _scrub(text: str) -> str:
+    return _PATH.sub(_last_component, text) if ("/" in text or "\\" in text) else text
+
+
 def without_server_paths(obj: Any) -> Any:
-    """``obj`` with every absolute path (a string such as ``/srv/runs/x/checkpoint``) cut to its last component,
-    so ``/v1/model`` never tells a client where the server keeps its data, environment or checkpoints."""
+    """``obj`` with every absolute path cut to its last component — in values, inside longer strings, in
+    ``file://`` URIs and in dict **keys** (``run_info.data_sha256`` is keyed by training files): ``/v1/model``
+    never tells a client where the server keeps its data, environment or checkpoints. Keys that become equal are
+    told apart by a ``#2``, ``#3`` suffix."""
     if isinstance(obj, dict):
-        return {k: without_server_paths(v) for k, v in obj.items()}
-    if isinstance(obj, list):
+        out: dict[Any, Any] = {}
+        for key, value in obj.items():
+            name = _scrub(key) if isinstance(key, str) else key
+            unique, n = name, 2
+            while unique in out:
+                unique, n = f"{name}#{n}", n + 1
+            out[unique] = without_server_paths(value)
+        return out
+    if isinstance(obj, (list, tuple)):
         return [without_server_paths(v) for v in obj]
-    if isinstance(obj, str) and (os.path.isabs(obj) or obj.startswith("~")) and len(obj) > 1:
-        return PurePath(obj).name or obj
+    if isinstance(obj, str):
+        return _scrub(obj)
     return obj

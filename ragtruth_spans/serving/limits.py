@@ -21,14 +21,19 @@ async def _send_json(send: Any, status: int, payload: dict[str, Any], headers: S
 
 class BearerAuth:
     """Require ``Authorization: Bearer <api_key>`` on every path under ``prefix`` (401 otherwise, before the body
-    is read); other paths (``/health``, the docs) stay open."""
+    is read); other paths (``/health``, the docs) stay open. A request with more than one ``Authorization``
+    header is refused (400): which one counts would depend on the proxy in front."""
 
     def __init__(self, app: Any, api_key: str, prefix: str = "/v1/") -> None:
         self.app, self.key, self.prefix = app, api_key.encode(), prefix
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope.get("path", "").startswith(self.prefix):
-            value = dict(scope.get("headers") or []).get(b"authorization", b"")
+            given = [v for k, v in scope.get("headers") or [] if k.lower() == b"authorization"]
+            if len(given) > 1:
+                await _send_json(send, 400, {"error": f"{len(given)} Authorization headers; send exactly one"})
+                return
+            value = given[0] if given else b""
             scheme, _, token = value.partition(b" ")
             if scheme.lower() != b"bearer" or not hmac.compare_digest(token.strip(), self.key):
                 await _send_json(send, 401, {"error": "missing or wrong bearer token (send 'Authorization: "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import tempfile
 from dataclasses import asdict, dataclass
 from functools import cache
@@ -74,13 +75,35 @@ def require_gguf() -> None:
 
 
 def check_gguf_file(path: Path) -> None:
-    """A GGUF file must exist and start with the ``GGUF`` magic; anything else is an :class:`InputError`."""
+    """A GGUF file must exist, start with the ``GGUF`` magic and (when the ``gguf`` package is installed) have a
+    header, metadata and tensor table that parse; anything else is an :class:`InputError`."""
     if not path.is_file():
         raise InputError("GGUF file not found", path=path, field="model.gguf_file")
     with path.open("rb") as fh:
         if fh.read(4) != b"GGUF":
             raise InputError("not a GGUF file (it does not start with the GGUF magic)", path=path,
                              field="model.gguf_file")
+    try:
+        import gguf  # noqa: F401
+    except ImportError:
+        return  # the conversion needs it and says so (require_gguf)
+    read_gguf(path)
+
+
+def read_gguf(path: Path) -> Any:
+    """``gguf.GGUFReader`` of ``path``; a file that has the magic but not the structure (cut, bogus counts or
+    offsets, unknown version) is one :class:`InputError`, never a ``struct.error`` or ``IndexError`` traceback."""
+    from gguf import GGUFReader
+
+    try:
+        return GGUFReader(str(path))
+    except MemoryError:
+        raise InputError("not a valid GGUF file (its header asks for more memory than there is)", path=path,
+                         field="model.gguf_file") from None
+    except Exception as exc:  # the reader indexes the raw bytes: anything can go wrong on a damaged file
+        message = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise InputError(f"not a valid GGUF file ({type(exc).__name__}: {message})", path=path,
+                         field="model.gguf_file") from None
 
 
 def local_gguf(name_or_path: str, gguf_file: str) -> GGUFSource:
@@ -98,9 +121,9 @@ def quant_type(path: Path) -> str:
     common type of its 2-D tensors."""
     from collections import Counter
 
-    from gguf import GGUFReader, LlamaFileType
+    from gguf import LlamaFileType
 
-    reader = GGUFReader(str(path))
+    reader = read_gguf(path)
     field = reader.fields.get("general.file_type")
     if field is not None and field.data:
         value = int(field.parts[field.data[0]][0])
@@ -146,7 +169,7 @@ def _convert(source: GGUFSource, out: Path) -> None:
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
                                                      local_files_only=True)
-    except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, RuntimeError, KeyError, TypeError, IndexError, struct.error) as exc:
         message = " ".join(str(exc).split()) or type(exc).__name__
         raise InputError(f"cannot convert the GGUF file: {message[:300]}", path=source.path,
                          field="model.gguf_file") from None

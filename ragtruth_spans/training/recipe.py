@@ -301,10 +301,40 @@ def parse_override(item: str, *, flag: str = "--set") -> tuple[list[str], Any]:
     return key.strip().split("."), value
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a mapping naming one key twice is an error (PyYAML keeps the last value
+    silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # ``<<: *base`` then overriding keys is the YAML idiom
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: PyYAML's own check reports it
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    f"found duplicate key {str(key)[:40]!r} (only one value can count: give it once)",
+                    key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` that refuses a mapping with a duplicate key (``yaml.YAMLError``): every recipe and
+    judge file is read with it."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)
+
+
 def read_recipe_data(path: Path) -> dict[str, Any]:
-    """The mapping in a recipe YAML file; bad YAML or another top-level value is an :class:`InputError`."""
+    """The mapping in a recipe YAML file; bad YAML (a duplicate key included) or another top-level value is an
+    :class:`InputError`."""
     try:
-        data = yaml.safe_load(read_text(path)) or {}
+        data = load_yaml(read_text(path)) or {}
     except yaml.YAMLError as exc:
         raise InputError(f"not valid YAML: {exc}", path=path) from None
     if not isinstance(data, dict):

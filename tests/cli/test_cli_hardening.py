@@ -138,3 +138,48 @@ def test_help_is_not_cut_at_80_columns() -> None:
     result = runner.invoke(app, ["predict", "--help"])
     assert result.exit_code == 0 and "…" not in result.output
     assert "token-classification:" in result.output
+
+
+def test_control_characters_in_file_names_are_escaped_when_printed(tmp_path) -> None:
+    """Issue 25: a file name holding ESC or BEL is printed escaped in errors and notes, never raw."""
+    hostile = tmp_path / "gold\x1b[2J\x07.jsonl"
+    result = runner.invoke(app, ["evaluate", "--gold", str(hostile), "--pred", str(hostile)])
+    assert result.exit_code == 2 and "\\x1b[2J\\x07" in result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    result = runner.invoke(app, ["predict", "--model", "flag-none", "--data", str(hostile), "--out",
+                                 str(tmp_path / "p\x1b.jsonl")])
+    assert result.exit_code == 2 and "\x1b" not in result.output and "\\x1b" in result.output
+
+
+def test_a_negative_seed_with_bootstrap_is_one_line_not_a_traceback(sample_test_file, tmp_path) -> None:
+    """Issue 25: evaluate, select and benchmark with --bootstrap and a negative --seed."""
+    from ragtruth_spans.pipeline.predict import predict_file
+
+    data, _ = sample_test_file
+    pred = tmp_path / "pred.jsonl"
+    predict_file("flag-all", data, pred, progress=False)
+    for args in (["evaluate", "--gold", str(data), "--pred", str(pred)],
+                 ["select", "--data", str(data), "--pred", str(pred), "--models", "gpt-4-0613,llama-2-7b-chat"],
+                 ["benchmark", "--data", str(data), "--detectors", "flag-none", "--out", str(tmp_path / "bench")]):
+        result = runner.invoke(app, [*args, "--bootstrap", "5", "--seed", "-1"])
+        assert result.exit_code == 2, (args[0], result.output)
+        assert "field '--seed'" in result.output and "Traceback" not in result.output, result.output
+
+
+@pytest.mark.parametrize(("stdin", "message"), [
+    ('{"context": "c", "response": "r", "task": "QA", "task": "Summary"}\n',
+     "<stdin>:1: invalid JSON: duplicate key 'task'"),
+    (_stdin(GOOD | {"task_type": "Summary"}),
+     "<stdin>:1, field 'task_type': task 'QA' and task_type 'Summary' disagree"),
+])
+def test_detect_refuses_duplicate_keys_and_disagreeing_task_names(stdin: str, message: str) -> None:
+    """Issue 25: nothing silently wins — a key given twice, or task and task_type saying different things."""
+    result = runner.invoke(app, ["detect", "--model", "numbers"], input=stdin)
+    _one_line_exit_2(result, message)
+
+
+def test_a_recipe_with_a_duplicate_key_is_refused(tmp_path) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("kind: similarity\nmethod: cosine\nmethod: overlap\n", encoding="utf-8")
+    result = runner.invoke(app, ["train", str(recipe), "--dry-run"])
+    assert result.exit_code == 2 and "found duplicate key 'method'" in result.output, result.output

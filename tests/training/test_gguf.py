@@ -144,3 +144,39 @@ def test_a_foreign_folder_in_the_cache_slot_is_a_one_line_error(tiny_gguf, cache
     with pytest.raises(InputError, match="holds no gguf_source.json"):
         resolve_base_model(str(path.parent), None, gguf_file=path.name)
     assert [p.name for p in slot.parent.iterdir()] == [slot.name]  # the temporary conversion was removed
+
+
+def _bogus_ggufs(folder: Path) -> list[Path]:
+    """Files with the GGUF magic but no valid structure (cut header, unknown version, absurd counts, cut
+    metadata, zeros)."""
+    import struct
+
+    variants = {"magic-only": b"GGUF", "bad-version": b"GGUF" + struct.pack("<I", 99) + b"\0" * 16,
+                "huge-counts": b"GGUF" + struct.pack("<I", 3) + struct.pack("<QQ", 2**40, 2**40),
+                "cut-metadata": b"GGUF" + struct.pack("<I", 3) + struct.pack("<QQQ", 0, 1, 5) + b"ab",
+                "zeros": b"GGUF" + b"\0" * 100}
+    paths = []
+    for name, data in variants.items():
+        (folder / f"{name}.gguf").write_bytes(data)
+        paths.append(folder / f"{name}.gguf")
+    return paths
+
+
+def test_a_bogus_gguf_with_the_right_magic_is_a_one_line_error(tmp_path, cache):
+    pytest.importorskip("gguf")
+    for path in _bogus_ggufs(tmp_path):
+        with pytest.raises(InputError, match=r"field 'model.gguf_file': not a valid GGUF file"):
+            resolve_base_model(str(tmp_path), None, gguf_file=path.name)
+    assert not (cache / "gguf").exists()
+
+
+def test_dry_run_checks_the_gguf_file(tmp_path):
+    from typer.testing import CliRunner
+
+    from ragtruth_spans.cli import app
+
+    (tmp_path / "text.gguf").write_text("a text file", encoding="utf-8")
+    for name, message in (("missing.gguf", "GGUF file not found"), ("text.gguf", "GGUF magic")):
+        result = CliRunner().invoke(app, ["train", "tiny-cpu", "--dry-run", "--set", f"model.name_or_path={tmp_path}",
+                                          "--set", f"model.gguf_file={name}"])
+        assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output, result.output

@@ -141,11 +141,13 @@ def read_judge_dir(judge_dir: str | Path, overrides: Mapping[str, Any]) -> Judge
     """Settings of a judge directory (``recipe.yaml``, ``kind: llm-judge``) with ``overrides`` applied."""
     import yaml
 
+    from ragtruth_spans.training.recipe import load_yaml
+
     path = Path(judge_dir) / JUDGE_FILE
     if not path.is_file():
         raise InputError(f"a judge directory needs {JUDGE_FILE} with kind: {KIND}", path=path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InputError(f"invalid YAML: {exc}", path=path) from None
     if not isinstance(data, dict) or data.get("kind") != KIND:

@@ -47,6 +47,11 @@ def column_names(members: Sequence[str]) -> list[str]:
     return [*BASE_FEATURES, *(f"{m}_{c}" for m in members for c in ("word", "mean_3", "mean_8"))]
 
 
+RULE_COLUMNS = ("swap", "negation_added", "negation_dropped")
+"""The conflict columns whose words the decision's ``conflict_rule`` always flags (:func:`~.features.conflicts`),
+with ``swap_one_side`` on numbers (a changed number at the end of a copied phrase)."""
+
+
 @dataclass
 class ItemColumns:
     """One response's words (character intervals ``[start, end)``) and its ``(words, columns)`` matrix."""
@@ -54,6 +59,14 @@ class ItemColumns:
     words: list[Interval]
     matrix: np.ndarray
     diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    def contradicted(self) -> np.ndarray:
+        """Per word, whether a :data:`RULE_COLUMNS` column marks it (the base columns come first in the matrix)."""
+        if not len(self.words):
+            return np.zeros(0, dtype=bool)
+        column = {name: self.matrix[:, BASE_FEATURES.index(name)] > 0
+                  for name in (*RULE_COLUMNS, "swap_one_side", "is_number")}
+        return np.logical_or.reduce([column[c] for c in RULE_COLUMNS]) | (column["swap_one_side"] & column["is_number"])
 
 
 def character_scores(detector: Detector, items: Sequence[DetectItem]) -> list[tuple[np.ndarray, bool]]:

@@ -90,41 +90,92 @@ def save(booster: Any, run_dir: Path) -> None:
 
 
 def load(run_dir: Path) -> Any:
+    """The saved booster; a damaged file is one :class:`InputError` (never an abort), LightGBM stays off stdout."""
+    from ragtruth_spans.detectors.lightgbm_text import load_booster
+
     path = run_dir / MODEL_FILE
     if not path.is_file():
         raise InputError(f"not a finished stacked run (no {MODEL_FILE})", path=run_dir)
-    return _lightgbm().Booster(model_file=str(path))
+    _lightgbm()
+    return load_booster(path)
 
 
 @dataclass(frozen=True)
 class Decision:
-    """How word probabilities become spans: ``thresholds`` per task (key ``"*"``: every task), the gap, and the
-    response gate (a response whose highest word probability is below ``response_threshold`` gets no span)."""
+    """How word probabilities become spans: ``thresholds`` per task (key ``"*"``: every task), the gap, the
+    response gate (a response whose score — the response head's probability, or without a head its highest word
+    probability — is below ``response_threshold`` gets no span) and the fill (a response that passes the gate
+    but has no word at its threshold gets the words at or above ``fill`` × its highest word probability)."""
 
     thresholds: Mapping[str, float]
     max_word_gap: int
     response_threshold: float = 0.0
+    fill: float | None = None
+    conflict_rule: bool = False
 
     def threshold(self, task: str) -> float:
         return float(self.thresholds.get(task, self.thresholds["*"]))
 
-    def spans(self, words: Sequence[Interval], probabilities: np.ndarray, task: str) -> list[Span]:
-        """The spans of one response of ``task`` (none when the gate closes)."""
-        if not len(probabilities) or probabilities.max() < self.response_threshold:
+    def spans(self, words: Sequence[Interval], probabilities: np.ndarray, task: str,
+              score: float | None = None, conflicts: np.ndarray | None = None) -> list[Span]:
+        """The spans of one response of ``task`` whose response score is ``score`` (default: its highest word
+        probability); none when the gate closes. With ``conflict_rule``, the words ``conflicts`` marks (the
+        context contradicts them: :func:`~.features.conflicts`) are flagged whatever the gate and threshold say,
+        scored at least the threshold."""
+        if not len(probabilities):
             return []
-        return decide(words, probabilities, self.threshold(task), self.max_word_gap)
+        threshold = self.threshold(task)
+        forced = np.asarray(conflicts, dtype=bool) if self.conflict_rule and conflicts is not None else None
+        is_open = (probabilities.max() if score is None else score) >= self.response_threshold
+        if forced is not None and forced.any():
+            base = probabilities if is_open else np.zeros_like(probabilities)
+            probabilities = np.where(forced, np.maximum(probabilities, threshold), base)
+        elif not is_open:
+            return []
+        spans = decide(words, probabilities, threshold, self.max_word_gap)
+        if not spans and self.fill is not None:
+            spans = decide(words, probabilities, self.fill * float(probabilities.max()), self.max_word_gap)
+        return spans
 
     def to_dict(self) -> dict[str, Any]:
         return {"thresholds": dict(self.thresholds), "max_word_gap": self.max_word_gap,
-                "response_threshold": self.response_threshold}
+                "response_threshold": self.response_threshold, "fill": self.fill, "conflict_rule": self.conflict_rule}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Decision:
+        """The decision saved in ``run_info.json``; thresholds and ``fill`` must be finite numbers in [0, 1] and
+        the gap an integer >= 0 (:class:`InputError` otherwise)."""
+        from ragtruth_spans.training.run_dir import check_run_values
+
+        if not isinstance(data, Mapping):
+            raise InputError("run_info.json: decision must be an object")
         thresholds = data.get("thresholds")
         if not isinstance(thresholds, Mapping) or "*" not in thresholds:
             raise InputError("run_info.json: decision.thresholds must map tasks (and '*') to thresholds")
+        fill = data.get("fill")
+        check_run_values({"thresholds": thresholds, "max_word_gap": data.get("max_word_gap", 0),
+                          "response_threshold": data.get("response_threshold", 0.0), "fill": fill},
+                         Path("run_info.json"), "decision.")
+        rule = data.get("conflict_rule", False)
+        if not isinstance(rule, bool):
+            raise InputError("run_info.json: decision.conflict_rule must be true or false")
         return cls({str(k): float(v) for k, v in thresholds.items()}, int(data.get("max_word_gap", 0)),
-                   float(data.get("response_threshold", 0.0)))
+                   float(data.get("response_threshold", 0.0)), None if fill is None else float(fill), rule)
+
+
+def describe(decision: Decision) -> str:
+    """The decision in words: thresholds, merging, gate and fill."""
+    others = {t: v for t, v in decision.thresholds.items() if t != "*"}
+    text = f"flag words with probability ≥ {decision.threshold('*'):g}" + (
+        " (" + ", ".join(f"{t} ≥ {v:g}" for t, v in others.items()) + ")" if others else " (every task)")
+    text += f", merged across ≤ {decision.max_word_gap} unflagged word(s)"
+    if decision.response_threshold > 0:
+        text += f"; no span below response score {decision.response_threshold:g}"
+    if decision.fill is not None:
+        text += f"; a response over it with no flagged word gets its words ≥ {decision.fill:g} × its top word"
+    if decision.conflict_rule:
+        text += "; words the context contradicts are always flagged"
+    return text
 
 
 def decide(words: Sequence[Interval], probabilities: np.ndarray, threshold: float, max_word_gap: int) -> list[Span]:
@@ -145,8 +196,10 @@ class SpanCounter:
     the same definitions as the evaluator's span level (micro-pooled over responses; every gold span counts)."""
 
     def __init__(self, records: Sequence[Record], words: Sequence[Sequence[Interval]],
-                 probabilities: Sequence[np.ndarray]) -> None:
+                 probabilities: Sequence[np.ndarray], scores: Sequence[float] | None = None,
+                 conflicts: Sequence[np.ndarray] | None = None) -> None:
         self.records, self.words, self.probabilities = records, words, probabilities
+        self.scores, self.conflicts = scores, conflicts
         self.gold = []
         for record in records:
             mask = np.zeros(len(record.response), dtype=bool)
@@ -164,7 +217,10 @@ class SpanCounter:
         tp = pred_pos = gold_pos = 0
         for i in subset:
             mask = np.zeros(len(self.gold[i]), dtype=bool)
-            for span in decision.spans(self.words[i], self.probabilities[i], self.records[i].task_type):
+            score = None if self.scores is None else self.scores[i]
+            conflicts = None if self.conflicts is None else self.conflicts[i]
+            for span in decision.spans(self.words[i], self.probabilities[i], self.records[i].task_type, score,
+                                       conflicts):
                 mask[span.start:span.end] = True
             overlap += int((mask & self.gold[i]).sum())
             predicted += int(mask.sum())
@@ -188,10 +244,10 @@ def _best_threshold(counter: SpanCounter, subset: list[int], grid: Sequence[floa
 
 def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabilities: Sequence[np.ndarray],
          settings: DecisionSection) -> tuple[Decision, list[dict[str, Any]]]:
-    """The decision of highest pooled span F1 over ``records`` (each with its words and probabilities). For each
-    gap: the best single threshold, and with ``per_task`` also the best threshold of each task's responses
-    alone; the candidate (gap, single or per-task) with the best pooled span F1 wins (ties: the earlier, so
-    the smaller gap and the single threshold). Returns it and one row per candidate."""
+    """The ungated decision of highest pooled span F1 over ``records`` (each with its words and probabilities).
+    For each gap: the best single threshold, and with ``per_task`` also the best threshold of each task's
+    responses alone; the candidate (gap, single or per-task) with the best pooled span F1 wins (ties: the earlier,
+    so the smaller gap and the single threshold). Returns it and one row per candidate."""
     counter = SpanCounter(records, words, probabilities)
     everyone = list(range(len(records)))
     table: list[dict[str, Any]] = []
@@ -212,19 +268,29 @@ def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabi
             if best is None or value > best[0] + 1e-12:
                 best = (value, decision)
     assert best is not None
-    return _gate(counter, everyone, best[1], settings, table), table
+    return best[1], table
 
 
-def _gate(counter: SpanCounter, everyone: list[int], decision: Decision, settings: DecisionSection,
-          table: list[dict[str, Any]]) -> Decision:
-    """``decision`` with the response gate of highest response F1 among those that keep span F1 within
-    ``settings.gate_span_f1_tolerance`` of the ungated decision's (ties: the lowest gate)."""
+def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabilities: Sequence[np.ndarray],
+              scores: Sequence[float], decision: Decision, settings: DecisionSection, table: list[dict[str, Any]],
+              conflicts: Sequence[np.ndarray] | None = None) -> Decision:
+    """``decision`` with the response gate (on the response ``scores``), the fill, and its thresholds scaled by one
+    of ``settings.gate_threshold_scales``, of highest response F1 among those that keep span F1 within
+    ``settings.gate_span_f1_tolerance`` of the ungated, unfilled decision's (ties: the earlier candidate: the
+    first scale, the first fill, the lowest gate). Every candidate is appended to ``table``."""
+    counter = SpanCounter(records, words, probabilities, scores, conflicts)
+    everyone = list(range(len(records)))
     span_f1, _ = counter.both(everyone, decision)
+    rule = settings.conflict_rule
     best = (float("-inf"), decision)
-    for gate in [0.0, *settings.grid]:
-        gated = Decision(decision.thresholds, decision.max_word_gap, gate)
-        gated_span, gated_response = counter.both(everyone, gated)
-        table.append({**gated.to_dict(), "span_f1": round(gated_span, 6), "response_f1": round(gated_response, 6)})
-        if gated_span >= span_f1 - settings.gate_span_f1_tolerance and gated_response > best[0] + 1e-12:
-            best = (gated_response, gated)
+    for scale in settings.gate_threshold_scales:
+        thresholds = {task: round(value * scale, 6) for task, value in decision.thresholds.items()}
+        for fill in settings.fill:
+            for gate in [0.0, *settings.grid]:
+                gated = Decision(thresholds, decision.max_word_gap, gate, fill, rule)
+                gated_span, gated_response = counter.both(everyone, gated)
+                table.append({**gated.to_dict(), "span_f1": round(gated_span, 6),
+                              "response_f1": round(gated_response, 6)})
+                if gated_span >= span_f1 - settings.gate_span_f1_tolerance and gated_response > best[0] + 1e-12:
+                    best = (gated_response, gated)
     return best[1]

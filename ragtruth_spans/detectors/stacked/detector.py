@@ -1,8 +1,12 @@
 """The stacked detector: per-word columns (:mod:`.columns`) → the combiner's probability per word → spans.
 
-``Span.score`` is the mean word probability of the span; ``Detection.score`` (the response score) is the highest
-word probability of the response (0.0 for a response without words). Diagnostics per response: ``words`` and,
-when a member could not judge the item, ``member_errors`` (the member's columns are zeros there).
+``Span.score`` is the mean word probability of the span. ``Detection.score`` (the response score) is the response
+head's calibrated probability that the response holds a hallucination (:mod:`.response`); a run without a head
+gives the highest word probability (0.0 for a response without words). The decision's gate and fill act on that
+score; with the decision's ``conflict_rule``, words the context contradicts are flagged whatever the score, and a
+response flagged only so gets the gate's value as its score. Diagnostics per response: ``words``, ``word_max``
+(the highest word probability), ``contradicted_words`` when any, and, when a member could not judge the item,
+``member_errors`` (the member's columns are zeros there).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, ItemColumns
 from ragtruth_spans.detectors.stacked.combiner import Decision
+from ragtruth_spans.detectors.stacked.response import Calibration, head_matrix
 
 
 class StackedDetector(Detector):
@@ -25,14 +30,14 @@ class StackedDetector(Detector):
     preferred_chunk_size = 32
 
     def __init__(self, booster: Any, builder: ColumnBuilder, decision: Decision, *,
-                 run_info: Mapping[str, Any] | None = None) -> None:
-        self.booster, self.builder, self.decision = booster, builder, decision
+                 head: tuple[Any, Calibration] | None = None, run_info: Mapping[str, Any] | None = None) -> None:
+        self.booster, self.builder, self.decision, self.head = booster, builder, decision, head
         self.run_info = dict(run_info or {})
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "run_dir": self.run_info.get("run_dir"),
                 "fingerprint": self.run_info.get("fingerprint"), "members": list(self.builder.members),
-                **self.decision.to_dict()}
+                "response_head": self.head is not None, **self.decision.to_dict()}
 
     def probabilities(self, columns: Sequence[ItemColumns]) -> list[np.ndarray]:
         """The combiner's probability of every word of every item (one predict call for all of them)."""
@@ -44,13 +49,30 @@ class StackedDetector(Detector):
             at += len(c.words)
         return out
 
+    def scores(self, items: Sequence[DetectItem], columns: Sequence[ItemColumns],
+               probabilities: Sequence[np.ndarray]) -> list[float]:
+        """The response score of every item (see the module docstring)."""
+        if self.head is None:
+            return [float(p.max()) if len(p) else 0.0 for p in probabilities]
+        booster, calibration = self.head
+        x = head_matrix(columns, probabilities, self.builder.names, self.decision, [i.task for i in items],
+                        [i.response for i in items])
+        return [float(v) for v in calibration(booster.predict(x))] if len(x) else []
+
     def detect_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[Detection]:
         checked = [DetectItem.of(item) for item in items]
         columns = self.builder.build(checked)
+        probabilities = self.probabilities(columns)
         detections = []
-        for item, cols, probs in zip(checked, columns, self.probabilities(columns)):
-            spans = self.decision.spans(cols.words, probs, item.task)
-            score = round(float(probs.max()), 6) if len(probs) else 0.0
-            detections.append(Detection(spans=spans, score=score,
-                                        diagnostics={"words": len(cols.words), **cols.diagnostics}))
+        for item, cols, probs, score in zip(checked, columns, probabilities,
+                                            self.scores(checked, columns, probabilities)):
+            contradicted = cols.contradicted()
+            spans = self.decision.spans(cols.words, probs, item.task, score, contradicted)
+            if spans and score < self.decision.response_threshold:
+                score = self.decision.response_threshold  # a contradicted word opened the gate (conflict_rule)
+            word_max = round(float(probs.max()), 6) if len(probs) else 0.0
+            extra = {"contradicted_words": int(contradicted.sum())} if contradicted.any() else {}
+            detections.append(Detection(spans=spans, score=round(score, 6),
+                                        diagnostics={"words": len(cols.words), "word_max": word_max, **extra,
+                                                     **cols.diagnostics}))
         return detections

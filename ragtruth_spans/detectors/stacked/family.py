@@ -19,7 +19,7 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     """The detector a finished stacked run directory describes (combiner, decision, members, encoder)."""
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.detectors.recipes import read_finished_run
-    from ragtruth_spans.detectors.stacked import combiner
+    from ragtruth_spans.detectors.stacked import combiner, response
     from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder
     from ragtruth_spans.detectors.stacked.detector import StackedDetector
 
@@ -33,7 +33,13 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     builder = ColumnBuilder(build_encoder(recipe.features.encoder, **options), members)
     if builder.names != info.get("columns"):
         raise InputError("run_info.json columns differ from the recipe's (edited after training?)", path=run_dir)
+    head = None
+    if info.get("response") is not None:  # runs of recipes with `response: null` (or older runs) have no head
+        if not isinstance(info["response"], dict):
+            raise InputError("run_info.json: response must be an object", path=run_dir)
+        head = (response.load(run_dir), response.Calibration.from_dict(info["response"].get("calibration") or {}))
     return StackedDetector(combiner.load(run_dir), builder, combiner.Decision.from_dict(info["decision"]),
+                           head=head,
                            run_info={"run_dir": str(run_dir.resolve()), "fingerprint": info.get("fingerprint")})
 
 

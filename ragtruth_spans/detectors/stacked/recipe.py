@@ -77,8 +77,17 @@ class DecisionSection(Section):
     grid: list[float] = Field(default_factory=lambda: [round(0.025 * i, 3) for i in range(2, 38)], min_length=1)
     criterion: Literal["span_f1"] = "span_f1"
     gate_span_f1_tolerance: float = Field(0.005, ge=0.0, le=1.0, description="The response gate (no span for a "
-                                          "response whose highest word probability is below it) is tuned for "
-                                          "response F1 among gates that cost at most this much span F1.")
+                                          "response whose score is below it) and the fill are tuned for response "
+                                          "F1 among those that cost at most this much span F1.")
+    gate_threshold_scales: list[float] = Field(default_factory=lambda: [1.0], min_length=1, description="With the "
+                                               "gate, the word thresholds may be scaled by one of these (a gate "
+                                               "that drops clean responses lets the others flag more words).")
+    conflict_rule: bool = Field(False, description="Words the context contradicts (a changed number or name, an "
+                                "antonym, a negation added or dropped in copied text: the conflict columns) are "
+                                "always flagged; the gate and fill are tuned with the rule in place.")
+    fill: list[float | None] = Field(default_factory=lambda: [None], min_length=1, description="Candidate fills: "
+                                     "a response that passes the gate but has no word at the threshold gets its "
+                                     "words at or above fill × its highest word probability (null: none).")
 
     @model_validator(mode="after")
     def _valid(self) -> DecisionSection:
@@ -86,7 +95,29 @@ class DecisionSection(Section):
             raise ValueError("decision.grid values must be strictly between 0 and 1")
         if any(g < 0 for g in self.max_word_gap):
             raise ValueError("decision.max_word_gap values must be >= 0")
+        if any(not 0.0 < v <= 2.0 for v in self.gate_threshold_scales):
+            raise ValueError("decision.gate_threshold_scales values must be in (0, 2]")
+        if any(f is not None and not 0.0 < f <= 1.0 for f in self.fill):
+            raise ValueError("decision.fill values must be null or in (0, 1]")
         return self
+
+
+class ResponseSection(Section):
+    """The response head (docs/STACKED.md): LightGBM over per-response aggregates of the out-of-fold word
+    probabilities and features, rounds chosen by source-disjoint cross-validation, Platt-calibrated; its
+    probability is the response score, the gate and what selection ranks by."""
+
+    augmented: bool = Field(True, description="Train the head on the augmented responses too (they teach it "
+                                              "obvious edits); calibration and tuning use real responses only.")
+    learning_rate: float = Field(0.02, gt=0, le=1)
+    num_leaves: int = Field(4, ge=2)
+    min_data_in_leaf: int = Field(40, ge=1)
+    feature_fraction: float = Field(0.7, gt=0, le=1)
+    lambda_l2: float = Field(5.0, ge=0)
+    max_rounds: int = Field(1000, ge=1)
+    early_stopping_rounds: int = Field(50, ge=1)
+    folds: int = Field(5, ge=2, le=20, description="Source-disjoint folds of the head's cross-validation.")
+    seed: int = 0
 
 
 class StackedRecipe(Recipe):
@@ -97,6 +128,8 @@ class StackedRecipe(Recipe):
     members: list[MemberSection] = Field(default_factory=list)
     combiner: CombinerSection = Field(default_factory=CombinerSection)
     decision: DecisionSection = Field(default_factory=DecisionSection)
+    response: ResponseSection | None = Field(default_factory=ResponseSection, description="The response head; "
+                                             "null: the response score is the highest word probability.")
 
     @model_validator(mode="after")
     def _checks(self) -> StackedRecipe:

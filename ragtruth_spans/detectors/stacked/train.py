@@ -30,7 +30,7 @@ from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.data.augment import is_augmented
 from ragtruth_spans.detectors.base import DetectItem, Detector
-from ragtruth_spans.detectors.stacked import combiner
+from ragtruth_spans.detectors.stacked import combiner, response
 from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder, character_scores
 from ragtruth_spans.detectors.stacked.recipe import MemberSection, StackedRecipe
 from ragtruth_spans.training.data import RecordStats, load_eval_records, selected_training_records
@@ -118,6 +118,28 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
     return detectors, on_train, on_eval
 
 
+def _columns(builder: ColumnBuilder, records: Sequence[Record], member_scores: dict[str, Scores], stage: str,
+             chunk: int = 64) -> list[Any]:
+    """:meth:`ColumnBuilder.build` of ``records`` in chunks, with one progress bar on a terminal."""
+    from tqdm.auto import tqdm
+
+    from ragtruth_spans.core.logs import progress_enabled
+
+    out: list[Any] = []
+    with tqdm(total=len(records), unit="response", desc=stage, disable=not progress_enabled(), leave=False) as bar:
+        for at in range(0, len(records), chunk):
+            part = [DetectItem.of(r) for r in records[at:at + chunk]]
+            out.extend(builder.build(part, {k: v[at:at + chunk] for k, v in member_scores.items()}))
+            bar.update(len(part))
+    return out
+
+
+def origins(records: Sequence[Record]) -> str:
+    """``"1031 real + 533 augmented"``: training records by where they came from."""
+    augmented = sum(is_augmented(r) for r in records)
+    return f"{len(records) - augmented} real" + (f" + {augmented} augmented" if augmented else "")
+
+
 def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool = False,
           fingerprint: dict[str, Any] | None = None) -> TrainResult:
     """Train per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`)."""
@@ -130,16 +152,18 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     loaded = load_eval_records(recipe.data)
     assert loaded is not None  # the recipe requires data.eval_split
     eval_records = [r for r in loaded[0] if r.task_type in recipe.data.tasks]
-    console.print(f"stacked: {len(train_records)} training responses ({source}), {len(eval_records)} eval "
-                  f"responses ({loaded[1]}), {len(recipe.members)} member(s)")
+    console.print(f"stacked: {origins(train_records)} training responses ({source}), {len(eval_records)} eval "
+                  f"responses ({loaded[1]}), {len(recipe.members)} member(s)", highlight=False)
     detectors, on_train, on_eval = member_scores(recipe, train_records, eval_records, run_dir, console)
     seconds["members"] = time.perf_counter() - started
 
     tick = time.perf_counter()
     builder = ColumnBuilder(build_encoder(recipe.features.encoder), detectors)
-    train_cols = builder.build([DetectItem.of(r) for r in train_records], on_train)
-    eval_cols = builder.build([DetectItem.of(r) for r in eval_records], on_eval)
+    train_cols = _columns(builder, train_records, on_train, "columns (training)")
+    eval_cols = _columns(builder, eval_records, on_eval, "columns (eval)")
     seconds["columns"] = time.perf_counter() - tick
+    console.print(f"stacked: {len(builder.names)} columns for {sum(len(c.words) for c in train_cols):,} training "
+                  f"and {sum(len(c.words) for c in eval_cols):,} eval words ({seconds['columns']:.0f} s); boosting")
 
     tick = time.perf_counter()
     x = np.concatenate([c.matrix for c in train_cols])
@@ -153,25 +177,43 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     seconds["combiner"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
+    console.print("stacked: tuning thresholds and span merging on out-of-fold training + eval probabilities")
     eval_probs = booster.predict(x_eval, num_iteration=rounds)
     flat = np.concatenate([oof, eval_probs])
-    all_words = [c.words for c in train_cols + eval_cols]
-    bounds = np.cumsum([0, *(len(w) for w in all_words)])
-    real = [i for i, r in enumerate(train_records + eval_records) if not is_augmented(r)]  # tune on real data
-    tuned_records = [(train_records + eval_records)[i] for i in real]
-    tuned_words = [all_words[i] for i in real]
-    probabilities = [flat[bounds[i]:bounds[i + 1]] for i in real]
+    every_record = train_records + eval_records
+    every_cols = train_cols + eval_cols
+    bounds = np.cumsum([0, *(len(c.words) for c in every_cols)])
+    every_probs = [flat[bounds[i]:bounds[i + 1]] for i in range(len(every_record))]
+    real = [i for i, r in enumerate(every_record) if not is_augmented(r)]  # tune on real data
+    tuned_records = [every_record[i] for i in real]
+    tuned_words = [every_cols[i].words for i in real]
+    probabilities = [every_probs[i] for i in real]
     decision, table = combiner.tune(tuned_records, tuned_words, probabilities, recipe.decision)
     seconds["decision"] = time.perf_counter() - tick
 
+    tick = time.perf_counter()
+    head = None
+    if recipe.response is not None:
+        console.print("stacked: response head (cross-validated by source, calibrated on out-of-fold responses)")
+        head = response.train_head(recipe.response, decision, builder.names, every_record, every_cols, every_probs,
+                                   len(train_records))
+        scores = [float(head.scores[i]) for i in real]
+    else:
+        scores = [float(p.max()) if len(p) else 0.0 for p in probabilities]
+    decision = combiner.tune_gate(tuned_records, tuned_words, probabilities, scores, decision, recipe.decision,
+                                  table, [every_cols[i].contradicted() for i in real])
+    seconds["response"] = time.perf_counter() - tick
+
     run_dir.mkdir(parents=True, exist_ok=True)
     combiner.save(booster, run_dir)
+    if head is not None:
+        response.save(head.booster, run_dir, head.rounds)
     importance = booster.feature_importance("gain", iteration=rounds)
     top = sorted(zip(builder.names, importance.tolist()), key=lambda kv: -kv[1])
-    chosen = next(row for row in table if row["thresholds"] == dict(decision.thresholds)
-                  and row["max_word_gap"] == decision.max_word_gap
-                  and row.get("response_threshold", 0.0) == decision.response_threshold)
+    chosen = next(row for row in table if "response_f1" in row
+                  and all(row[k] == v for k, v in decision.to_dict().items()))
     info = {"columns": builder.names, "rounds": rounds, "decision": decision.to_dict(),
+            "response": None if head is None else head.info(real, every_record),
             "members": {m.name: {"recipe": m.recipe, "detector": m.detector,
                                  "path": f"{MEMBERS_DIR}/{m.name}/full" if m.recipe else None}
                         for m in recipe.members},
@@ -183,8 +225,9 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
             "data_stats": asdict(stats),
             "seconds": {k: round(v, 1) for k, v in seconds.items()}}
     write_run_files(run_dir, recipe, info, fingerprint=fingerprint)
-    console.print(f"[bold green]done[/]: {rounds} rounds; decision {decision.to_dict()}; tuned span F1 "
-                  f"{chosen['span_f1']:.3f} on {len(tuned_records)} responses (out-of-fold training + eval) "
-                  f"→ {run_dir}", highlight=False)
+    head_words = "" if head is None else f"; response head AUROC {info['response']['auroc']} (out of fold)"
+    console.print(f"[bold green]done[/]: {rounds} boosting rounds{head_words}; {combiner.describe(decision)}; "
+                  f"span F1 {chosen['span_f1']:.3f} / response F1 {chosen['response_f1']:.3f} on "
+                  f"{len(tuned_records)} responses (out-of-fold training + eval) → {run_dir}", highlight=False)
     return TrainResult(output_dir=run_dir, stats={"responses": len(train_records)}, metrics=info["tuning"],
                        resumed_from=None)

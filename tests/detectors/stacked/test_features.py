@@ -104,4 +104,39 @@ def test_words_of_json_keys_whose_value_is_false_or_null_are_marked():
     assert f["reservations"]["false_key"] == 1.0 and f["reservations"]["true_key"] == 0.0
     assert f["outdoor"]["true_key"] == 1.0 and f["outdoor"]["false_key"] == 0.0
     assert f["wifi"]["false_key"] == 1.0 and f["music"]["false_key"] == 1.0
+    assert features_of(context, "It has Wi-Fi.", task="Data2txt")["Wi-Fi"]["false_key"] == 1.0
     assert features_of("plain text, not JSON", "reservations")["reservations"]["false_key"] == 0.0
+
+
+CONFLICTS = ("swap", "swap_one_side", "negation_added", "negation_dropped")
+
+
+def flagged(context: str, response: str) -> dict[str, set[str]]:
+    """Per conflict column, the response words it marks."""
+    features = features_of(context, response)
+    return {name: {w for w, row in features.items() if row[name]} for name in CONFLICTS}
+
+
+@pytest.mark.parametrize(("context", "response", "column", "marked"), [
+    ("The restaurant opened in 1999 and serves Italian food.",
+     "The restaurant opened in 1998 and serves Italian food.", "swap", {"1998"}),
+    ("The restaurant opened in 1999.", "It opened in 1998.", "swap_one_side", {"1998"}),
+    ("Revenue rose 12% in 2023, said CEO John Smith.", "Revenue rose 15% in 2023, said CEO Jane Smith.", "swap",
+     {"15", "Jane"}),
+    ("Sales increased by 5 percent last year.", "Sales decreased by 5 percent last year.", "swap", {"decreased"}),
+    ("The museum is open on Sundays.", "The museum is not open on Sundays.", "negation_added", {"not", "open"}),
+    ("The museum is not open on Sundays.", "The museum is open on Sundays.", "negation_dropped", {"open"}),
+    ("The museum isn't open on Sundays.", "The museum is open on Sundays.", "negation_dropped", {"open"}),
+])
+def test_conflict_columns_mark_what_the_context_contradicts(context, response, column, marked):
+    assert flagged(context, response)[column] == marked
+
+
+def test_conflict_columns_stay_silent_on_copied_or_reordered_text():
+    context = "Sales increased by 5 percent last year. The museum is not open on Sundays."
+    for response in ("Sales increased by 5 percent last year.", "Last year sales increased by 5 percent.",
+                     "The museum is not open on Sundays.", "It has a garden."):
+        assert not any(flagged(context, response).values()), response
+    features = features_of(context, "Sales decreased by 5 percent. It has a garden.")
+    assert features["decreased"]["sentence_conflict"] == features["percent"]["sentence_conflict"] == 1.0
+    assert features["garden"]["sentence_conflict"] == 0.0

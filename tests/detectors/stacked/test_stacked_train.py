@@ -65,6 +65,7 @@ def stacked_recipe(prepared: Path, out: Path, members: list | None = None) -> di
             "combiner": {"min_data_in_leaf": 5, "num_leaves": 7, "max_rounds": 60, "early_stopping_rounds": 20,
                          "oof_folds": 2},
             "decision": {"grid": [0.1, 0.3, 0.5, 0.7], "max_word_gap": [0, 1]},
+            "response": {"min_data_in_leaf": 2, "num_leaves": 3, "folds": 2, "learning_rate": 0.2},
             "data": {"prepared_dir": str(prepared), "eval_split": "dev"}, "output_dir": str(out)}
 
 
@@ -194,12 +195,17 @@ def test_an_unfinished_or_foreign_run_is_refused(prepared, tmp_path):
     info = json.loads((unfinished / "run_info.json").read_text())
     del info["decision"]
     (unfinished / "run_info.json").write_text(json.dumps(info))
-    with pytest.raises(InputError, match="not a finished stacked run"):
+    with pytest.raises(InputError, match="run_info.json: edited after the run was written"):
+        load_detector(unfinished)  # the manifest's fingerprint notices first (issue 25)
+    del info["files_sha256"]  # as a run written before manifests: the family's own checks
+    (unfinished / "run_info.json").write_text(json.dumps(info))
+    with pytest.raises(InputError, match="not a finished stacked run"), pytest.warns(UserWarning):
         load_detector(unfinished)
     edited = tmp_path / "edited"
     shutil.copytree(out, edited)
     info = json.loads((edited / "run_info.json").read_text())
     info["columns"] = info["columns"][:-1]
+    del info["files_sha256"]
     (edited / "run_info.json").write_text(json.dumps(info))
-    with pytest.raises(InputError, match="columns differ"):
+    with pytest.raises(InputError, match="columns differ"), pytest.warns(UserWarning):
         load_detector(edited)

@@ -1,0 +1,92 @@
+"""The stacked detector's response level: head features, calibration, reliability table, and the decision's
+gate and fill acting on the response score."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.detectors.base import DetectItem
+from ragtruth_spans.detectors.stacked.columns import ColumnBuilder
+from ragtruth_spans.detectors.stacked.combiner import Decision
+from ragtruth_spans.detectors.stacked.response import (
+    RESPONSE_FEATURES,
+    Calibration,
+    reliability,
+    response_features,
+)
+
+
+def test_response_features_aggregate_word_probabilities_and_support():
+    item = DetectItem(context="The hotel opened in 1999 in Leeds.", response="The hotel opened in 1998 in Paris.",
+                      task="Summary")
+    builder = ColumnBuilder()
+    cols = builder.build([item])[0]
+    p = np.array([0.0, 0.1, 0.1, 0.0, 0.9, 0.0, 0.6])
+    row = dict(zip(RESPONSE_FEATURES, response_features(cols, p, builder.names, threshold=0.5, spans=2,
+                                                         flagged_chars=9, response_chars=len(item.response),
+                                                         task="Summary").tolist()))
+    assert row["p_max"] == pytest.approx(0.9) and row["p_top3"] == pytest.approx((0.9 + 0.6 + 0.1) / 3)
+    assert row["p_share_0.5"] == pytest.approx(2 / 7) and row["flagged_words"] == 2 and row["spans"] == 2
+    assert row["span_char_share"] == pytest.approx(9 / len(item.response))
+    assert row["unsupported_numbers"] == 1 and row["unsupported_names"] == 1  # 1998, Paris
+    assert row["swap_one_side_count"] == 1 and row["swap_count"] == 0  # 1998 after "opened in"
+    assert row["task_Summary"] == 1 and row["task_QA"] == 0
+
+
+def test_an_empty_response_has_only_its_task():
+    cols = ColumnBuilder().build([DetectItem(context="x", response="", task="QA")])[0]
+    row = response_features(cols, np.zeros(0), ColumnBuilder().names, threshold=0.5, spans=0, flagged_chars=0,
+                            response_chars=0, task="QA")
+    assert row.sum() == 1 and row[RESPONSE_FEATURES.index("task_QA")] == 1
+
+
+def test_platt_calibration_keeps_the_order_and_fits_the_rate():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.3, 0.9, 4000)        # an over-confident model: the true rate is p - 0.2
+    y = rng.uniform(size=p.size) < p - 0.2
+    calibration = Calibration.fit(p, y)
+    q = calibration(p)
+    assert np.all(np.diff(q[np.argsort(p)]) >= 0)
+    assert abs(q.mean() - y.mean()) < 0.01
+    assert reliability(q, y)[1] < reliability(p, y)[1]
+    assert Calibration.fit(p, np.zeros(p.size)) == Calibration()  # one class: identity
+    with pytest.raises(InputError, match="a > 0"):
+        Calibration.from_dict({"a": -1, "b": 0})
+    with pytest.raises(InputError, match="numbers a and b"):
+        Calibration.from_dict({"a": "x"})
+
+
+def test_reliability_table_and_expected_calibration_error():
+    scores = np.array([0.05, 0.05, 0.95, 0.95])
+    table, ece = reliability(scores, np.array([0, 1, 1, 1]))
+    assert [row["responses"] for row in table] == [2, 2]
+    assert table[0]["hallucinated_share"] == 0.5 and table[1]["mean_score"] == 0.95
+    assert ece == pytest.approx(0.5 * 0.45 + 0.5 * 0.05)
+
+
+def test_the_gate_uses_the_response_score_and_the_fill_flags_the_strongest_words():
+    words = [(0, 3), (4, 9), (10, 14)]
+    probs = np.array([0.05, 0.3, 0.28])
+    decision = Decision({"*": 0.5}, 0, response_threshold=0.6, fill=0.9)
+    assert decision.spans(words, probs, "QA", score=0.5) == []                       # gate closed
+    assert [(s.start, s.end) for s in decision.spans(words, probs, "QA", score=0.7)] == [(4, 14)]  # filled
+    assert Decision({"*": 0.5}, 0, 0.6).spans(words, probs, "QA", score=0.7) == []   # no fill: nothing at 0.5
+    assert Decision.from_dict(decision.to_dict()) == decision
+
+
+def test_the_conflict_rule_flags_contradicted_words_whatever_the_gate_says():
+    words = [(0, 3), (4, 9), (10, 14)]
+    probs = np.array([0.05, 0.3, 0.04])
+    contradicted = np.array([False, False, True])
+    ruled = Decision({"*": 0.5}, 0, response_threshold=0.6, conflict_rule=True)
+    spans = ruled.spans(words, probs, "QA", score=0.1, conflicts=contradicted)
+    assert [(s.start, s.end, s.score) for s in spans] == [(10, 14, 0.5)]           # gate closed, rule flags it
+    assert [(s.start, s.end) for s in ruled.spans(words, np.array([0.05, 0.9, 0.04]), "QA", score=0.9,
+                                                  conflicts=contradicted)] == [(4, 14)]  # one run
+    unruled = Decision({"*": 0.5}, 0, response_threshold=0.6)
+    assert unruled.spans(words, probs, "QA", score=0.1, conflicts=contradicted) == []
+    assert Decision.from_dict(ruled.to_dict()) == ruled
+    with pytest.raises(InputError, match="conflict_rule"):
+        Decision.from_dict({**ruled.to_dict(), "conflict_rule": "yes"})

@@ -1,0 +1,40 @@
+"""Issue 25: sentence splitting of long contexts is linear (pysbd never sees a piece longer than
+LONG_LINE_CHARS) and cached; ordinary lines are split as before, offsets index the original text."""
+
+from __future__ import annotations
+
+from ragtruth_spans.detectors import sentences
+from ragtruth_spans.detectors.sentences import LONG_LINE_CHARS, _pieces, split_sentences
+
+SENTENCE = "The hotel in Leeds opened in 1999 and has 120 rooms. "
+
+
+def test_long_lines_reach_pysbd_in_bounded_pieces_with_exact_offsets(monkeypatch) -> None:
+    text = SENTENCE * 600 + "Last one without a full stop"  # one 31,000-character line
+    seen: list[int] = []
+    real = sentences._segmenter()
+
+    class Recording:
+        def segment(self, piece: str):
+            seen.append(len(piece))
+            return real.segment(piece)
+
+    sentences._split_cached.cache_clear()
+    monkeypatch.setattr(sentences, "_segmenter", lambda: Recording())
+    spans = split_sentences(text)
+    assert max(seen) <= LONG_LINE_CHARS and len(seen) >= len(text) // LONG_LINE_CHARS
+    assert len(spans) == 601 and all(text[a:b] == text[a:b].strip() for a, b in spans)
+    assert [text[a:b] for a, b in spans[:2]] == [SENTENCE.strip()] * 2
+    assert text[spans[-1][0]:spans[-1][1]] == "Last one without a full stop"
+    calls = len(seen)
+    assert split_sentences(text) == spans and len(seen) == calls  # cached: pysbd is not run again
+
+
+def test_pieces_cut_at_sentence_ends_and_rejoin_to_the_line() -> None:
+    line = SENTENCE * 100
+    pieces = _pieces(line)
+    assert "".join(pieces) == line and all(len(p) <= LONG_LINE_CHARS for p in pieces)
+    assert all(p.endswith(". ") for p in pieces[:-1])
+    assert _pieces("x" * 5000) == ["x" * LONG_LINE_CHARS, "x" * LONG_LINE_CHARS, "x" * 1000]  # no boundary at all
+    short = "A short line. Another one."
+    assert _pieces(short) == [short]
