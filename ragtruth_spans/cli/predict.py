@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from ragtruth_spans.cli.common import BATCH_SIZE_HELP, app, err, evidence_finder, note, parse_options, user_errors
 from ragtruth_spans.core import logs
-from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.errors import InputError, check_choice
 
 
 @app.command("predict")
@@ -48,6 +48,20 @@ def predict_command(
                                   "and a verdict: contradicted, unsupported, uncertain); see docs/EVIDENCE.md."),
     evidence_mode: str = typer.Option("lexical", "--evidence-mode", help="lexical (no model, fast) or encoder "
                                       "(all-MiniLM-L6-v2 relevance) for --evidence."),
+    engine: str = typer.Option("local", "--engine", help="local (this process) or ray (a Ray Data actor pool on a "
+                               "local or existing Ray cluster; the [ray] extra; docs/RAY.md). With ray, "
+                               "--chunk-size is the records per actor call [64]."),
+    address: Optional[str] = typer.Option(None, "--address", help="--engine ray: the cluster to join: auto (this "
+                                          "node's), ray://HOST:10001 (Ray client) or HOST:6379 (default: start a "
+                                          "local cluster for the run)."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="--engine ray: actors, each loading "
+                                          "the detector once (default: as many as the cluster's CPUs or GPUs "
+                                          "hold)."),
+    cpus_per_worker: float = typer.Option(1.0, "--cpus-per-worker", min=0, help="--engine ray: CPUs each "
+                                          "actor reserves."),
+    gpus_per_worker: Optional[float] = typer.Option(None, "--gpus-per-worker", min=0, help="--engine ray: GPUs "
+                                                    "each actor reserves (default: 1 for a run directory on a "
+                                                    "cluster with GPUs, unless --device cpu; else 0)."),
 ) -> None:
     """Detect hallucinated spans in each response and write the predictions file (resumable)."""
     from ragtruth_spans.pipeline.predict import predict_file
@@ -65,7 +79,21 @@ def predict_command(
         both = sorted(key for key in options if flags.get(key) is not None)
         if both:
             raise InputError(f"{', '.join(both)} given both as a flag and as --option; keep one", field="--option")
+        check_choice(engine, ("local", "ray"), "engine", field="--engine")
+        ray_flags = {"--address": address, "--workers": workers, "--gpus-per-worker": gpus_per_worker,
+                     "--cpus-per-worker": cpus_per_worker if cpus_per_worker != 1.0 else None}
+        if engine == "local" and any(value is not None for value in ray_flags.values()):
+            given = next(name for name, value in ray_flags.items() if value is not None)
+            raise InputError("applies to --engine ray only", field=given)
         finder = evidence_finder(evidence, evidence_mode, device)
-        summary = predict_file(model, data, out_path, chunk_size=chunk_size, limit=limit,
-                               detector_options={**flags, **options}, evidence=finder)
+        if engine == "ray":
+            from ragtruth_spans.pipeline.ray_engine import RaySettings, predict_ray
+
+            settings = RaySettings(address=address, workers=workers, cpus_per_worker=cpus_per_worker,
+                                   gpus_per_worker=gpus_per_worker, batch_size=chunk_size)
+            summary = predict_ray(model, data, out_path, settings=settings, limit=limit,
+                                  detector_options={**flags, **options}, evidence=finder)
+        else:
+            summary = predict_file(model, data, out_path, chunk_size=chunk_size, limit=limit,
+                                   detector_options={**flags, **options}, evidence=finder)
     note(predict_summary(summary.to_dict()))

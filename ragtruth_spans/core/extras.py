@@ -3,7 +3,8 @@
 ``pip install ragtruth-spans`` installs the core only: prepare data, evaluate prediction files, write reports
 (no torch). Each other part comes with an extra (see pyproject.toml): ``detect`` (torch, transformers,
 sentence-transformers, the sentence-level baselines' splitters), ``train`` (``detect`` + TRL, datasets),
-``serve`` (``detect`` + FastAPI, uvicorn), ``judge`` (the LLM judge's HTTP client), ``all``.
+``serve`` (``detect`` + FastAPI, uvicorn), ``judge`` (the LLM judge's HTTP client), ``ray`` (``detect`` + Ray
+Data: ``predict --engine ray``), ``all``.
 :func:`require` checks that an extra's modules can be imported (without importing them) and otherwise raises
 :class:`MissingExtra`, an :class:`~ragtruth_spans.core.errors.InputError`: one line, exit status 2.
 """
@@ -20,6 +21,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "train": ("torch", "transformers", "peft", "trl", "datasets", "accelerate"),
     "serve": ("fastapi", "uvicorn"),
     "judge": ("httpx", "pysbd"),
+    "ray": ("ray", "pyarrow"),
 }
 """The modules each extra must make importable (a subset of what it installs)."""
 

@@ -20,6 +20,9 @@ Evidence (``evidence``: an :class:`~ragtruth_spans.detectors.evidence.EvidenceFi
 evidence in the context (``verdict``, ``reason``, ``evidence``); the sidecar records the finder's settings, and a
 resume with other evidence settings is refused like one with another detector.
 
+A record that makes the detector raise fails only itself (:func:`detect_isolated`): its line carries ``error``
+and the diagnostic ``detector_exception``, counted with the other failures.
+
 Resuming: ids already present in the output file are skipped (and counted). Before a byte of an existing
 ``--out`` is touched it must be a predictions file of this command: its ``.meta.json`` must exist and say so
 (otherwise it is refused, untouched), and the detector, data and evidence settings must match. Only then is a last
@@ -143,6 +146,13 @@ class PredictSummary:
         self.spans += len(detection.spans)
         count_diagnostics(detection.diagnostics, self.counters)
 
+    def add_row(self, row: Mapping[str, Any]) -> None:
+        """Count one written line given as its parsed JSON (what another engine's workers send back)."""
+        self.predicted += 1
+        self.errors += row.get("error") is not None
+        self.spans += len(row.get("spans") or ())
+        count_diagnostics(row, self.counters)
+
 
 def done_ids(out_path: str | Path) -> tuple[set[str], bool]:
     """Ids already in a predictions file and whether an incomplete last line was removed from it (the file is
@@ -215,10 +225,14 @@ def predict_file(model: str | Path | None, data: str | Path, out: str | Path, *,
                                evidence=evidence)
 
 
-def _predict_locked(records: list[Record], model: str | Path | None, data: str | Path, out: Path, *,
-                    chunk_size: int | None, limit: int | None, progress: bool, detector: Detector | None,
-                    options: Mapping[str, Any], evidence: Any = None) -> PredictSummary:
-    """The body of :func:`predict_file`, run while holding the output's lock."""
+def plan_run(records: list[Record], data: str | Path, out: Path, *,
+             limit: int | None) -> tuple[list[Record], PredictSummary, set[str], bytes | None]:
+    """What a run still has to do: the records of ``data`` (the first ``limit``) whose ids are not yet in ``out``,
+    sorted by length, the summary that counts the skipped ones, the ids already in ``out`` and the bytes ``out``
+    must be rewritten to before appending (None: as it is; a last line cut by a crash is removed, and reported).
+    Reads only: an existing ``out`` that ``predict`` did not write, or whose ids ``data`` lacks (other data),
+    raises :class:`InputError`. The caller writes the repair once ``check_meta`` has passed. Shared by every
+    engine (this module, :mod:`ragtruth_spans.pipeline.ray_engine`)."""
     stored_meta(out)  # an existing --out that predict did not write is refused before a byte is touched
     finished, fixed, repaired = read_done_ids(out)
     foreign = sorted(finished - {r.id for r in records})
@@ -230,35 +244,73 @@ def _predict_locked(records: list[Record], model: str | Path | None, data: str |
     todo = [r for r in records if r.id not in finished]
     summary = PredictSummary(responses=len(records), skipped_done=len(records) - len(todo), out_path=str(out),
                              repaired_last_line=repaired)
+    # Similar lengths in one chunk waste less padding; the file is keyed by id, so its order does not matter.
+    todo.sort(key=lambda r: len(r.context) + len(r.response) + len(r.question or ""))
+    return todo, summary, finished, fixed
+
+
+def predictions_meta(detector_info: dict[str, Any], data: str | Path, evidence: Any = None) -> dict[str, Any]:
+    """The content of ``OUT.meta.json``: the detector's ``describe()``, the data file and its sha256, and the
+    evidence finder's settings when there is one."""
+    meta = {"format": PREDICTIONS_FORMAT, "detector": detector_info, "data": str(data),
+            "data_sha256": file_sha256(data)}
+    if evidence is not None:
+        meta["evidence"] = evidence.describe()
+    return meta
+
+
+def prediction_line(record_id: str, detection: Detection) -> str:
+    """One line of the predictions file, newline included."""
+    return json.dumps(prediction_row(record_id, detection), ensure_ascii=False) + "\n"
+
+
+def detect_isolated(detector: Detector, chunk: list[Record], evidence: Any = None) -> list[Detection]:
+    """``detector.detect_batch(chunk)`` (with the evidence attached), where one record that makes the detector
+    raise fails only itself: the chunk is split in halves until the failing records stand alone, and each of them
+    gets a Detection with ``error`` ("the detector failed on this record: ...") and the diagnostic
+    ``detector_exception``. When every record of a chunk of two or more fails alone, the failure is not the
+    records' (a broken model, a full GPU): the first exception is raised and the run stops."""
+    try:
+        detections = detector.detect_batch(chunk)
+        return evidence.attach_batch(chunk, detections) if evidence is not None else detections
+    except Exception as exc:
+        if len(chunk) == 1:
+            return [Detection(spans=[], error=f"the detector failed on this record: {type(exc).__name__}: {exc}",
+                              diagnostics={"detector_exception": True})]
+        first = exc
+    middle = len(chunk) // 2
+    detections = detect_isolated(detector, chunk[:middle], evidence) + detect_isolated(detector, chunk[middle:],
+                                                                                      evidence)
+    if all(d.diagnostics.get("detector_exception") for d in detections):
+        raise first
+    return detections
+
+
+def _predict_locked(records: list[Record], model: str | Path | None, data: str | Path, out: Path, *,
+                    chunk_size: int | None, limit: int | None, progress: bool, detector: Detector | None,
+                    options: Mapping[str, Any], evidence: Any = None) -> PredictSummary:
+    """The body of :func:`predict_file`, run while holding the output's lock."""
+    todo, summary, finished, fixed = plan_run(records, data, out, limit=limit)
     started = time.perf_counter()
     if detector is None:
         from ragtruth_spans.detectors.loader import load_detector
 
         detector = load_detector(model, **options)
     summary.load_seconds = time.perf_counter() - started
-    meta = {"format": "ragtruth-spans predictions", "detector": detector.describe(), "data": str(data),
-            "data_sha256": file_sha256(data)}
-    if evidence is not None:
-        meta["evidence"] = evidence.describe()
-    check_meta(out, meta, has_lines=bool(finished))
+    check_meta(out, predictions_meta(detector.describe(), data, evidence), has_lines=bool(finished))
     if fixed is not None:  # only now: the file is a predictions file of this detector and data
         atomic_write_bytes(out, fixed)
     if not todo:
         return summary
     chunk_size = chunk_size or detector.preferred_chunk_size
-
-    # Similar lengths in one chunk waste less padding; the file is keyed by id, so its order does not matter.
-    todo.sort(key=lambda r: len(r.context) + len(r.response) + len(r.question or ""))
     out.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    with _progress(len(todo), enabled=progress) as bar, out.open("a", encoding="utf-8") as fh:
+    with progress_bar(len(todo), enabled=progress) as bar, out.open("a", encoding="utf-8") as fh:
         for i in range(0, len(todo), chunk_size):
             chunk = todo[i:i + chunk_size]
-            detections = detector.detect_batch(chunk)
-            if evidence is not None:
-                detections = evidence.attach_batch(chunk, detections)
+            detections = detect_isolated(detector, chunk, evidence)
             for record, detection in zip(chunk, detections):
-                fh.write(json.dumps(prediction_row(record.id, detection), ensure_ascii=False) + "\n")
+                fh.write(prediction_line(record.id, detection))
                 summary.add(detection)
             fh.flush()
             bar.update(len(chunk))
@@ -266,7 +318,8 @@ def _predict_locked(records: list[Record], model: str | Path | None, data: str |
     return summary
 
 
-def _progress(total: int, *, enabled: bool):
+def progress_bar(total: int, *, enabled: bool):
+    """The progress bar of a run (responses), shown on a terminal unless the run is quiet."""
     from tqdm.auto import tqdm
 
     from ragtruth_spans.core.logs import progress_enabled

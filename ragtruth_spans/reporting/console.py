@@ -282,6 +282,12 @@ def predict_summary(summary: Mapping[str, Any]) -> str:
         lines[1:] = ["nothing left to detect: every response is already in the file"]
     if summary.get("repaired_last_line"):
         lines.append("note: removed an incomplete last line (interrupted write) before resuming")
+    if summary.get("engine") == "ray" and summary["predicted"]:
+        peaks = list((summary.get("worker_peak_rss_mb") or {}).values())
+        memory = f"   peak memory per worker: {min(peaks):.0f}–{max(peaks):.0f} MB" if peaks else ""
+        lines.append(f"ray: {summary['workers']} worker(s), cluster ready in {summary['startup_seconds']:.1f} s"
+                     f"{memory}   duplicate lines dropped: {summary['duplicates_dropped']}   records retried "
+                     f"alone: {summary['retried_alone']}")
     return "\n".join(lines)
 
 

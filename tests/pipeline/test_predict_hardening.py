@@ -111,3 +111,38 @@ def test_a_damaged_timing_sidecar_is_a_cache_miss_not_a_crash(tmp_path: Path, to
     summary = SimpleNamespace(predicted=4, predict_seconds=2.0, load_seconds=0.5)
     assert _throughput(paths, "numbers", summary)["responses_per_second"] == 2.0
     assert json.loads(paths.timing("numbers").read_text()) == {"predicted": 4, "seconds": 2.0, "load_seconds": 0.5}
+
+
+class Failing(Detector):
+    """Raises on a batch that holds one of ``bad`` ids (every batch when ``bad`` is None); counts its calls."""
+
+    kind = "failing"
+
+    def __init__(self, bad: set[str] | None) -> None:
+        self.bad, self.calls = bad, 0
+
+    def detect_batch(self, items):
+        self.calls += 1
+        if self.bad is None or self.bad & {i.id for i in items}:
+            raise RuntimeError("boom")
+        return [Detection(spans=[], score=0.5) for _ in items]
+
+
+def test_a_record_that_makes_the_detector_raise_fails_only_itself(sample_test_file, tmp_path: Path) -> None:
+    data, records = sample_test_file
+    bad = records[2].id
+    detector = Failing({bad})
+    summary = predict_file(None, data, tmp_path / "pred.jsonl", detector=detector, chunk_size=6, progress=False)
+    lines = {row["id"]: row for row in map(json.loads, (tmp_path / "pred.jsonl").read_text().splitlines())}
+    assert len(lines) == 6 and summary.errors == 1 and summary.counters == {"detector_exception": 1}
+    assert lines[bad] == {"id": bad, "spans": [], "score": None, "detector_exception": True,
+                          "error": "the detector failed on this record: RuntimeError: boom"}
+    assert all(row["score"] == 0.5 for rid, row in lines.items() if rid != bad)
+    assert detector.calls <= 1 + 2 * 3  # halving: a few calls around the bad record, not one per record
+
+
+def test_a_detector_that_fails_on_every_record_stops_the_run(sample_test_file, tmp_path: Path) -> None:
+    data, _ = sample_test_file
+    with pytest.raises(RuntimeError, match="boom"):
+        predict_file(None, data, tmp_path / "pred.jsonl", detector=Failing(None), chunk_size=6, progress=False)
+    assert (tmp_path / "pred.jsonl").read_text() == ""  # no error line was written for a broken detector
