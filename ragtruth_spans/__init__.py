@@ -8,6 +8,9 @@ The public API is small and imported lazily, so ``import ragtruth_spans`` does n
   ``load_detector(path).detect(context=..., response=..., task=...)`` → :class:`Detection`.
 - :func:`evaluate` — score predicted spans against gold records.
 - :func:`select_best` — best-of-N answer selection by detected hallucinations.
+- :func:`load_recipe`, :func:`train` — a recipe (shipped name or YAML file, ``key=value`` overrides) and training
+  it into a run directory; :func:`read_own_jsonl` and :func:`write_prepared` — your own annotated JSONL into a
+  prepared directory (docs/DATA.md).
 """
 
 from __future__ import annotations
@@ -34,9 +37,18 @@ _EXPORTS = {
     "evaluate": "ragtruth_spans.evaluation.evaluator",
     "Report": "ragtruth_spans.evaluation.report",
     "select_best": "ragtruth_spans.selection.select",
+    "load_recipe": "ragtruth_spans.detectors.recipes",
+    "train": "ragtruth_spans.detectors.train",
+    "read_own_jsonl": "ragtruth_spans.data.own_jsonl",
+    "write_prepared": "ragtruth_spans.data.imported",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __dir__() -> list[str]:
+    """The module's own names and the lazily imported entry points (so ``dir()`` and completion list them)."""
+    return sorted({*globals(), *_EXPORTS})
 
 
 def __getattr__(name: str) -> Any:

@@ -2,7 +2,7 @@
 file per concern; heavy imports (torch, transformers) happen inside the commands so ``--help`` stays fast."""
 
 from ragtruth_spans.cli import (  # noqa: F401,I001  (registers them, in pipeline order)
-    data, train, predict, detect, evaluate, benchmark, report, select, serve, quickstart,
+    data, importers, train, predict, detect, evaluate, benchmark, report, select, serve, quickstart,
 )
 from ragtruth_spans.cli.common import app
 

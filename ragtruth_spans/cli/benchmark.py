@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -20,6 +19,7 @@ from ragtruth_spans.cli.common import (
     load_options,
     max_new_tokens_option,
     note,
+    out,
     threshold_option,
     user_errors,
 )
@@ -54,7 +54,7 @@ def benchmark_command(
     `evaluate` does and write the leaderboard (Markdown, JSON, SVG plot)."""
     from ragtruth_spans.core.extras import require
     from ragtruth_spans.pipeline.benchmark import BenchmarkPaths, run_benchmark
-    from ragtruth_spans.reporting.leaderboard import overall_table
+    from ragtruth_spans.reporting.leaderboard import leaderboard_view
 
     with user_errors():
         require("detect", "ragtruth-spans benchmark")  # its leaderboard plot (matplotlib) and most detectors
@@ -63,6 +63,6 @@ def benchmark_command(
                                option=option)
         payload = run_benchmark(data, detectors, out_dir, dev=dev, criterion=criterion, bootstrap=bootstrap,
                                 seed=seed, chunk_size=chunk_size, console=err, options=options)
-    sys.stdout.write("\n".join(overall_table(payload)) + "\n")
+    out.print(leaderboard_view(payload))  # the Markdown (every column) is in its files
     paths = BenchmarkPaths(out_dir)
     note(f"leaderboard written to {paths.markdown}, {paths.json} and {paths.plot}")

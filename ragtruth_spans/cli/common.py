@@ -10,7 +10,6 @@ own warnings, load reports and progress bars); see :mod:`ragtruth_spans.core.log
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -22,6 +21,28 @@ from rich.markup import escape
 from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError, check_choice
 
+
+def _help_width() -> None:
+    """``--help`` at the terminal's width; through a pipe or into a file (no terminal to measure, no ``COLUMNS``
+    or typer's ``TERMINAL_WIDTH``), at :data:`~ragtruth_spans.core.logs.FILE_WIDTH` columns rather than rich's 80,
+    so that no help text is cut ("token-classific…"). Decided when the help is drawn, through typer's console
+    factory."""
+    import os
+
+    from typer import rich_utils
+
+    original = rich_utils._get_rich_console
+
+    def console(stderr: bool = False) -> Console:
+        made = original(stderr)
+        if not (made.is_terminal or os.environ.get("COLUMNS") or os.environ.get("TERMINAL_WIDTH")):
+            made.width = logs.FILE_WIDTH
+        return made
+
+    rich_utils._get_rich_console = console
+
+
+_help_width()
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Find the exact hallucinated spans in RAG answers (RAGTruth).")
 err: Console = Console(stderr=True, soft_wrap=True, highlight=False)
@@ -39,11 +60,7 @@ def _global_options(
         fail(InputError("--quiet and --verbose exclude each other", field="--quiet"))
     logs.configure("quiet" if quiet else "verbose" if verbose else "normal")
 
-# bitsandbytes warns on import, on CPUs with AVX512-BF16, that its optional Hub-downloaded `kernels` package is
-# missing; ragtruth-spans never fetches code from the Hub and the built-in CPU kernels are used, so that one
-# message is dropped (every other bitsandbytes warning still shows).
-logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(
-    lambda record: "kernels-community" not in record.getMessage())
+logs._drop_kernels_notice()  # bitsandbytes' "pip install kernels" notice, whatever the level (core/logs.py)
 
 
 BATCH_SIZE_HELP = ("What the detector runs together in one forward pass, by family: token-classification: "
@@ -69,6 +86,19 @@ def user_errors() -> Iterator[None]:
         yield
     except InputError as exc:
         fail(exc)
+
+
+def argument_text(value: str | None, option: str) -> str | None:
+    """An option's text, the one convention of every command that takes a context, question or response:
+    ``@FILE`` reads the file (UTF-8), anything else is the text itself."""
+    if value is None or not value.startswith("@"):
+        return value
+    from ragtruth_spans.core.jsonl import read_text
+
+    try:
+        return read_text(value[1:])
+    except InputError as exc:
+        raise InputError(exc.message, path=exc.path, line=exc.line, field=option) from None
 
 
 def note(message: str) -> None:

@@ -23,6 +23,7 @@ import typer
 from ragtruth_spans.cli.common import (
     aggregation_option,
     app,
+    argument_text,
     backend_option,
     batch_size_option,
     device_option,
@@ -42,18 +43,6 @@ STDIN = "<stdin>"
 OUTPUTS = ("auto", "json", "view")
 INPUT_KEYS = ("context", "question", "response", "task", "task_type", "id")
 """The keys of a stdin line (``task_type``: the prepared files' name for ``task``); any other key is refused."""
-
-
-def argument_text(value: str | None, option: str) -> str | None:
-    """An option's text: ``@FILE`` reads the file (UTF-8), anything else is the text itself."""
-    if value is None or not value.startswith("@"):
-        return value
-    from ragtruth_spans.core.jsonl import read_text
-
-    try:
-        return read_text(value[1:])
-    except InputError as exc:
-        raise InputError(exc.message, path=exc.path, line=exc.line, field=option) from None
 
 
 def _decode(raw: str | bytes, source: str, lineno: int) -> str:

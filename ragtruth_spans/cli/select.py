@@ -11,6 +11,7 @@ import typer
 from ragtruth_spans.cli.common import (
     aggregation_option,
     app,
+    argument_text,
     backend_option,
     batch_size_option,
     data_inputs,
@@ -85,12 +86,13 @@ def select_command(
 @app.command("select-best")
 def select_best_command(
     model: str = typer.Option(..., "--model", help="A run directory written by `train`, or a detector name."),
-    context: Path = typer.Option(..., "--context", help="Text file with the context (passages, article, data)."),
+    context: str = typer.Option(..., "--context", help="The context (passages, article, data): text, or @FILE "
+                                "for a UTF-8 file's content."),
     candidates: Path = typer.Option(..., "--candidates", help='JSONL, one {"response": "...", "id"?: "..."} '
                                     "per line."),
     task: Optional[str] = typer.Option(None, "--task", help="QA, Summary or Data2txt (default QA when --question "
                                        "is given)."),
-    question: Optional[str] = typer.Option(None, "--question", help="The question (QA)."),
+    question: Optional[str] = typer.Option(None, "--question", help="The question (QA): text, or @FILE."),
     strategy: str = typer.Option(DEFAULT_STRATEGY, "--strategy", help=STRATEGY_HELP),
     tie_break: str = typer.Option("random", "--tie-break", help=TIE_BREAK_HELP),
     seed: int = typer.Option(0, "--seed", help="Seed of the random tie-breaks."),
@@ -109,7 +111,7 @@ def select_best_command(
     from ragtruth_spans.core.errors import InputError, check_choice
     from ragtruth_spans.core.fields import check_text
     from ragtruth_spans.core.files import check_output_path
-    from ragtruth_spans.core.jsonl import read_text, write_json
+    from ragtruth_spans.core.jsonl import write_json
     from ragtruth_spans.core.types import TASK_TYPES
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.reporting.console import candidates_table, printable
@@ -117,14 +119,16 @@ def select_best_command(
 
     with user_errors():
         if json_out is not None:
-            json_out = check_output_path(json_out, field="--json", inputs={"--context": context,
-                                                                           "--candidates": candidates})
+            files = {"--candidates": candidates} | {flag: value[1:] for flag, value in
+                                                     (("--context", context), ("--question", question))
+                                                     if value is not None and value.startswith("@")}
+            json_out = check_output_path(json_out, field="--json", inputs=files)
         if task is None and question is None:
             raise InputError("--task is required (QA, Summary or Data2txt) when no --question is given")
         task = task or "QA"
         check_choice(task, TASK_TYPES, "task", field="--task")
-        check_text(question, field="--question", optional=True)
-        context_text = check_text(read_text(context), field="--context", path=context)
+        question = check_text(argument_text(question, "--question"), field="--question", optional=True)
+        context_text = check_text(argument_text(context, "--context"), field="--context")
         items = read_candidates(candidates)
         options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
                                max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,

@@ -43,4 +43,4 @@ def require(extra: str, purpose: str) -> None:
     missing = missing_modules(extra)
     if missing:
         raise MissingExtra(f"{purpose} needs the '{extra}' extra ({', '.join(missing)} not installed): "
-                           f"pip install 'ragtruth-spans[{extra}]'")
+                           f"pip install 'ragtruth-spans[{extra}]' (in a clone: pip install -e '.[{extra}]')")

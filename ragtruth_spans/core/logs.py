@@ -39,7 +39,7 @@ FILE_WIDTH = 160
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 
 _state: dict[str, Any] = {"verbosity": "normal", "hidden_warnings": 0, "env_set": set(),
-                          "showwarning": None}
+                          "showwarning": None, "configured": False}
 
 
 def verbosity() -> Verbosity:
@@ -69,20 +69,48 @@ def make_console(*, stderr: bool = False, **kwargs: Any) -> Console:
     return console
 
 
-def configure(level: Verbosity = "normal") -> None:
-    """Set the process's verbosity and apply it to the libraries (idempotent; a later call replaces it)."""
+def configure(level: Verbosity = "normal", *, capture_warnings: bool = True) -> None:
+    """Set the process's verbosity and apply it to the libraries (idempotent; a later call replaces it).
+    ``capture_warnings``: also route Python warnings through :func:`_show_warning` (the command line does; the
+    Python API, :func:`quiet_libraries`, leaves the program's warnings alone)."""
     if level not in ("quiet", "normal", "verbose"):
         raise ValueError(f"unknown verbosity {level!r}")
     _state["verbosity"] = level
     _state["hidden_warnings"] = 0
+    _state["configured"] = True
     loud = level == "verbose"
     _environment(loud)
     for name in LIBRARY_LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if loud else logging.ERROR)
     _imported_libraries(loud)
-    if _state["showwarning"] is None:
+    _drop_kernels_notice()
+    if capture_warnings and _state["showwarning"] is None:
         _state["showwarning"] = warnings.showwarning
         warnings.showwarning = _show_warning
+
+
+def quiet_libraries() -> None:
+    """For the Python API (``load_detector``, ``train``): unless the program already chose a level with
+    :func:`configure`, apply the default one to the libraries underneath — their loggers below ``ERROR``, their
+    progress bars (weights loading) and advisory notices off — as the command line does, without touching the
+    program's own warnings. ``configure("verbose")`` beforehand keeps everything."""
+    if not _state["configured"]:
+        configure(_state["verbosity"], capture_warnings=False)
+    else:
+        _imported_libraries(verbosity() == "verbose")  # libraries imported since configure() get the level too
+
+
+def _drop_kernels_notice() -> None:
+    """bitsandbytes says on import, on CPUs with AVX512-BF16, that its optional Hub-downloaded ``kernels``
+    package is missing ("pip install kernels"); ragtruth-spans never fetches code from the Hub and the built-in
+    CPU kernels are used, so that one message is dropped at every level (every other bitsandbytes message still
+    follows the level)."""
+    target = logging.getLogger("bitsandbytes.backends.cpu.ops")
+    if not any(getattr(f, "_ragtruth_kernels", False) for f in target.filters):
+        notice = logging.Filter()
+        notice.filter = lambda record: "kernels-community" not in record.getMessage()  # type: ignore[method-assign]
+        notice._ragtruth_kernels = True  # type: ignore[attr-defined]
+        target.addFilter(notice)
 
 
 def _environment(loud: bool) -> None:

@@ -134,7 +134,10 @@ def prepare(ragtruth_dir: str | Path, out_dir: str | Path, *, dev_per_task: int 
     for name in SPLITS:
         write_records(out / f"{name}.jsonl", by_split[name])
         if not by_split[name]:
-            warnings.append(f"split '{name}' has no records ({name}.jsonl is empty)")
+            hint = ("; if every response carries one RAGTruth split (e.g. a slice of its test split), re-split them "
+                    "by source: --split-by-source train=0.7,dev=0.1,test=0.2"
+                    if name == "train" and split_by_source is None else "")
+            warnings.append(f"split '{name}' has no records ({name}.jsonl is empty){hint}")
 
     labels = report.to_dict()
     labels["spans_written"] = sum(len(r.spans) for rs in by_split.values() for r in rs)

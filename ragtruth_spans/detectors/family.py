@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ragtruth_spans.core.errors import InputError
 
@@ -44,7 +44,9 @@ class Family:
     ``recipe``/``train``: the recipe class (``kind: Literal[kind]``) and ``train(recipe, *, console)``, or None
     for families that are not trained. ``named``: ``{name: factory(**options)}`` of detectors built by name.
     ``extra``: the pip extra its detectors need (:mod:`ragtruth_spans.core.extras`; None: the core suffices);
-    training always needs ``train``.
+    training always needs ``train``. ``extra_sources``: what its training does with ``data.extra``
+    (:mod:`ragtruth_spans.training.data`): ``None`` refuses a recipe that names extra sources, ``"unweighted"``
+    trains on them but refuses a ``weight`` other than 1, ``"weighted"`` uses the weights too.
     """
 
     kind: str
@@ -54,6 +56,7 @@ class Family:
     train: Callable[..., Any] | None = None
     named: Mapping[str, Callable[..., Detector]] = field(default_factory=dict)
     extra: str | None = "detect"
+    extra_sources: Literal["unweighted", "weighted"] | None = None
 
 
 _registered: dict[str, Family] = {}

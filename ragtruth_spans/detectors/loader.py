@@ -34,7 +34,12 @@ def check_threshold(value: Any, field: str = "threshold") -> None:
 
 def load_detector(path_or_name: str | Path, **options: Any) -> Detector:
     """The detector saved in a run directory, or the named detector (see the module docstring); it remembers the
-    options it was loaded with (``detector.load_options``, part of its operating point)."""
+    options it was loaded with (``detector.load_options``, part of its operating point). As quiet as the command
+    line: the libraries' load reports and weight-loading progress bars are off unless the program chose otherwise
+    (:func:`ragtruth_spans.core.logs.quiet_libraries`)."""
+    from ragtruth_spans.core.logs import quiet_libraries
+
+    quiet_libraries()
     options = {key: value for key, value in options.items() if value is not None}
     detector = _load(path_or_name, options)
     detector.load_options = MappingProxyType(dict(options))

@@ -3,17 +3,34 @@
 
 from __future__ import annotations
 
+import os
+
 from rich.console import Console
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.extras import require
-from ragtruth_spans.detectors.family import get_family
-from ragtruth_spans.training.data import split_file, training_file
+from ragtruth_spans.detectors.family import Family, get_family
+from ragtruth_spans.training.data import extra_files, split_file, training_file
 from ragtruth_spans.training.recipe import Recipe
 from ragtruth_spans.training.run import TrainResult, claim_on_main_process
-from ragtruth_spans.training.run_dir import run_fingerprint
+from ragtruth_spans.training.run_dir import release_failed_run, run_fingerprint
 
-__all__ = ["TrainResult", "train"]
+__all__ = ["TrainResult", "check_extra_sources", "train"]
+
+
+def check_extra_sources(recipe: Recipe, family: Family) -> None:
+    """Refuse ``data.extra`` for a family that does not train on extra sources, and a ``weight`` other than 1
+    for one that cannot weight records (:attr:`Family.extra_sources`), rather than ignore them."""
+    if not recipe.data.extra:
+        return
+    if family.extra_sources is None:
+        raise InputError(f"{recipe.kind} recipes do not train on extra sources yet: remove data.extra (it names "
+                         f"{len(recipe.data.extra)} source(s))", field="data.extra")
+    if family.extra_sources == "unweighted":
+        for k, source in enumerate(recipe.data.extra):
+            if source.weight != 1.0:
+                raise InputError(f"{recipe.kind} training cannot weight records: set the weight to 1 (got "
+                                 f"{source.weight})", field=f"data.extra[{k}].weight")
 
 
 def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = False,
@@ -23,15 +40,27 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     The run directory rules (:mod:`ragtruth_spans.training.run_dir`) are applied first: a new run starts, an
     unfinished run of the same fingerprint resumes, anything else is refused unless ``overwrite`` (start over) or
     ``resume`` (continue a run of other settings). The family's train function gets ``resume`` (continue from
-    the last checkpoint of ``output_dir``) and the ``fingerprint`` to record in ``run_info.json``.
+    the last checkpoint of ``output_dir``) and the ``fingerprint`` to record in ``run_info.json``. A new run
+    that fails before saving a checkpoint leaves nothing behind (:func:`release_failed_run`).
     """
+    from ragtruth_spans.core.logs import quiet_libraries
+
+    quiet_libraries()  # the Python API as quiet as the command line (a level the program chose is kept)
     family = get_family(recipe.kind)
     if family.train is None:
         raise InputError(f"detectors of kind {recipe.kind!r} are not trained", field="kind")
     require("train", "training")
+    check_extra_sources(recipe, family)
     data_files = [training_file(recipe.data)] if recipe.reads_key("data.split") else []
     if recipe.data.eval_split is not None:
         data_files.append(split_file(recipe.data, recipe.data.eval_split))
+    data_files.extend(extra_files(recipe.data))
     fingerprint = run_fingerprint(recipe, data_files)
     resuming = claim_on_main_process(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume)
-    return family.train(recipe, console=console or Console(stderr=True), resume=resuming, fingerprint=fingerprint)
+    try:
+        return family.train(recipe, console=console or Console(stderr=True), resume=resuming,
+                            fingerprint=fingerprint)
+    except BaseException:
+        if not resuming and int(os.environ.get("RANK", "0")) == 0:
+            release_failed_run(recipe.output_dir)  # nothing saved: a retry (fixed data, other settings) starts
+        raise

@@ -1,21 +1,25 @@
 """``ragtruth-spans quickstart``: the whole pipeline on the embedded RAGTruth-format sample, on CPU.
 
-Six steps, all written under one work directory (default ``./ragtruth-spans-quickstart``)::
+Seven steps, all written under one work directory (default ``./ragtruth-spans-quickstart``)::
 
     data/{train,dev,test}.jsonl, stats.json   1. prepare the embedded sample (1 dev source per task)
     model/                                    2. train the ``tiny-cpu`` recipe (tiny random Llama, real 4-bit QLoRA)
     predictions.jsonl                         3. predict spans on data/test.jsonl (HF backend)
-    report.json, report.html                  4. evaluate predictions against the gold test spans; HTML report
+    report.json                               4. evaluate predictions against the gold test spans
     token-cls/                                5. train the all-MiniLM-L6-v2 token classifier (real weights) on
-                                                 data/train.jsonl, its threshold tuned on data/dev.jsonl
-    leaderboard/                              6. benchmark both trained detectors beside cheap baselines on the
-                                                 test split (leaderboard.md/.json/.svg, one predictions file each)
+                                                 data/train.jsonl, its threshold tuned on data/dev.jsonl; only
+                                                 the final weights are kept (no checkpoint-*/ folders)
+    recommended-cpu/                          6. train the recommended CPU detector (``recommended-cpu``, stacked)
+                                                 without its sentence encoder (:data:`RECOMMENDED_OVERRIDES`)
+    leaderboard/, report.html                 7. benchmark the three trained detectors beside cheap baselines on
+                                                 the test split (leaderboard.md/.json/.svg, one predictions file
+                                                 each) and write the HTML report of the three
 
 Re-running reuses what is finished: the prepared data when ``data/stats.json`` exists, the model when
 ``model/adapter_model.safetensors`` exists (training itself resumes from its last checkpoint), the token
-classifier when ``token-cls/run_info.json`` exists, and the predictions already written (``predictions.jsonl``,
-``leaderboard/predictions/``: only missing ids are detected); evaluation always reruns. Pass ``fresh=True``
-(``--fresh``) to delete those outputs first.
+classifier and the recommended detector when their ``run_info.json`` exists, and the predictions already
+written (``predictions.jsonl``, ``leaderboard/predictions/``: only missing ids are detected); evaluation always
+reruns. Pass ``fresh=True`` (``--fresh``) to delete those outputs first.
 
 The tiny model is random and trained for seconds on ~50 responses: its scores show that the pipeline works end
 to end, not how well a real detector performs (use a recipe for a 7-13B model on a GPU for that). The token
@@ -42,7 +46,11 @@ on 2 CPU cores for no change in its test predictions)."""
 LEADERBOARD_DETECTORS = ("numbers", "sim-overlap", "flag-all")
 """Cheap baselines ranked beside the quickstart's two trained detectors in step 6 (no download, seconds on CPU)."""
 DEFAULT_WORKDIR = Path("ragtruth-spans-quickstart")
-TOTAL_STEPS = 6
+TOTAL_STEPS = 7
+RECOMMENDED_RECIPE = "recommended-cpu"
+RECOMMENDED_OVERRIDES = ("features.encoder=null",)
+"""The recommended recipe without its sentence encoder: seconds on the sample (docs/STACKED.md)."""
+RECOMMENDED_LABEL = "recommended-cpu (encoder-free)"
 TOKEN_CLS_RECIPE = "all-minilm-l6-v2/token-cls"
 TOKEN_CLS_OVERRIDES = (
     "data.max_length=256",          # the sample's contexts are short: one or two 256-token windows per response
@@ -84,6 +92,10 @@ class QuickstartPaths:
         return self.workdir / "token-cls"
 
     @property
+    def recommended(self) -> Path:
+        return self.workdir / "recommended-cpu"
+
+    @property
     def leaderboard(self) -> Path:
         return self.workdir / "leaderboard"
 
@@ -91,9 +103,9 @@ class QuickstartPaths:
 def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | None = None,
                    max_new_tokens: int = 128, batch_size: int = 8, fresh: bool = False,
                    console: Console | None = None, token_max_steps: int | None = None):
-    """Prepare → train → predict → evaluate → train a token classifier → leaderboard, under ``workdir``; print
-    each step, what it produced and where, and the final leaderboard; return the generative model's
-    :class:`~ragtruth_spans.evaluation.Report`.
+    """Prepare → train → predict → evaluate → train a token classifier → train the recommended detector →
+    leaderboard and HTML report, under ``workdir``; print each step, what it produced and where, and the final
+    leaderboard; return the generative model's :class:`~ragtruth_spans.evaluation.Report`.
 
     ``max_steps`` / ``token_max_steps`` override the tiny-cpu / token-classifier recipes' ``training.max_steps``
     (tests use a few steps); ``max_new_tokens`` is the
@@ -137,20 +149,23 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, max_steps: int | No
                   f"(tiny random model: shows the pipeline runs, not how well it detects)", highlight=False)
     if logs.verbosity() == "verbose":
         print_evaluation(report.to_dict(), console)
-    _write_html_report(paths, gold, pred_file, console)
     _train_token_classifier(paths, console, max_steps=token_max_steps)
-    _step(console, 6, "rank both trained detectors beside baselines", paths.leaderboard)
-    _leaderboard(paths, {"batch_size": batch_size, "max_new_tokens": max_new_tokens, "device": "cpu"}, console)
+    _train_recommended(paths, console)
+    _step(console, 7, "rank the three trained detectors beside baselines; HTML report", paths.leaderboard)
+    payload = _leaderboard(paths, {"batch_size": batch_size, "max_new_tokens": max_new_tokens, "device": "cpu"},
+                           console)
+    _write_html_report(paths, gold, payload, console)
     console.print(f"\n[bold green]done[/] in {time.perf_counter() - started:.0f} s. "
                   f"Files under {escape(str(paths.workdir))}:",
                   highlight=False)
     for label, path in (("data", paths.data), ("generative model", paths.model), ("predictions", paths.predictions),
-                        ("report", paths.report), ("HTML report", paths.report_html),
-                        ("token classifier", paths.token_model), ("leaderboard", paths.leaderboard)):
+                        ("report", paths.report), ("token classifier", paths.token_model),
+                        ("recommended-cpu", paths.recommended), ("leaderboard", paths.leaderboard),
+                        ("HTML report", paths.report_html)):
         console.print(f"  {label + ':':18} {path.relative_to(paths.workdir)}", highlight=False, markup=False)
     console.print("The tiny random model only shows that the pipeline runs end to end.", style="dim")
-    console.print("The token classifier has real pretrained weights but saw 44 invented responses: real detection, "
-                  "not a benchmark (see docs/BENCHMARKS.md).", style="dim")
+    console.print("The token classifier and recommended-cpu are real detectors trained on 44 invented responses: "
+                  "real detection, not a benchmark (see docs/BENCHMARKS.md).", style="dim")
     return report
 
 
@@ -201,52 +216,79 @@ def _train_token_classifier(paths: QuickstartPaths, console: Console, *, max_ste
                       "retrain)", highlight=False)
     else:
         train(load_recipe(TOKEN_CLS_RECIPE, overrides), console=console)
+    _keep_final_weights(paths.token_model, console)
 
 
-def _leaderboard(paths: QuickstartPaths, model_options: dict, console: Console) -> None:
-    """Step 6: ``ragtruth-spans benchmark`` on the test split with both trained detectors and cheap baselines."""
+def _keep_final_weights(run_dir: Path, console: Console) -> None:
+    """Delete the ``checkpoint-*`` folders of a finished run (optimizer state and intermediate weights: hundreds
+    of MB the detector does not load); the final weights in the run directory stay."""
+    freed = 0
+    for checkpoint in sorted(run_dir.glob("checkpoint-*")):
+        if checkpoint.is_dir() and (run_dir / "run_info.json").is_file():
+            freed += sum(f.stat().st_size for f in checkpoint.rglob("*") if f.is_file())
+            shutil.rmtree(checkpoint)
+    if freed:
+        console.print(f"  kept the final weights only ({freed / 1e6:.0f} MB of checkpoints deleted)", highlight=False)
+
+
+def _train_recommended(paths: QuickstartPaths, console: Console) -> None:
+    """Step 6: train ``recommended-cpu`` without its sentence encoder (seconds) on the sample's train split."""
+    from ragtruth_spans.detectors.recipes import load_recipe
+    from ragtruth_spans.detectors.train import train
+
+    overrides = [*RECOMMENDED_OVERRIDES, f"output_dir={paths.recommended}", f"data.prepared_dir={paths.data}"]
+    _step(console, 6, f"train the recommended detector '{RECOMMENDED_RECIPE}' without its sentence encoder",
+          paths.recommended)
+    if (paths.recommended / "run_info.json").is_file():
+        console.print(f"  reusing the trained detector in {paths.recommended} (delete it, or pass --fresh, to "
+                      "retrain)", highlight=False)
+    else:
+        train(load_recipe(RECOMMENDED_RECIPE, overrides), console=console)
+
+
+def _leaderboard(paths: QuickstartPaths, model_options: dict, console: Console) -> dict:
+    """Step 7: ``ragtruth-spans benchmark`` on the test split with the three trained detectors and cheap
+    baselines; returns its payload."""
     from ragtruth_spans.pipeline.benchmark import DetectorSpec, parse_detectors, run_benchmark
 
-    specs = [DetectorSpec(label=QUICKSTART_RECIPE, source=str(paths.model), options=model_options),
+    specs = [DetectorSpec(label=RECOMMENDED_LABEL, source=str(paths.recommended), options={}),
              DetectorSpec(label=TOKEN_CLS_RECIPE, source=str(paths.token_model), options={"device": "cpu"}),
+             DetectorSpec(label=QUICKSTART_RECIPE, source=str(paths.model), options=model_options),
              *parse_detectors(list(LEADERBOARD_DETECTORS))]
     payload = run_benchmark(paths.data / "test.jsonl", specs, paths.leaderboard, bootstrap=200, progress=False,
                             console=Console(quiet=True))  # its per-detector summaries: one line below instead
     console.print(f"  {len(specs)} detectors; predictions in leaderboard/predictions/, the full table in "
                   "leaderboard/leaderboard.md", highlight=False)
     console.print(leaderboard_table(payload))
+    return payload
 
 
 def leaderboard_table(payload: dict) -> Table:
-    """The leaderboard's main figures in a narrow table (the full one is ``leaderboard/leaderboard.md``)."""
-    table = Table(title="test split of the sample (span F1 with its 95 % bootstrap interval)", title_justify="left")
-    for name in ("#", "detector", "span P", "span R", "span F1 [95% CI]", "resp. F1", "AUROC", "resp./s"):
-        table.add_column(name, justify="left" if name == "detector" else "right")
+    """The leaderboard's main figures (:func:`~ragtruth_spans.reporting.leaderboard.leaderboard_view`)."""
+    from ragtruth_spans.reporting.leaderboard import leaderboard_view
 
-    def num(value: float | None) -> str:
-        return "–" if value is None else f"{value:.3f}"
-
-    for rank, entry in enumerate(payload["detectors"], start=1):
-        overall = entry["report"]["overall"]
-        ci = ((entry["report"].get("ci") or {}).get("overall") or {}).get("span", {}).get("f1")
-        f1 = num(overall["span"]["f1"]) + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
-        rate = entry["throughput"].get("responses_per_second")
-        table.add_row(str(rank), entry["label"], num(overall["span"]["precision"]), num(overall["span"]["recall"]),
-                      f1, num(overall["response"]["f1"]), num(overall["auroc"]),
-                      "–" if rate is None else f"{rate:.1f}")
-    return table
+    return leaderboard_view(payload, title="test split of the sample (span F1 with its 95 % bootstrap interval)")
 
 
 def _step(console: Console, number: int, title: str, target: Path) -> None:
     console.print(f"\n[bold]step {number}/{TOTAL_STEPS}[/]: {title} → {escape(str(target))}", highlight=False)
 
 
-def _write_html_report(paths: QuickstartPaths, gold, pred_file, console: Console) -> None:
-    """The HTML report of the predictions (``report.html``, open it in a browser); its path is printed."""
+def _write_html_report(paths: QuickstartPaths, gold, payload: dict, console: Console) -> None:
+    """The HTML report of the three trained detectors' leaderboard predictions (``report.html``, open it in a
+    browser; the recommended detector first); its path is printed."""
+    from ragtruth_spans.core.predictions import read_prediction_file
     from ragtruth_spans.reporting.html import report_from_files, write_report
 
-    data = report_from_files(gold, {"tiny-cpu": (str(paths.predictions), pred_file)}, bootstrap=1000,
-                             gold_source=str(paths.data / "test.jsonl"))
+    trained = {RECOMMENDED_LABEL, TOKEN_CLS_RECIPE, QUICKSTART_RECIPE}
+    lengths = {r.id: len(r.response) for r in gold}
+    files = {entry["label"]: (entry["predictions"], read_prediction_file(entry["predictions"],
+                                                                         response_lengths=lengths))
+             for entry in sorted(payload["detectors"], key=lambda e: [RECOMMENDED_LABEL, TOKEN_CLS_RECIPE,
+                                                                       QUICKSTART_RECIPE].index(e["label"])
+                                 if e["label"] in trained else 9)
+             if entry["label"] in trained}
+    data = report_from_files(gold, files, bootstrap=1000, gold_source=str(paths.data / "test.jsonl"))
     data.title = "ragtruth-spans quickstart report"
     console.print(f"  HTML report: {write_report(paths.report_html, data)}", highlight=False)
 
@@ -254,7 +296,7 @@ def _write_html_report(paths: QuickstartPaths, gold, pred_file, console: Console
 def _remove_outputs(paths: QuickstartPaths, console: Console) -> None:
     """Delete the quickstart's own outputs (and nothing else) under the work directory."""
     for path in (paths.data, paths.model, paths.predictions, paths.report, paths.report_html, paths.token_model,
-                 paths.leaderboard):
+                 paths.recommended, paths.leaderboard):
         if path.is_dir():
             shutil.rmtree(path)
         elif path.exists():

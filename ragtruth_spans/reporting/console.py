@@ -248,7 +248,21 @@ def training_data_summary(stats: Any, source: str, max_length: int) -> Text:
                                                       "too_long_ids", "no_windows"} and isinstance(v, (int, float))}
     if extra:
         lines.append("  " + "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in extra.items()))
+    if callable(getattr(stats, "by_origin", None)) and (d.get("augmented") or d.get("extra")):
+        origin = stats.by_origin()
+        lines.insert(2, f"  training records by origin: {origin['real']} real, {origin['augmented']} augmented "
+                        f"(synthetic edits of clean ones), {origin['extra']} extra (training-only sources)")
+        for source in d.get("extra") or []:
+            lines.insert(3, f"    extra {source['dir']}: {source['kept']} of {source['records']} records kept "
+                            f"({source['with_spans']} with spans; {source['other_tasks']} of other tasks), weight "
+                            f"{source['weight']:g}")
     return user_text("\n".join(lines))
+
+
+def threshold_decision(threshold: float, tuned: bool, split: str | None, figure: str | None = None) -> str:
+    """A token-level decision in words: when a token (word) is flagged and where its threshold comes from."""
+    where = (f"tuned on {split}" + (f", {figure}" if figure else "")) if tuned else "fixed by the recipe"
+    return f"a token is flagged when its hallucination probability is at least {threshold:g} ({where})"
 
 
 def predict_summary(summary: Mapping[str, Any]) -> str:
@@ -321,3 +335,36 @@ def _highlighted(response: str, spans: list[Mapping[str, Any]]) -> Text:
                   if s["start"] <= start < s["end"]]
         text.append(printable(response[start:end]), style=styles[-1] if styles else "")
     return text
+
+
+def import_summary(stats: Mapping[str, Any]) -> Group:
+    """An import (``stats.json`` of :func:`ragtruth_spans.data.imported.write_prepared`): per-split counts, then
+    what was read, skipped, repaired and defaulted, each by reason."""
+    splits = Table(title=f"Imported ({stats['importer']})", title_justify="left", caption_justify="left",
+                   caption="QA..total: responses; halluc.: responses with at least one span")
+    splits.add_column("split")
+    for col in (*TASK_TYPES, "total", "sources", "halluc.", "spans"):
+        splits.add_column(col, justify="right")
+    for name, s in stats["splits"].items():
+        splits.add_row(user_text(name), *(str(s["by_task"][t]["responses"]) for t in TASK_TYPES),
+                       str(s["responses"]), str(s["sources"]), str(s["hallucinated_responses"]), str(s["spans"]))
+    accounting = Table(title="What was read, skipped, repaired, defaulted", title_justify="left", show_header=False)
+    accounting.add_column("what")
+    accounting.add_column("count", justify="right")
+    unit = stats.get("unit", "records")
+    rows: list[tuple[str, Any]] = [(f"{unit} read", stats["input"]),
+                                   ("  written (train + dev + test)", stats["written"]),
+                                   ("  skipped", sum(stats["skipped"].values()))]
+    rows += [(f"    {reason}", n) for reason, n in stats["skipped"].items()]
+    rows += [("repaired", sum(stats["repaired"].values()))]
+    rows += [(f"  {reason}", n) for reason, n in stats["repaired"].items()]
+    rows += [("defaulted (field absent)", sum(stats["defaulted"].values()))]
+    rows += [(f"  {name}", n) for name, n in stats["defaulted"].items()]
+    split = ("the records' own split" if stats.get("split_given") else
+             "re-split by source, seed " + str(stats.get("seed")) + ": "
+             + ",".join(f"{k}={v:g}" for k, v in (stats.get("split_by_source") or {}).items()))
+    rows += [("spans written", stats["spans"]["written"]), (f"splits: {split}", "")]
+    for what, count in rows:
+        accounting.add_row(user_text(what), str(count))
+    warnings = [user_text(f"warning: {message}", style="yellow") for message in stats["warnings"]]
+    return Group(splits, accounting, *warnings)

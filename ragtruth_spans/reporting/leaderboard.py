@@ -1,4 +1,5 @@
-"""The leaderboard of ``ragtruth-spans benchmark`` as Markdown, from its JSON payload (``leaderboard.json``)."""
+"""The leaderboard of ``ragtruth-spans benchmark`` from its JSON payload (``leaderboard.json``): Markdown for its
+files (:func:`render_markdown`), a rich table for the terminal (:func:`leaderboard_view`)."""
 
 from __future__ import annotations
 
@@ -89,3 +90,24 @@ def render_markdown(payload: Mapping[str, Any]) -> str:
     if notes:
         out += ["", "## Notes", "", *notes]
     return "\n".join(out) + "\n"
+
+
+def leaderboard_view(payload: Mapping[str, Any], title: str | None = None) -> Any:
+    """The main figures as a rich table for the terminal (what ``benchmark`` and ``quickstart`` print; the full
+    table, recall per type included, is ``leaderboard.md``): one row per detector, best span F1 first."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title or f"Leaderboard: {payload.get('responses', '?')} responses (span F1 with its 95 % "
+                                 "bootstrap interval; full table in leaderboard.md)", title_justify="left")
+    for name in ("#", "detector", "span P", "span R", "span F1 [95% CI]", "resp. F1 [95% CI]", "resp. macro-F1",
+                 "AUROC", "resp./s"):
+        table.add_column(name, justify="left" if name == "detector" else "right")
+    for rank, entry in enumerate(payload["detectors"], start=1):
+        report = entry["report"]
+        overall, ci = report["overall"], (report.get("ci") or {}).get("overall") or {}
+        table.add_row(str(rank), Text(_name(entry).replace("`", "")), _num(overall["span"]["precision"]),
+                      _num(overall["span"]["recall"]), _with_ci(overall["span"]["f1"], ci.get("span", {}).get("f1")),
+                      _with_ci(overall["response"]["f1"], ci.get("response", {}).get("f1")),
+                      _num(overall["response_macro"]["f1"]), _num(overall["auroc"]), _rate(entry["throughput"]))
+    return table

@@ -1,6 +1,16 @@
-"""The records a recipe trains on, as every family reads them: which file, which tasks, how many clean ones.
+"""The records a recipe trains on, as every family reads them: which file, which tasks, how many clean ones,
+and the extra training-only sources of ``data.extra``.
 
 Every record that is left out is counted in :class:`RecordStats` (and written into the run's ``run_info.json``).
+
+**Origins.** A training record is ``real`` (from ``data.prepared_dir``), ``augmented`` (made by ``data.augment``
+from a real one; id ``<id>#aug-<kind>``) or ``extra`` (from ``data.extra[k]``; id ``<id>#extra-<k>``, source id
+``extra-<k>:<source_id>`` so that no extra source shares an id with a real one). :func:`record_origin` tells them
+apart and :func:`record_weight` gives a record's weight (``data.extra[k].weight`` for extra records, 1 otherwise).
+Extra records are appended after augmentation (they are never augmented) and only by
+:func:`selected_training_records`; a family whose decisions (thresholds, out-of-fold tuning) run on the training
+records must leave the ``extra`` ones out of them. Families that do not declare they use extra sources
+(:attr:`ragtruth_spans.detectors.family.Family.extra_sources`) refuse a recipe with ``data.extra``.
 """
 
 from __future__ import annotations
@@ -32,6 +42,16 @@ class RecordStats:
     over_max_examples: int = 0
     examples: int = 0
     augmented: dict[str, dict[str, int]] = field(default_factory=dict)
+    extra: list[dict[str, Any]] = field(default_factory=list)
+    """One entry per ``data.extra`` source: ``dir``, ``files``, ``records`` read, ``other_tasks`` left out,
+    ``kept``, ``with_spans``, ``weight``."""
+
+    def by_origin(self) -> dict[str, int]:
+        """Training records by origin: ``real`` (after task/clean/max filters), ``augmented``, ``extra``."""
+        augmented = sum((self.augmented.get("made") or {}).values())
+        extra = sum(int(e.get("kept", 0)) for e in self.extra)
+        real = self.records - self.other_tasks - (self.clean - self.clean_kept) - self.over_max_examples
+        return {"real": real, "augmented": augmented, "extra": extra}
 
 
 def split_file(data: DataSection, split: str) -> Path | None:
@@ -70,9 +90,69 @@ def load_eval_records(data: DataSection) -> tuple[list[Record], str] | None:
     return None if data.eval_split is None else load_split(data, data.eval_split, field="data.eval_split")
 
 
+EXTRA_ID = "#extra-"
+EXTRA_SOURCE = "extra-"
+ORIGINS: tuple[str, ...] = ("real", "augmented", "extra")
+
+
+def extra_index(record: Record) -> int | None:
+    """``k`` of a record from ``data.extra[k]`` (its id ends in ``#extra-<k>``), None for any other record."""
+    head, sep, tail = record.id.rpartition(EXTRA_ID)
+    return int(tail) if sep and head and tail.isdigit() else None
+
+
+def record_origin(record: Record) -> str:
+    """``"real"``, ``"augmented"`` or ``"extra"`` (module docstring)."""
+    from ragtruth_spans.data.augment import is_augmented
+
+    if extra_index(record) is not None:
+        return "extra"
+    return "augmented" if is_augmented(record) else "real"
+
+
+def record_weight(record: Record, data: DataSection) -> float:
+    """The training weight of ``record``: ``data.extra[k].weight`` for a record of extra source ``k``, else 1."""
+    k = extra_index(record)
+    return 1.0 if k is None or k >= len(data.extra) else data.extra[k].weight
+
+
+def extra_files(data: DataSection) -> list[Path]:
+    """Every file ``data.extra`` reads, in order (what the run's fingerprint hashes)."""
+    return [Path(source.dir) / f"{split}.jsonl" for source in data.extra for split in source.splits]
+
+
+def load_extra_records(data: DataSection, stats: RecordStats) -> list[Record]:
+    """The records of every ``data.extra`` source, marked (module docstring) and filtered to the source's tasks
+    (``tasks``, else ``data.tasks``); each source's counts go to ``stats.extra``. A missing file is an
+    :class:`InputError` naming the recipe field."""
+    from dataclasses import replace
+
+    out: list[Record] = []
+    for k, source in enumerate(data.extra):
+        tasks = source.tasks if source.tasks is not None else data.tasks
+        read: list[Record] = []
+        files = []
+        for split in source.splits:
+            path = Path(source.dir) / f"{split}.jsonl"
+            if not path.is_file():
+                raise InputError(f"no such file: {path} (data.extra[{k}] reads {', '.join(source.splits)} of "
+                                 f"{source.dir}; write it with `ragtruth-spans import` or `prepare`)",
+                                 field=f"data.extra[{k}].split")
+            files.append(str(path))
+            read.extend(read_records(path))
+        kept = [replace(r, id=f"{r.id}{EXTRA_ID}{k}", source_id=f"{EXTRA_SOURCE}{k}:{r.source_id}")
+                for r in read if r.task_type in tasks]
+        stats.extra.append({"dir": source.dir, "files": files, "records": len(read),
+                            "other_tasks": len(read) - len(kept), "kept": len(kept),
+                            "with_spans": sum(bool(r.spans) for r in kept), "weight": source.weight})
+        out.extend(kept)
+    return out
+
+
 def selected_training_records(data: DataSection, stats: RecordStats) -> tuple[list[Record], str]:
-    """The records to train on after :func:`select_records` (counted in ``stats``) and where they came from;
-    none left is an :class:`InputError`."""
+    """The records to train on after :func:`select_records` (counted in ``stats``), the augmented ones, then the
+    ``data.extra`` records (:func:`load_extra_records`), and where they came from; no real record left is an
+    :class:`InputError`."""
     records, source = load_training_records(data)
     records = select_records(records, data, stats)
     if not records:
@@ -85,6 +165,10 @@ def selected_training_records(data: DataSection, stats: RecordStats) -> tuple[li
                               rounds=data.augment.rounds)
         stats.augmented = counts.to_dict()
         records = records + new
+    if data.extra:
+        extra = load_extra_records(data, stats)
+        records = records + extra
+        source += f" + {len(extra)} extra training-only record(s) from {len(data.extra)} source(s)"
     return records, source
 
 

@@ -140,6 +140,33 @@ class AugmentSection(Section):
     seed: int = 0
 
 
+class ExtraSource(Section):
+    """One extra **training-only** source (``data.extra``): prepared files (``ragtruth-spans import ...`` or
+    ``prepare`` output) appended to the training records only — never to the eval split, never to tuning or
+    out-of-fold decisions. A bare string in the recipe is read as ``{dir: STRING}``."""
+
+    dir: str = Field(description="A prepared directory (train/dev/test.jsonl), e.g. written by "
+                                 "`ragtruth-spans import xsum-hallucinations`.")
+    split: str | list[str] = Field("train", description="Which of its files to read: one name or a list, e.g. "
+                                                        "[train, dev, test] for all of an imported set.")
+    weight: float = Field(1.0, gt=0.0, description="Weight of its records relative to the real ones (families "
+                                                   "that cannot weight records refuse a weight other than 1).")
+    tasks: list[TaskType] | None = Field(None, description="Its tasks kept (null: data.tasks).")
+
+    @property
+    def splits(self) -> list[str]:
+        """``split`` as a list."""
+        return [self.split] if isinstance(self.split, str) else list(self.split)
+
+    @field_validator("split")
+    @classmethod
+    def _known_split(cls, value: str | list[str]) -> str | list[str]:
+        names = [value] if isinstance(value, str) else value
+        if not names or len(set(names)) != len(names) or any(not n.strip() for n in names):
+            raise ValueError(f"must name one split or a list of distinct splits, got {value!r}")
+        return value
+
+
 class DataSection(Section):
     """What every family trains on: ``<prepared_dir>/<split>.jsonl`` (or the embedded sample), some tasks."""
 
@@ -155,7 +182,20 @@ class DataSection(Section):
     max_examples: int | None = Field(None, ge=1, description="Keep at most this many examples (after sampling).")
     augment: AugmentSection | None = Field(None, description="Synthetic hallucinations added to the training "
                                                              "split (null: none).")
+    extra: list[ExtraSource] = Field(default_factory=list, description="Extra training-only sources appended "
+                                     "after augmentation (ragtruth_spans.training.data); [] none.")
     seed: int = 0
+
+    @field_validator("extra", mode="before")
+    @classmethod
+    def _bare_directories(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, (str, dict)):
+            value = [value]
+        if isinstance(value, list):
+            return [{"dir": item} if isinstance(item, str) else item for item in value]
+        return value
 
 
 class TrainingSection(Section):

@@ -14,7 +14,12 @@ and of the training and dev files. :func:`claim_output_dir` enforces the rules:
 - the same fingerprint, finished: refused — a finished run is never rewritten (``overwrite`` trains it again);
 - another fingerprint: refused with the recipe keys that differ (``overwrite`` starts over, ``resume``
   continues from the last checkpoint anyway and records that in ``run_info.json``);
-- a directory with other files and no fingerprint: refused (``overwrite`` deletes only a run directory).
+- a directory with other files and no fingerprint: refused (``overwrite`` deletes only a run directory);
+- an unfinished run that holds nothing but its ``fingerprint.json`` (it failed or was killed before writing
+  anything): started afresh with the new settings, since there is nothing to resume.
+
+A new run that fails before it saved anything worth resuming (a checkpoint, a finished member run) is released
+by :func:`release_failed_run`, so fixing the data or the recipe and running ``train`` again just works.
 
 A finished run is what it claims to be. :func:`write_run_files` (the writer every family ends with) records in
 ``run_info.json`` the SHA-256 of every file of the run directory (``files_sha256``: weights, adapters,
@@ -253,6 +258,8 @@ def run_fingerprint(recipe: Recipe, data_files: Sequence[str | Path | None]) -> 
     from ragtruth_spans.core.jsonl import file_sha256
 
     settings = {k: v for k, v in recipe.model_dump(mode="json").items() if k not in NOT_FINGERPRINTED}
+    if isinstance(settings.get("data"), dict) and not settings["data"].get("extra"):
+        settings["data"].pop("extra", None)  # no extra sources: the fingerprint of runs from before data.extra
     data = {str(path): file_sha256(path) for path in data_files if path is not None}
     canonical = json.dumps({"recipe": settings, "data_sha256": data}, sort_keys=True, ensure_ascii=False)
     return {"fingerprint": hashlib.sha256(canonical.encode("utf-8")).hexdigest(), "recipe": settings,
@@ -296,6 +303,9 @@ def claim_output_dir(output_dir: str | Path, fingerprint: dict[str, Any], *, ove
         raise InputError("output_dir is not empty and holds no run fingerprint (a run from an older version, or "
                          "other files): choose another output_dir, or pass --overwrite to delete a run there",
                          path=output_dir)
+    if stored is not None and stored["fingerprint"] != fingerprint["fingerprint"] and \
+            [p.name for p in output_dir.iterdir()] == [FINGERPRINT_FILE]:
+        stored = None  # a run that failed before it wrote anything: nothing to resume, start afresh
     if stored is not None:
         finished = (output_dir / RUN_INFO_FILE).is_file()
         if stored["fingerprint"] == fingerprint["fingerprint"]:
@@ -344,3 +354,25 @@ def write_run_files(output_dir: str | Path, recipe: Recipe, info: dict[str, Any]
     run_info["fingerprint"] = content_fingerprint(run_info)
     write_json(output_dir / RUN_INFO_FILE, run_info)
     return run_info
+
+
+def has_progress(output_dir: str | Path) -> bool:
+    """Whether an unfinished run directory holds something a retry would resume from: a ``checkpoint-*`` folder
+    or a finished run inside it (a stacked member's ``run_info.json``), at any depth."""
+    output_dir = Path(output_dir)
+    return any(output_dir.rglob("checkpoint-*")) or any(output_dir.rglob(RUN_INFO_FILE))
+
+
+def release_failed_run(output_dir: str | Path) -> bool:
+    """After a **new** run (claimed empty by :func:`claim_output_dir`) failed: delete what it wrote, its
+    ``fingerprint.json`` included, unless it saved progress (:func:`has_progress`, then a retry of the same
+    settings resumes) or finished. Returns whether the directory was released."""
+    output_dir = Path(output_dir)
+    if not output_dir.is_dir() or (output_dir / RUN_INFO_FILE).is_file() or has_progress(output_dir):
+        return False
+    for child in output_dir.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+    return True

@@ -107,13 +107,37 @@ def test_select_best_with_no_judgeable_candidate_exits_3_and_chooses_nothing(tmp
     (tmp_path / "ctx.txt").write_text("Opened in 1999.", encoding="utf-8")
     (tmp_path / "cands.jsonl").write_text(_stdin({"response": "a"}, {"response": "b", "id": "[bold]x"}),
                                           encoding="utf-8")
-    result = runner.invoke(app, ["select-best", "--model", "numbers", "--context", str(tmp_path / "ctx.txt"),
+    result = runner.invoke(app, ["select-best", "--model", "numbers", "--context", "@" + str(tmp_path / "ctx.txt"),
                                  "--candidates", str(tmp_path / "cands.jsonl"), "--task", "QA", "--json",
                                  str(tmp_path / "sel.json")])
     assert result.exit_code == 3, result.output
     assert "no judgement" in result.output and "Chosen" not in result.output and "[bold]x" in result.output
     payload = json.loads((tmp_path / "sel.json").read_text())
     assert payload["no_judgement"] is True and payload["index"] is None
+
+
+def test_select_best_takes_text_or_at_file_like_detect(tmp_path: Path) -> None:
+    """One input convention: --context/--question are text, or @FILE for a file's content, in select-best as in
+    detect."""
+    candidates = _stdin({"response": "It opened in 1998."}, {"response": "It opened in 1999."})
+    (tmp_path / "cands.jsonl").write_text(candidates, encoding="utf-8")
+    (tmp_path / "ctx.txt").write_text("The hotel opened in 1999.", encoding="utf-8")
+    for context in ("The hotel opened in 1999.", f"@{tmp_path / 'ctx.txt'}"):
+        result = runner.invoke(app, ["select-best", "--model", "numbers", "--context", context, "--candidates",
+                                     str(tmp_path / "cands.jsonl"), "--question", "When did it open?"])
+        assert result.exit_code == 0, result.output
+        assert "Chosen: candidate 1" in result.output
+    result = runner.invoke(app, ["select-best", "--model", "numbers", "--context", f"@{tmp_path / 'nope.txt'}",
+                                 "--candidates", str(tmp_path / "cands.jsonl"), "--task", "QA"])
+    assert result.exit_code == 2 and "nope.txt" in result.output and "field '--context'" in result.output
+
+
+def test_help_is_not_cut_at_80_columns() -> None:
+    """Without a terminal to measure (a pipe, a file, the test runner), --help is laid out wide enough that no
+    option's help is cut ("token-classific…")."""
+    result = runner.invoke(app, ["predict", "--help"])
+    assert result.exit_code == 0 and "…" not in result.output
+    assert "token-classification:" in result.output
 
 
 def test_control_characters_in_file_names_are_escaped_when_printed(tmp_path) -> None:

@@ -42,7 +42,12 @@ SCRIPT = textwrap.dedent('''
 
 def test_core_only_install_prepares_evaluates_and_reports_without_torch(tmp_path: Path) -> None:
     data, pred = tmp_path / "data", tmp_path / "pred.jsonl"
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text(json.dumps({"context": "Opened in 1999.", "response": "Opened in 1998.",
+                                "spans": [{"start": 10, "end": 14}]}) + "\n", encoding="utf-8")
     commands = [
+        ("import", ["import", "jsonl", "--in", str(mine), "--out", str(tmp_path / "mine"), "--split-by-source",
+                    "train=1"]),
         ("prepare", ["prepare", "--sample", "--out", str(data)]),
         ("predict", ["--quiet", "predict", "--model", "flag-all", "--data", str(data / "test.jsonl"),
                      "--out", str(pred)]),
@@ -59,7 +64,7 @@ def test_core_only_install_prepares_evaluates_and_reports_without_torch(tmp_path
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     codes = result["codes"]
-    for name in ("prepare", "predict", "evaluate", "report"):
+    for name in ("import", "prepare", "predict", "evaluate", "report"):
         assert codes[name][0] == 0, (name, codes[name][1])
     assert json.loads((tmp_path / "report.json").read_text())["overall"]["responses"] > 0
     assert (tmp_path / "report.html").stat().st_size > 1000

@@ -90,3 +90,32 @@ def test_global_quiet_and_verbose_options(tmp_path):
     assert normal.exit_code == 0 and f"wrote {tmp_path / 'n'}" in normal.output
     both = runner.invoke(app, ["--quiet", "--verbose", "prepare", "--sample", "--out", str(tmp_path / "b")])
     assert both.exit_code == 2 and "exclude each other" in both.output
+
+
+def test_the_python_api_is_as_quiet_as_the_command_line():
+    """In a fresh interpreter (no command line imported), load_detector silences the libraries' loggers, progress
+    bars and bitsandbytes' "pip install kernels" notice, leaves the program's warnings alone, and respects a
+    level the program chose first."""
+    import subprocess
+    import sys
+
+    code = """
+import logging, warnings
+original = warnings.showwarning
+import ragtruth_spans
+assert "load_detector" in dir(ragtruth_spans) and "load_detector" in ragtruth_spans.__all__
+ragtruth_spans.load_detector("numbers")
+from ragtruth_spans.core import logs
+assert logging.getLogger("transformers").level == logging.ERROR
+assert logs.verbosity() == "normal" and warnings.showwarning is original
+ops = logging.getLogger("bitsandbytes.backends.cpu.ops")
+record = logging.LogRecord("x", logging.WARNING, "f", 1, "install kernels-community for faster ops", None, None)
+assert not all(f.filter(record) for f in ops.filters)
+logs.configure("verbose", capture_warnings=False)
+ragtruth_spans.load_detector("numbers")
+assert logging.getLogger("transformers").level == logging.NOTSET
+print("ok")
+"""
+    env = {k: v for k, v in os.environ.items() if k not in logs.QUIET_ENV}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr

@@ -87,11 +87,16 @@ def test_quality_filter(tmp_path):
     assert d["keep_quality"] == ["good", "truncated"]
 
 
+TRAIN_EMPTY = ("split 'train' has no records (train.jsonl is empty); if every response carries one RAGTruth split "
+               "(e.g. a slice of its test split), re-split them by source: --split-by-source "
+               "train=0.7,dev=0.1,test=0.2")
+
+
 def test_empty_splits_warn_not_crash(tmp_path, shared_sample_dir):
     with pytest.warns(UserWarning) as caught:
         stats = prepare(shared_sample_dir, tmp_path, dev_per_task=50)
     assert [str(w.message) for w in caught] == stats.warnings == [
-        "split 'train' has no records (train.jsonl is empty)", "split 'dev' has no records (dev.jsonl is empty)"]
+        TRAIN_EMPTY, "split 'dev' has no records (dev.jsonl is empty)"]
     splits = read_split_files(tmp_path)
     assert (len(splits["train"]), len(splits["dev"]), len(splits["test"])) == (0, 0, 142)
     assert len(stats.warnings) == 2
@@ -107,7 +112,7 @@ def test_only_test_split_without_shared_data(tmp_path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         stats = prepare(src, tmp_path / "out")
-    assert {str(w.message) for w in caught} == {"split 'train' has no records (train.jsonl is empty)",
+    assert {str(w.message) for w in caught} == {TRAIN_EMPTY,
                                                 "split 'dev' has no records (dev.jsonl is empty)"}
     assert stats.splits["test"].responses == 22 and (tmp_path / "out" / "train.jsonl").read_text() == ""
 
@@ -116,7 +121,7 @@ def test_dev_per_task_larger_than_train_sources(tmp_path):
     with pytest.warns(UserWarning) as caught:
         stats = prepare(sample_data_dir(), tmp_path, dev_per_task=100)
     messages = [str(w.message) for w in caught]
-    assert len(messages) == 4 and messages[-1] == "split 'train' has no records (train.jsonl is empty)"
+    assert len(messages) == 4 and messages[-1] == TRAIN_EMPTY
     assert messages[0].startswith("QA: only 7 train source(s), all moved to dev (--dev-per-task 100)")
     assert stats.splits["train"].responses == 0 and stats.splits["dev"].sources == 21
     with pytest.raises(InputError, match="dev_per_task"):

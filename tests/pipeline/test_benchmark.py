@@ -55,7 +55,8 @@ def test_benchmark_reproduces_evaluate_exactly_and_resumes(sample_test_file, dev
     markdown = (out / "leaderboard.md").read_text(encoding="utf-8")
     assert "| `flag-all` |" in markdown and "## Span F1 by task" in markdown
     assert (out / "leaderboard.svg").read_text(encoding="utf-8").lstrip().startswith("<?xml")
-    assert "| # | detector | span P |" in result.stdout
+    assert "| # | detector | span P |" in markdown and "| # |" not in result.stdout  # Markdown to the files
+    assert "span F1 [95% CI]" in result.stdout and "│ flag-all" in result.stdout  # a rich table to the terminal
 
     def no_second_tuning(*args, **kwargs):
         raise AssertionError("the saved tuning should have been reused")

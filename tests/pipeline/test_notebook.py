@@ -1,5 +1,5 @@
-"""The quickstart notebook is saved executed: valid nbformat, every code cell run in order, no error output, and
-every `ragtruth_spans` name it imports exists (so a rename cannot leave it silently stale)."""
+"""The notebooks (quickstart, own data) are saved executed: valid nbformat, every code cell run in order, no error
+output, and every `ragtruth_spans` name they import exists (so a rename cannot leave one silently stale)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,15 @@ import importlib
 from pathlib import Path
 
 import nbformat
+import pytest
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+NAMES = ["quickstart.ipynb", "own_data.ipynb"]
 
 
-def test_quickstart_notebook_is_saved_executed_without_errors() -> None:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_is_saved_executed_without_errors(name: str) -> None:
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     nbformat.validate(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code, "the notebook has no code cells"
@@ -22,8 +25,9 @@ def test_quickstart_notebook_is_saved_executed_without_errors() -> None:
     assert not [o for c in code for o in c.outputs if o.output_type == "error"]
 
 
-def test_quickstart_notebook_imports_exist() -> None:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_imports_exist(name: str) -> None:
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     imported = []
     for cell in nb.cells:
         if cell.cell_type != "code":

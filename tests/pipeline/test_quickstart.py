@@ -12,6 +12,7 @@ from rich.console import Console
 from ragtruth_spans.core.jsonl import read_records
 from ragtruth_spans.pipeline.quickstart import (
     DEFAULT_WORKDIR,
+    RECOMMENDED_LABEL,
     TOKEN_CLS_RECIPE,
     TOTAL_STEPS,
     QuickstartPaths,
@@ -43,11 +44,11 @@ def test_quickstart_runs_every_step_then_reuses_them(tmp_path: Path, monkeypatch
     assert "HTML report: " in out and str(workdir / "report.html") in out.replace("\n", "")
     assert 'id="report-data"' in html and all(f'"id": "{r.id}"' in html for r in test)
     board = json.loads((workdir / "leaderboard" / "leaderboard.json").read_text(encoding="utf-8"))
-    labels = {"tiny-cpu", TOKEN_CLS_RECIPE, "numbers", "sim-overlap", "flag-all"}
+    labels = {RECOMMENDED_LABEL, "tiny-cpu", TOKEN_CLS_RECIPE, "numbers", "sim-overlap", "flag-all"}
     assert {e["label"] for e in board["detectors"]} == labels
     assert (workdir / "leaderboard" / "leaderboard.md").is_file() and re.search(r"│ \d │ flag-all +│", out)
     lines = out.splitlines()
-    assert len(lines) < 80 and max(map(len, lines)) <= 200 and "\x1b" not in out and "\r" not in out
+    assert len(lines) < 100 and max(map(len, lines)) <= 200 and "\x1b" not in out and "\r" not in out
     info = json.loads((workdir / "token-cls" / "run_info.json").read_text(encoding="utf-8"))
     assert info["kind"] == "token-classification" and info["detection"]["tuned"]
     assert info["data"]["source"].endswith("train.jsonl") and info["data"]["eval"]["split"] == "dev"
@@ -60,12 +61,19 @@ def test_quickstart_runs_every_step_then_reuses_them(tmp_path: Path, monkeypatch
     token_overall = token_entry["report"]["overall"]
     assert token_overall["responses"] == len(test) and token_overall["auroc"] is not None
 
+    assert not list((workdir / "token-cls").glob("checkpoint-*"))  # only the final weights are kept
+    assert json.loads((workdir / "recommended-cpu" / "run_info.json").read_text())["kind"] == "stacked"
+    recommended = next(e for e in board["detectors"] if e["label"] == RECOMMENDED_LABEL)
+    rows = [json.loads(line) for line in Path(recommended["predictions"]).read_text(encoding="utf-8").splitlines()]
+    assert sum(len(r["spans"]) for r in rows) > 0  # the report shows a detector that flags something
+    assert html.index(RECOMMENDED_LABEL) < html.index(TOKEN_CLS_RECIPE)  # the report shows it first
+
     predicted = {p.name: p.read_bytes() for p in (workdir / "leaderboard" / "predictions").glob("*.jsonl")}
     assert len(predicted) == len(labels)
     console = Console(record=True, width=140)
     run_quickstart(max_steps=3, max_new_tokens=24, console=console, token_max_steps=2)
     again = console.export_text()
-    assert again.count("reusing") == 3 and f"0 responses detected ({len(test)} already done)" in again
+    assert again.count("reusing") == 4 and f"0 responses detected ({len(test)} already done)" in again
     assert json.loads((workdir / "report.json").read_text(encoding="utf-8")) == saved
     assert {p.name: p.read_bytes() for p in (workdir / "leaderboard" / "predictions").glob("*.jsonl")} == predicted
 

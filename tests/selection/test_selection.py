@@ -442,7 +442,7 @@ def test_cli_select_best_with_a_patched_detector(online_files, tmp_path: Path, m
     monkeypatch.setattr(loader, "load_detector", fake_load_detector)
     context, candidates = online_files
     out = tmp_path / "sel.json"
-    result = CliRunner().invoke(app, ["select-best", "--model", str(tmp_path), "--context", str(context),
+    result = CliRunner().invoke(app, ["select-best", "--model", str(tmp_path), "--context", f"@{context}",
                                       "--candidates", str(candidates), "--question", "When did it open?",
                                       "--json", str(out)], terminal_width=200)
     assert result.exit_code == 0, result.output
@@ -453,12 +453,12 @@ def test_cli_select_best_with_a_patched_detector(online_files, tmp_path: Path, m
     assert selection["index"] == 1 and selection["scores"] == [1.0, 0.0, 2.0]
     assert [c["id"] for c in selection["candidates"]] == ["a", "2", "c"]
     # no --task and no --question: the task is required
-    result = CliRunner().invoke(app, ["select-best", "--model", str(tmp_path), "--context", str(context),
+    result = CliRunner().invoke(app, ["select-best", "--model", str(tmp_path), "--context", f"@{context}",
                                       "--candidates", str(candidates)])
     assert result.exit_code == 2 and "--task is required" in flat(result.output)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"response": "ok"}\n{"answer": "x"}\n')
-    result = CliRunner().invoke(app, ["select-best", "--model", str(tmp_path), "--context", str(context),
+    result = CliRunner().invoke(app, ["select-best", "--model", str(tmp_path), "--context", f"@{context}",
                                       "--candidates", str(bad), "--task", "Summary"], terminal_width=200)
     assert result.exit_code == 2 and "bad.jsonl:2, field 'response'" in flat(result.output)
 
@@ -475,7 +475,7 @@ def test_cli_select_best_with_a_trained_tiny_detector(request, online_files, tmp
     responses = [r.response for r in run.records[:3]]
     write_jsonl(candidates, [{"response": r} for r in responses])
     out = tmp_path / "sel.json"
-    args = ["select-best", "--model", str(run.output_dir), "--context", str(context), "--candidates", str(candidates),
+    args = ["select-best", "--model", str(run.output_dir), "--context", f"@{context}", "--candidates", str(candidates),
             "--task", record.task_type, "--device", "cpu", "--json", str(out)]
     if record.question:
         args += ["--question", record.question]

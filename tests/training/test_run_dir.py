@@ -37,6 +37,7 @@ def test_claim_rules(tmp_path):
     fp = run_fingerprint(recipe(out), [])
     assert claim_output_dir(out, fp) is False and (out / "fingerprint.json").is_file()  # new run
     assert claim_output_dir(out, fp) is True  # same settings, unfinished: resume
+    (out / "checkpoint-1").mkdir()  # it saved progress (a run with nothing saved restarts, test below)
     other = run_fingerprint(recipe(out, learning_rate=1e-3), [])
     with pytest.raises(InputError, match=r"differs in: recipe\.training\.learning_rate.*--overwrite.*--resume"):
         claim_output_dir(out, other)
@@ -111,3 +112,28 @@ def test_whole_run_loss_counts_the_steps_after_the_last_log():
     # 18 steps logged every 20: only step 1 was logged; the trainer's train_loss covers all 18
     history = [{"loss": 0.89, "step": 1}, {"train_loss": 0.67, "step": 18}]
     assert whole_run_train_loss(history) == pytest.approx(0.67)
+
+
+def test_a_run_that_wrote_nothing_but_its_fingerprint_restarts_with_new_settings(tmp_path):
+    out = tmp_path / "run"
+    fp = run_fingerprint(recipe(out), [])
+    assert claim_output_dir(out, fp) is False  # started, then failed before writing anything
+    other = run_fingerprint(recipe(out, learning_rate=1e-3), [])
+    assert claim_output_dir(out, other) is False  # nothing to resume: a fresh start, not a refusal
+    assert json.loads((out / "fingerprint.json").read_text())["fingerprint"] == other["fingerprint"]
+    (out / "checkpoint-2").mkdir()
+    with pytest.raises(InputError, match="run of other settings"):  # progress is never thrown away silently
+        claim_output_dir(out, fp)
+
+
+def test_a_failed_new_run_is_released_unless_it_saved_progress(tmp_path):
+    from ragtruth_spans.training.run_dir import release_failed_run
+
+    out = tmp_path / "run"
+    claim_output_dir(out, run_fingerprint(recipe(out), []))
+    (out / "base").mkdir()
+    (out / "base" / "config.json").write_text("{}")
+    assert release_failed_run(out) is True and list(out.iterdir()) == []
+    claim_output_dir(out, run_fingerprint(recipe(out), []))
+    (out / "checkpoint-3").mkdir()
+    assert release_failed_run(out) is False and (out / "fingerprint.json").is_file()

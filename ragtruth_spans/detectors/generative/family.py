@@ -40,4 +40,4 @@ def train(recipe: GenerativeRecipe, **kwargs: Any) -> Any:
 
 
 FAMILY = Family(kind="generative", summary="QLoRA-fine-tuned causal LM that writes out the hallucinated spans",
-                load=load, recipe=GenerativeRecipe, train=train)
+                load=load, recipe=GenerativeRecipe, train=train, extra_sources="unweighted")

@@ -54,9 +54,12 @@ def train(recipe: SimilarityRecipe, *, console: Console | None = None, resume: b
                                       "paper_thresholds_figures": paper_row, "seconds": seconds},
         "paper_flagged_responses": sum(bool(d.spans) for d in paper.values()),
     })
-    console.print(f"[bold green]done[/]: {recipe.method} thresholds {tuned.thresholds} "
-                  f"({result.criterion} {result.value:.4f} on {result.split}; paper thresholds "
-                  f"{detector.thresholds}: {paper_row[result.criterion] if paper_row else float('nan'):.4f}) "
-                  f"→ {output_dir}", highlight=False)
+    def words(thresholds: dict[str, Any]) -> str:
+        return ", ".join(f"{name.replace('_', ' ')} {value:g}" for name, value in thresholds.items())
+
+    console.print(f"[bold green]done[/]: {recipe.method} thresholds {words(tuned.thresholds)} "
+                  f"({result.criterion} {result.value:.4f} on {result.split}; the paper's thresholds "
+                  f"{words(detector.thresholds)} give {paper_row[result.criterion] if paper_row else float('nan'):.4f})"
+                  f" → {output_dir}", highlight=False)
     return TrainResult(output_dir=output_dir, stats={"responses": len(kept)}, metrics=result.to_dict(),
                        resumed_from=None)

@@ -34,4 +34,4 @@ def train(recipe: TokenClassificationRecipe, **kwargs: Any) -> Any:
 
 
 FAMILY = Family(kind=KIND, summary="token classifier (encoder, or QLoRA decoder) labelling every response token",
-                load=load, recipe=TokenClassificationRecipe, train=train)
+                load=load, recipe=TokenClassificationRecipe, train=train, extra_sources="unweighted")

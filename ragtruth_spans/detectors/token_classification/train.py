@@ -32,7 +32,7 @@ from ragtruth_spans.detectors.token_classification.model import (
 from ragtruth_spans.detectors.token_classification.recipe import TokenClassificationRecipe
 from ragtruth_spans.detectors.token_classification.run_dir import window_settings
 from ragtruth_spans.detectors.token_classification.windows import Layout, plan_windows
-from ragtruth_spans.reporting.console import training_data_summary
+from ragtruth_spans.reporting.console import threshold_decision, training_data_summary
 from ragtruth_spans.training.arguments import trainer_arguments
 from ragtruth_spans.training.data import (
     RecordStats,
@@ -244,9 +244,11 @@ def train(recipe: TokenClassificationRecipe, *, console: Console | None = None, 
         detection = _tune_threshold(recipe, trainer.model, data, console)
         write_run_files(output_dir, recipe, fingerprint=fingerprint,
                         info=_run_info(recipe, data, model, metrics, last, detection))
+        figure = (f"span F1 {detection['dev']['f1']:.3f}" if isinstance(detection.get("dev"), dict) else None)
         console.print(f"[bold green]done[/]: model and run info in {output_dir} (train_loss over the whole run="
-                      f"{metrics['train_loss_whole_run'] or float('nan'):.4f}, {metrics['wall_s']} s; threshold "
-                      f"{detection['threshold']})")
+                      f"{metrics['train_loss_whole_run'] or float('nan'):.4f}, {metrics['wall_s']} s). Decision: "
+                      + threshold_decision(detection["threshold"], bool(detection.get("tuned")),
+                                           recipe.data.eval_split, figure), highlight=False)
     return TrainResult(output_dir=output_dir, stats=data.stats, metrics=metrics, resumed_from=last)
 
 

@@ -311,7 +311,7 @@ def test_select_best_with_a_token_classifier_run(trained, tmp_path):
     candidates = tmp_path / "candidates.jsonl"
     candidates.write_text("".join(json.dumps({"id": cid, "response": text}) + "\n" for cid, text in
                                   (("made-up", hallucinated.response), ("clean", clean.response))), encoding="utf-8")
-    result = CliRunner().invoke(app, ["select-best", "--model", str(out), "--context", str(tmp_path / "context.txt"),
+    result = CliRunner().invoke(app, ["select-best", "--model", str(out), "--context", f"@{tmp_path / 'context.txt'}",
                                       "--candidates", str(candidates), "--question", clean.question,
                                       "--device", "cpu", "--json", str(tmp_path / "choice.json")])
     assert result.exit_code == 0, result.output

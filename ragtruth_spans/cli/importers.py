@@ -1,0 +1,94 @@
+"""``ragtruth-spans import jsonl|summedits|xsum-hallucinations|expertqa``: annotated data → a prepared directory
+(train/dev/test.jsonl + stats.json, as ``prepare`` writes) that ``train`` reads as ``data.prepared_dir`` or as a
+training-only ``data.extra`` source. Formats: docs/DATA.md."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ragtruth_spans.cli.common import app, note, out, user_errors
+
+import_app = typer.Typer(no_args_is_help=True, help="Import annotated data (your own JSONL, or a public set in its "
+                                                     "original format) into a prepared directory.")
+app.add_typer(import_app, name="import")
+
+OUT_HELP = "Output folder for train/dev/test.jsonl and stats.json (the prepared directory)."
+SPLIT_HELP = ("Seeded re-split by source, per task: shares 'train=0.7,dev=0.15,test=0.15' (the default) or counts "
+              "'dev=10,test=20'; 'train=1' puts everything in train.")
+
+
+def _run(read: Callable[[], tuple[list[Any], Any]], out_dir: Path, split_by_source: str | None, seed: int) -> None:
+    from ragtruth_spans.data.imported import write_prepared
+    from ragtruth_spans.data.splits import parse_split_spec
+    from ragtruth_spans.reporting.console import import_summary
+
+    with user_errors():
+        spec = parse_split_spec(split_by_source) if split_by_source is not None else None
+        records, report = read()
+        stats = write_prepared(out_dir, records, report, split_spec=spec, seed=seed)
+    out.print(import_summary(stats))
+    note(f"wrote {out_dir}/{{train,dev,test}}.jsonl and {out_dir}/stats.json")
+
+
+@import_app.command("jsonl")
+def import_jsonl(
+    in_file: Path = typer.Option(..., "--in", help="Your JSONL: context, response, spans [{start, end, type?}], "
+                                 "optional question, task, id, source_id, model, split (docs/DATA.md)."),
+    out_dir: Path = typer.Option(..., "--out", help=OUT_HELP),
+    split_by_source: Optional[str] = typer.Option(None, "--split-by-source", help=SPLIT_HELP + " Not with "
+                                                  "records that carry a split."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the re-split."),
+) -> None:
+    """Your own annotated data in the minimal format; every defaulted field is counted."""
+    from ragtruth_spans.data.own_jsonl import read_own_jsonl
+
+    _run(lambda: read_own_jsonl(in_file), out_dir, split_by_source, seed)
+
+
+@import_app.command("summedits")
+def import_summedits(
+    in_dir: Path = typer.Option(..., "--in", help="SummEdits' data/summedits/ folder (summedits_<domain>.json)."),
+    out_dir: Path = typer.Option(..., "--out", help=OUT_HELP),
+    split_by_source: Optional[str] = typer.Option(None, "--split-by-source", help=SPLIT_HELP),
+    seed: int = typer.Option(0, "--seed", help="Seed of the re-split."),
+) -> None:
+    """SummEdits (Apache-2.0): spans = the words an inconsistent summary changed against its original."""
+    from ragtruth_spans.data.summedits import read_summedits
+
+    _run(lambda: read_summedits(in_dir), out_dir, split_by_source, seed)
+
+
+@import_app.command("xsum-hallucinations")
+def import_xsum(
+    in_dir: Path = typer.Option(..., "--in", help="Folder with hallucination_annotations_xsum_summaries.csv and "
+                                "articles/<bbcid>.json."),
+    out_dir: Path = typer.Option(..., "--out", help=OUT_HELP),
+    min_votes: int = typer.Option(2, "--min-votes", min=1, help="Annotators (of 3) who must mark a character."),
+    split_by_source: Optional[str] = typer.Option(None, "--split-by-source", help=SPLIT_HELP),
+    seed: int = typer.Option(0, "--seed", help="Seed of the re-split."),
+) -> None:
+    """XSum hallucination annotations (Maynez et al. 2020, CC BY 4.0): spans marked by --min-votes annotators."""
+    from ragtruth_spans.data.xsum_hallucinations import read_xsum_hallucinations
+
+    _run(lambda: read_xsum_hallucinations(in_dir, min_votes=min_votes), out_dir, split_by_source, seed)
+
+
+@import_app.command("expertqa")
+def import_expertqa(
+    in_dir: Path = typer.Option(..., "--in", help="ExpertQA's data/lfqa/ folder (*.jsonl)."),
+    out_dir: Path = typer.Option(..., "--out", help=OUT_HELP),
+    min_context: int = typer.Option(200, "--min-context", min=0, help="Skip answers whose cited evidence is "
+                                    "shorter (characters)."),
+    partial: bool = typer.Option(True, "--partial/--no-partial", help="Mark claims judged Partial/Incomplete "
+                                 "(Subtle Baseless Info) beside Missing ones."),
+    split_by_source: Optional[str] = typer.Option(None, "--split-by-source", help=SPLIT_HELP),
+    seed: int = typer.Option(0, "--seed", help="Seed of the re-split."),
+) -> None:
+    """ExpertQA (MIT): claims whose cited evidence does not support them become spans."""
+    from ragtruth_spans.data.expertqa import read_expertqa
+
+    _run(lambda: read_expertqa(in_dir, min_context=min_context, partial=partial), out_dir, split_by_source, seed)

@@ -1,0 +1,112 @@
+"""What every importer shares (``ragtruth-spans import jsonl|summedits|xsum-hallucinations|expertqa``): the
+report of what it read, repaired, skipped and defaulted, and the writer of the prepared directory.
+
+The output is what ``prepare`` writes and ``train`` reads: ``OUT/{train,dev,test}.jsonl`` (prepared records,
+:class:`~ragtruth_spans.core.types.Record`) and ``OUT/stats.json``. Splits are always by source
+(:mod:`ragtruth_spans.data.splits`): records that all carry a ``split`` keep it; otherwise a seeded re-split by
+source per task (``--split-by-source``, default :data:`DEFAULT_SPLIT`).
+
+Accounting (checked before writing): ``input == written + sum(skipped)``. Every repair and every defaulted field
+is counted by reason in ``stats.json`` and in the console summary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.jsonl import write_json, write_records
+from ragtruth_spans.core.types import SPLITS, Record
+
+DEFAULT_SPLIT: dict[str, float] = {"train": 0.7, "dev": 0.15, "test": 0.15}
+"""The seeded re-split by source an import uses when its records carry no split."""
+
+
+@dataclass
+class ImportReport:
+    """What an importer did. ``input``: the items it read (records, summaries, answers: ``unit`` names them);
+    ``skipped``/``repaired``/``defaulted``: counts by reason or field; ``details``: the importer's own settings
+    and counts (e.g. how annotators were combined)."""
+
+    importer: str
+    input_path: str
+    unit: str = "records"
+    input: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    repaired: Counter[str] = field(default_factory=Counter)
+    defaulted: Counter[str] = field(default_factory=Counter)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def skip(self, reason: str, n: int = 1) -> None:
+        self.skipped[reason] += n
+
+    def repair(self, reason: str, n: int = 1) -> None:
+        self.repaired[reason] += n
+
+    def default(self, name: str, n: int = 1) -> None:
+        self.defaulted[name] += n
+
+
+def stable_id(*parts: str, length: int = 16) -> str:
+    """A short deterministic id from ``parts`` (sha256 hex prefix), e.g. a source id for a question's text."""
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:length]
+
+
+def write_prepared(out_dir: str | Path, records: Sequence[Record], report: ImportReport, *,
+                   split_spec: Mapping[str, float] | None = None, seed: int = 0) -> dict[str, Any]:
+    """Split ``records`` by source and write ``out_dir/{train,dev,test}.jsonl`` and ``stats.json``; return the
+    stats written. Records that all carry a split keep it (``split_spec`` must then be None); otherwise the
+    seeded re-split ``split_spec`` (default :data:`DEFAULT_SPLIT`) assigns every source. An empty split is a
+    warning in the stats, not an error."""
+    from ragtruth_spans.data.prepare import SplitStats
+    from ragtruth_spans.data.splits import assign_splits
+
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError("the output path exists and is not a directory", path=out)
+    if not records:
+        raise InputError(f"no {report.unit} left to write (read {report.input}; skipped: "
+                         f"{dict(report.skipped) or 'none'})", path=report.input_path)
+    warnings: list[str] = []
+    given = bool(records) and all(r.split in SPLITS for r in records) and report.defaulted.get("split", 0) == 0
+    if given and split_spec is not None:
+        raise InputError("the records carry their own split; drop --split-by-source (or the records' split)",
+                         field="--split-by-source")
+    if given:
+        by_split = {name: [r for r in records if r.split == name] for name in SPLITS}
+        shared = {r.source_id for r in by_split["train"]} & {r.source_id for rs in (by_split["dev"], by_split["test"])
+                                                              for r in rs}
+        shared |= {r.source_id for r in by_split["dev"]} & {r.source_id for r in by_split["test"]}
+        if shared:
+            warnings.append(f"{len(shared)} source(s) have records in two splits (the records' own split was kept)")
+        spec: dict[str, float] | None = None
+    else:
+        spec = dict(split_spec or DEFAULT_SPLIT)
+        by_split, _, _ = assign_splits(list(records), dev_per_task=0, seed=seed, split_spec=spec, warnings=warnings)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in SPLITS:
+        write_records(out / f"{name}.jsonl", by_split[name])
+        if not by_split[name]:
+            warnings.append(f"split '{name}' has no records ({name}.jsonl is empty)")
+    written = sum(len(rs) for rs in by_split.values())
+    if report.input != written + sum(report.skipped.values()):
+        raise RuntimeError(f"{report.importer}: counts do not add up (input {report.input} != written {written} "
+                           f"+ skipped {sum(report.skipped.values())})")
+    stats = {
+        "importer": report.importer, "input_path": report.input_path, "out_dir": str(out), "unit": report.unit,
+        "seed": seed, "split_by_source": spec, "split_given": given,
+        "input": report.input, "written": written, "skipped": dict(sorted(report.skipped.items())),
+        "repaired": dict(sorted(report.repaired.items())), "defaulted": dict(sorted(report.defaulted.items())),
+        "splits": {name: vars(SplitStats.of(by_split[name])) for name in SPLITS},
+        "spans": {"written": sum(len(r.spans) for rs in by_split.values() for r in rs),
+                  "by_type": dict(sorted(Counter(str(s.type) for rs in by_split.values() for r in rs
+                                                 for s in r.spans).items()))},
+        "details": report.details, "warnings": warnings,
+    }
+    write_json(out / "stats.json", stats)
+    return stats
