@@ -48,10 +48,11 @@ def _params(settings: CombinerSection) -> dict[str, Any]:
 
 
 def fit(x: np.ndarray, y: np.ndarray, x_eval: np.ndarray, y_eval: np.ndarray, settings: CombinerSection,
-        names: Sequence[str], rounds: int | None = None) -> Any:
-    """A booster trained on ``(x, y)``: early-stopped on ``(x_eval, y_eval)``, or exactly ``rounds`` rounds."""
+        names: Sequence[str], rounds: int | None = None, weight: np.ndarray | None = None) -> Any:
+    """A booster trained on ``(x, y)`` (rows weighted by ``weight``, default 1): early-stopped on
+    ``(x_eval, y_eval)``, or exactly ``rounds`` rounds."""
     lgb = _lightgbm()
-    train_set = lgb.Dataset(x, y, feature_name=list(names), free_raw_data=True)
+    train_set = lgb.Dataset(x, y, weight=weight, feature_name=list(names), free_raw_data=True)
     if rounds is not None:
         return lgb.train(_params(settings), train_set, rounds)
     eval_set = lgb.Dataset(x_eval, y_eval, reference=train_set)
@@ -65,7 +66,7 @@ def rounds_of(booster: Any) -> int:
 
 
 def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, settings: CombinerSection, names: Sequence[str],
-                rounds: int) -> np.ndarray:
+                rounds: int, weight: np.ndarray | None = None) -> np.ndarray:
     """Probabilities of every row from boosters fitted, ``rounds`` rounds each, on the other folds of a
     source-disjoint split (``groups``: one source id per row; folds are seeded)."""
     sources = np.unique(groups)
@@ -77,7 +78,8 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, settings: Comb
         held = folds == k
         if not held.any() or held.all():
             continue
-        booster = fit(x[~held], y[~held], x[held], y[held], settings, names, rounds=rounds)
+        booster = fit(x[~held], y[~held], x[held], y[held], settings, names, rounds=rounds,
+                      weight=None if weight is None else weight[~held])
         out[held] = booster.predict(x[held])
     return out
 

@@ -56,4 +56,4 @@ def train(recipe: StackedRecipe, **kwargs: Any) -> Any:
 
 FAMILY = Family(kind="stacked", summary="word-level gradient boosting over context-support features and other "
                                         "detectors' scores (trained combiner, tuned decision)",
-                load=load, recipe=StackedRecipe, train=train)
+                load=load, recipe=StackedRecipe, train=train, extra_sources="weighted")

@@ -18,12 +18,13 @@ decision: {per_task: true, max_word_gap: [0, 1, 2], ...}
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from ragtruth_spans.training.pretrained import MINILM
-from ragtruth_spans.training.recipe import Recipe, Section, check_eval_split
+from ragtruth_spans.training.recipe import DataSection, Recipe, Section, check_eval_split
 
 
 class FeatureSection(Section):
@@ -124,6 +125,8 @@ class StackedRecipe(Recipe):
     """``kind: stacked`` — word-level gradient boosting over support features and members' scores."""
 
     kind: Literal["stacked"] = "stacked"
+    reads: ClassVar[Mapping[str, frozenset[str]]] = {"data": frozenset(DataSection.model_fields) - {"max_length"}}
+    """Words are not tokens: the stacked family has no token budget (``data.max_length``)."""
     features: FeatureSection = Field(default_factory=FeatureSection)
     members: list[MemberSection] = Field(default_factory=list)
     combiner: CombinerSection = Field(default_factory=CombinerSection)

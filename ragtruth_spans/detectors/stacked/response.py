@@ -235,15 +235,15 @@ class TrainedHead:
 def train_head(settings: ResponseSection, decision: Decision, names: Sequence[str], records: Sequence[Any],
                columns: Sequence[ItemColumns], probabilities: Sequence[np.ndarray], n_train: int) -> TrainedHead:
     """Fit the head on the first ``n_train`` responses (training; their word probabilities out of fold; augmented
-    ones only with ``settings.augmented``), score the rest (eval) with it, and calibrate on the real out-of-fold
-    training responses plus the eval ones."""
-    from ragtruth_spans.data.augment import is_augmented
+    ones only with ``settings.augmented``, extra training-only sources never), score the rest (eval) with it, and
+    calibrate on the real out-of-fold training responses plus the eval ones."""
+    from ragtruth_spans.training.data import record_origin
 
     x = head_matrix(columns, probabilities, names, decision, [r.task_type for r in records],
                     [r.response for r in records])
     y = np.array([bool(r.spans) for r in records], dtype=np.int8)
-    augmented = np.array([is_augmented(r) for r in records])
-    fit_rows = [i for i in range(n_train) if settings.augmented or not augmented[i]]
+    origin = [record_origin(r) for r in records]
+    fit_rows = [i for i in range(n_train) if origin[i] == "real" or (settings.augmented and origin[i] == "augmented")]
     booster, out_of_fold, rounds = fit_head(x[fit_rows], y[fit_rows], [records[i].source_id for i in fit_rows],
                                             settings)
     raw = np.zeros(len(records), dtype=np.float64)
@@ -252,7 +252,7 @@ def train_head(settings: ResponseSection, decision: Decision, names: Sequence[st
     rest = [i for i in range(len(records)) if i not in fitted]
     if rest:
         raw[rest] = booster.predict(x[rest], num_iteration=rounds)
-    real = [i for i in range(len(records)) if not augmented[i]]
+    real = [i for i in range(len(records)) if origin[i] == "real"]
     calibration = Calibration.fit(raw[real], y[real])
     gain = booster.feature_importance("gain", iteration=rounds)
     importance = {name: round(float(v), 1) for name, v in sorted(zip(RESPONSE_FEATURES, gain), key=lambda kv: -kv[1])}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -28,12 +29,17 @@ from rich.console import Console
 
 from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.core.types import Record
-from ragtruth_spans.data.augment import is_augmented
 from ragtruth_spans.detectors.base import DetectItem, Detector
 from ragtruth_spans.detectors.stacked import combiner, response
 from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder, character_scores
 from ragtruth_spans.detectors.stacked.recipe import MemberSection, StackedRecipe
-from ragtruth_spans.training.data import RecordStats, load_eval_records, selected_training_records
+from ragtruth_spans.training.data import (
+    RecordStats,
+    load_eval_records,
+    record_origin,
+    record_weight,
+    selected_training_records,
+)
 from ragtruth_spans.training.run import TrainResult
 from ragtruth_spans.training.run_dir import write_run_files
 
@@ -63,9 +69,11 @@ def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, 
     from ragtruth_spans.training.run_dir import FINGERPRINT_FILE, RUN_INFO_FILE, run_fingerprint
 
     assert member.recipe is not None
-    sub = load_recipe(member.recipe, [*member.overrides, f"data.prepared_dir={data_dir}", "data.split=train",
-                                      "data.eval_split=dev", f"data.tasks={json.dumps(recipe.data.tasks)}",
-                                      f"output_dir={output}"])
+    settings = [*member.overrides, f"data.prepared_dir={data_dir}", "data.eval_split=dev",
+                f"data.tasks={json.dumps(recipe.data.tasks)}", f"output_dir={output}"]
+    if load_recipe(member.recipe, settings).reads_key("data.split"):  # a similarity member reads no training split
+        settings.append("data.split=train")
+    sub = load_recipe(member.recipe, settings)
     fingerprint = run_fingerprint(sub, [data_dir / "train.jsonl", data_dir / "dev.jsonl"])["fingerprint"]
     stored = output / FINGERPRINT_FILE
     if (output / RUN_INFO_FILE).is_file() and stored.is_file() and \
@@ -135,9 +143,9 @@ def _columns(builder: ColumnBuilder, records: Sequence[Record], member_scores: d
 
 
 def origins(records: Sequence[Record]) -> str:
-    """``"1031 real + 533 augmented"``: training records by where they came from."""
-    augmented = sum(is_augmented(r) for r in records)
-    return f"{len(records) - augmented} real" + (f" + {augmented} augmented" if augmented else "")
+    """``"1031 real + 533 augmented + 1175 extra"``: training records by where they came from."""
+    counts = Counter(record_origin(r) for r in records)
+    return " + ".join(f"{counts[o]} {o}" for o in ("real", "augmented", "extra") if counts[o] or o == "real")
 
 
 def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool = False,
@@ -171,9 +179,11 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     x_eval = np.concatenate([c.matrix for c in eval_cols])
     y_eval = np.concatenate([word_labels(r, c.words) for r, c in zip(eval_records, eval_cols)])
     groups = np.concatenate([[r.source_id] * len(c.words) for r, c in zip(train_records, train_cols)])
-    booster = combiner.fit(x, y, x_eval, y_eval, recipe.combiner, builder.names)
+    weight = np.concatenate([[record_weight(r, recipe.data)] * len(c.words) for r, c in zip(train_records, train_cols)])
+    weight = None if np.all(weight == 1.0) else weight  # data.extra with weights
+    booster = combiner.fit(x, y, x_eval, y_eval, recipe.combiner, builder.names, weight=weight)
     rounds = combiner.rounds_of(booster)
-    oof = combiner.out_of_fold(x, y, groups, recipe.combiner, builder.names, rounds)
+    oof = combiner.out_of_fold(x, y, groups, recipe.combiner, builder.names, rounds, weight=weight)
     seconds["combiner"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
@@ -184,7 +194,7 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     every_cols = train_cols + eval_cols
     bounds = np.cumsum([0, *(len(c.words) for c in every_cols)])
     every_probs = [flat[bounds[i]:bounds[i + 1]] for i in range(len(every_record))]
-    real = [i for i, r in enumerate(every_record) if not is_augmented(r)]  # tune on real data
+    real = [i for i, r in enumerate(every_record) if record_origin(r) == "real"]  # tune on real data only
     tuned_records = [every_record[i] for i in real]
     tuned_words = [every_cols[i].words for i in real]
     probabilities = [every_probs[i] for i in real]
