@@ -210,3 +210,17 @@ def test_an_unfinished_or_foreign_run_is_refused(prepared, tmp_path):
     (edited / "run_info.json").write_text(json.dumps(info))
     with pytest.raises(InputError, match="columns differ"), pytest.warns(UserWarning):
         load_detector(edited)
+
+
+def test_extra_training_sources_are_weighted_rows_never_tuned_on(prepared, tmp_path):
+    extra = tmp_path / "extra"
+    write_records(extra / "train.jsonl", synthetic_records(8, 5, "train"))
+    out = tmp_path / "run"
+    recipe = stacked_recipe(prepared, out)
+    recipe["data"]["extra"] = [{"dir": str(extra), "weight": 0.5}]
+    train(validate_recipe(recipe))
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["data_stats"]["extra"][0]["kept"] == 16 and info["data_stats"]["extra"][0]["weight"] == 0.5
+    assert info["tuning"]["responses"] == 32 + 12          # the real training and eval responses, no extra one
+    assert info["response"]["responses"] == 32 + 12
+    assert info["words"]["train"] > 0 and load_detector(out).detect_batch(synthetic_records(1, 2, "test"))
