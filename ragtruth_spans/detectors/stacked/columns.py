@@ -47,7 +47,7 @@ def column_names(members: Sequence[str]) -> list[str]:
     return [*BASE_FEATURES, *(f"{m}_{c}" for m in members for c in ("word", "mean_3", "mean_8"))]
 
 
-RULE_COLUMNS = ("swap", "negation_added", "negation_dropped")
+RULE_COLUMNS = ("swap", "negation_added", "negation_dropped", "number_near")
 """The conflict columns whose words the decision's ``conflict_rule`` always flags (:func:`~.features.conflicts`),
 with ``swap_one_side`` on numbers (a changed number at the end of a copied phrase)."""
 

@@ -55,7 +55,7 @@ BASE_FEATURES: tuple[str, ...] = (
     "sentence_position", "sentence_length", "word_position",
     "sentence_cosine", "log_response_words", "log_context_words",
     *(f"task_{task}" for task in TASK_TYPES),
-    "swap", "swap_one_side", "negation_added", "negation_dropped", "sentence_conflict",
+    "swap", "swap_one_side", "negation_added", "negation_dropped", "sentence_conflict", "number_near",
 )
 """Column names of :func:`word_features`, in order."""
 
@@ -266,6 +266,20 @@ def _contradicts(block: Sequence[str], capitalised: Sequence[bool], at: int, ind
     return differ
 
 
+def near_number(token: str, numbers: frozenset[str]) -> bool:
+    """Whether ``token`` is a whole number of two or more digits that the context lacks but holds one digit edit
+    away, at the same length (``1923`` against ``1932``, ``208`` against ``206``): how changed numbers look. On
+    the pool's training and dev responses 35 of the 60 such words are hallucinated, against 170 of all 768
+    unsupported numbers."""
+    from rapidfuzz.distance import DamerauLevenshtein
+
+    digits = token.replace(",", "")
+    if len(digits) < 2 or not digits.isdigit() or number_value(token) in numbers:
+        return False
+    return any(len(n) == len(digits) and n.isdigit() and DamerauLevenshtein.distance(n, digits) == 1
+               for n in numbers)
+
+
 def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: ContextIndex
               ) -> dict[str, np.ndarray]:
     """Signals that the context says something else where the response copies it (contradicted, not merely
@@ -442,6 +456,7 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
         columns[f"task_{task_name}"] = float(task == task_name)
     columns.update(conflict)
     columns["sentence_conflict"] = sentence_conflict
+    columns["number_near"] = [near_number(t, index.numbers) for t in tokens]
     for j, name in enumerate(BASE_FEATURES):
         out[:, j] = np.asarray(columns[name], dtype=np.float32)
     return out

@@ -140,3 +140,9 @@ def test_conflict_columns_stay_silent_on_copied_or_reordered_text():
     features = features_of(context, "Sales decreased by 5 percent. It has a garden.")
     assert features["decreased"]["sentence_conflict"] == features["percent"]["sentence_conflict"] == 1.0
     assert features["garden"]["sentence_conflict"] == 0.0
+
+
+def test_a_number_one_digit_edit_away_from_a_context_number_is_marked_near():
+    context = "The bridge has carried traffic since 1932. It employs 1,200 people and 7 engineers."
+    features = features_of(context, "Traffic since 1923, 2,100 people, 8 engineers, 1932 and 5400.")
+    assert {w for w, row in features.items() if row["number_near"]} == {"1923", "2,100"}
