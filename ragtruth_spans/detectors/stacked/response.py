@@ -257,3 +257,20 @@ def train_head(settings: ResponseSection, decision: Decision, names: Sequence[st
     gain = booster.feature_importance("gain", iteration=rounds)
     importance = {name: round(float(v), 1) for name, v in sorted(zip(RESPONSE_FEATURES, gain), key=lambda kv: -kv[1])}
     return TrainedHead(booster, rounds, calibration, calibration(raw), y, importance)
+
+
+def keep_head(head_scores: Sequence[float], word_max: Sequence[float], labels: Sequence[bool]
+              ) -> tuple[bool, dict[str, Any] | None]:
+    """Whether the head ranks the tuning responses (out-of-fold training + eval) better than their highest word
+    probability does — the score a run without a head gives — by AUROC; with the two AUROCs when it does not
+    (a head fitted on a few dozen responses is a constant)."""
+    from sklearn.metrics import roc_auc_score
+
+    if len(set(labels)) < 2:
+        return False, {"reason": "one class only among the tuning responses"}
+    head_auroc, word_auroc = roc_auc_score(labels, head_scores), roc_auc_score(labels, word_max)
+    if head_auroc > word_auroc:
+        return True, None
+    return False, {"reason": f"out-of-fold AUROC {head_auroc:.3f} is not above the top word probability's "
+                             f"{word_auroc:.3f}", "auroc_head": round(float(head_auroc), 4),
+                   "auroc_word_max": round(float(word_auroc), 4)}

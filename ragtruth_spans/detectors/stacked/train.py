@@ -202,14 +202,21 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     seconds["decision"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
-    head = None
+    head, head_dropped = None, None
+    word_max = [float(p.max()) if len(p) else 0.0 for p in probabilities]
+    scores = word_max
     if recipe.response is not None:
         console.print("stacked: response head (cross-validated by source, calibrated on out-of-fold responses)")
         head = response.train_head(recipe.response, decision, builder.names, every_record, every_cols, every_probs,
                                    len(train_records))
-        scores = [float(head.scores[i]) for i in real]
-    else:
-        scores = [float(p.max()) if len(p) else 0.0 for p in probabilities]
+        head_scores = [float(head.scores[i]) for i in real]
+        kept, head_dropped = response.keep_head(head_scores, word_max, [bool(r.spans) for r in tuned_records])
+        if kept:
+            scores, head_dropped = head_scores, None
+        else:  # too little data for the head to rank better than the top word probability (tiny sets)
+            console.print(f"stacked: response head dropped ({head_dropped['reason']})", highlight=False)
+            head_dropped |= head.info(real, every_record)
+            head = None
     decision = combiner.tune_gate(tuned_records, tuned_words, probabilities, scores, decision, recipe.decision,
                                   table, [every_cols[i].contradicted() for i in real])
     seconds["response"] = time.perf_counter() - tick
@@ -224,6 +231,7 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
                   and all(row[k] == v for k, v in decision.to_dict().items()))
     info = {"columns": builder.names, "rounds": rounds, "decision": decision.to_dict(),
             "response": None if head is None else head.info(real, every_record),
+            **({"response_head_dropped": head_dropped} if head_dropped else {}),
             "members": {m.name: {"recipe": m.recipe, "detector": m.detector,
                                  "path": f"{MEMBERS_DIR}/{m.name}/full" if m.recipe else None}
                         for m in recipe.members},

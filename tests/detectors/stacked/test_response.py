@@ -90,3 +90,13 @@ def test_the_conflict_rule_flags_contradicted_words_whatever_the_gate_says():
     assert Decision.from_dict(ruled.to_dict()) == ruled
     with pytest.raises(InputError, match="conflict_rule"):
         Decision.from_dict({**ruled.to_dict(), "conflict_rule": "yes"})
+
+
+def test_the_head_is_kept_only_when_it_ranks_better_than_the_top_word_probability():
+    from ragtruth_spans.detectors.stacked.response import keep_head
+
+    labels = [True, True, False, False]
+    assert keep_head([0.9, 0.8, 0.2, 0.1], [0.5, 0.1, 0.6, 0.2], labels) == (True, None)
+    kept, why = keep_head([0.4, 0.4, 0.4, 0.4], [0.9, 0.8, 0.2, 0.1], labels)   # a constant head (tiny data)
+    assert not kept and why["auroc_head"] == 0.5 and why["auroc_word_max"] == 1.0
+    assert keep_head([0.1, 0.2], [0.1, 0.2], [True, True])[0] is False

@@ -103,10 +103,20 @@ def test_decision_values_are_validated(decision):
         combiner.Decision.from_dict(decision)
 
 
-def test_a_damaged_response_head_is_one_clean_error(run, tmp_path):
+def test_a_damaged_response_head_is_one_clean_error(tmp_path):
+    import lightgbm
+    import numpy as np
+
     from ragtruth_spans.detectors.stacked import response
 
-    text = (run / response.HEAD_FILE).read_text(encoding="utf-8")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, len(response.RESPONSE_FEATURES)))
+    booster = lightgbm.train({"objective": "binary", "verbose": -1, "num_leaves": 4, "seed": 0},
+                             lightgbm.Dataset(x, (x[:, 0] > 0).astype(float)), 10)
+    (tmp_path / "good").mkdir()
+    response.save(booster, tmp_path / "good", 10)
+    assert response.load(tmp_path / "good").num_feature() == len(response.RESPONSE_FEATURES)
+    text = (tmp_path / "good" / response.HEAD_FILE).read_text(encoding="utf-8")
     for name, data in _damaged(text).items():
         (tmp_path / name).mkdir()
         (tmp_path / name / response.HEAD_FILE).write_bytes(data)
