@@ -52,13 +52,6 @@ def word_labels(record: Record, words: Sequence[tuple[int, int]]) -> np.ndarray:
     return np.array([any(s.start < b and a < s.end for s in record.spans) for a, b in words], dtype=np.int8)
 
 
-def _source_folds(records: Sequence[Record], folds: int, seed: int) -> list[int]:
-    sources = sorted({r.source_id for r in records})
-    order = np.random.default_rng(seed).permutation(len(sources))
-    fold_of = {sources[j]: rank % folds for rank, j in enumerate(order)}
-    return [fold_of[r.source_id] for r in records]
-
-
 def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, output: Path, console: Console
                   ) -> Detector:
     """The member trained on ``data_dir/train.jsonl`` (eval: ``data_dir/dev.jsonl``) into ``output``; a finished
@@ -108,7 +101,7 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
             on_train[member.name] = character_scores(detectors[member.name], train_items)
         else:
             home = run_dir / MEMBERS_DIR / member.name
-            folds = _source_folds(train_records, member.folds, recipe.data.seed)
+            folds = response.source_folds([r.source_id for r in train_records], member.folds, recipe.data.seed)
             scores: list[Any] = [None] * len(train_records)
             for k in range(member.folds):
                 console.print(f"member {member.name}: fold {k + 1}/{member.folds}")
