@@ -93,13 +93,14 @@ def criterion_value(report: Mapping[str, Any], criterion: str) -> float:
     return float(report[level][metric])
 
 
-def tune_thresholds(records: Sequence[Record], candidates: Sequence[dict[str, float]],
-                    detect: Callable[[dict[str, float]], Sequence[Any]], *, criterion: str = DEFAULT_CRITERION,
-                    split: str = "dev") -> TuningResult:
+def tune_thresholds(records: Sequence[Record], candidates: Sequence[Mapping[str, Any]],
+                    detect: Callable[[Any], Sequence[Any]], *, criterion: str = DEFAULT_CRITERION,
+                    split: str = "dev", admissible: Callable[[dict[str, Any]], bool] | None = None) -> TuningResult:
     """Score ``detect(thresholds)`` — one :class:`~ragtruth_spans.detectors.base.Detection` (or one span list) per
     record, in order — for each candidate with :func:`~ragtruth_spans.evaluation.counts.pooled_figures` and return
-    the best by ``criterion`` (ties: the first candidate; see the module docstring). Each table row holds the
-    candidate's thresholds and its span precision, recall, F1, response F1 and response macro F1."""
+    the best by ``criterion`` (ties: the first candidate; see the module docstring) among the candidates whose table
+    row ``admissible`` accepts (default: all; when none is, the first candidate). Each table row holds the
+    candidate's settings and its span precision, recall, F1, response F1 and response macro F1."""
     from ragtruth_spans.evaluation.counts import pooled_figures
 
     if criterion not in CRITERIA:
@@ -115,11 +116,14 @@ def tune_thresholds(records: Sequence[Record], candidates: Sequence[dict[str, fl
         spans = [getattr(d, "spans", d) for d in detect(thresholds)]
         overall = pooled_figures(records, spans)
         value = criterion_value(overall, criterion)
-        table.append({**thresholds, "span_precision": overall["span"]["precision"],
-                      "span_recall": overall["span"]["recall"], "span_f1": overall["span"]["f1"],
-                      "response_f1": overall["response"]["f1"], "response_macro_f1": overall["response_macro"]["f1"]})
-        if best is None or value > best[0]:
+        row = {**thresholds, "span_precision": overall["span"]["precision"],
+               "span_recall": overall["span"]["recall"], "span_f1": overall["span"]["f1"],
+               "response_f1": overall["response"]["f1"], "response_macro_f1": overall["response_macro"]["f1"]}
+        table.append(row)
+        if (admissible is None or admissible(row)) and (best is None or value > best[0]):
             best = (value, thresholds)
-    assert best is not None
+    if best is None:  # nothing admissible
+        best = (criterion_value(pooled_figures(records, [getattr(d, "spans", d) for d in detect(candidates[0])]),
+                                criterion), candidates[0])
     return TuningResult(thresholds=dict(best[1]), criterion=criterion, value=best[0], split=split,
                         responses=len(records), table=table)

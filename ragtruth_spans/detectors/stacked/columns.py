@@ -42,9 +42,22 @@ def build_encoder(name: str | None, **options: Any) -> Any:
     return shared_encoder(name, **options)
 
 
-def column_names(members: Sequence[str]) -> list[str]:
-    """Every column, in matrix order."""
-    return [*BASE_FEATURES, *(f"{m}_{c}" for m in members for c in ("word", "mean_3", "mean_8"))]
+def build_lm(section: Any, **options: Any) -> Any:
+    """The causal-LM scorer of the ``features.lm`` section (``options``: ``device``), or None."""
+    if section is None:
+        return None
+    from ragtruth_spans.detectors.stacked.lm_gain import LMScorer
+
+    return LMScorer(section.model, max_context_tokens=section.max_context_tokens,
+                    max_response_tokens=section.max_response_tokens, device=options.get("device"))
+
+
+def column_names(members: Sequence[str], lm: bool = False) -> list[str]:
+    """Every column, in matrix order: the base features, the LM columns (with ``lm``), the members' columns."""
+    from ragtruth_spans.detectors.stacked.lm_gain import LM_FEATURES
+
+    return [*BASE_FEATURES, *(LM_FEATURES if lm else ()),
+            *(f"{m}_{c}" for m in members for c in ("word", "mean_3", "mean_8"))]
 
 
 RULE_COLUMNS = ("swap", "negation_added", "negation_dropped", "number_near")
@@ -86,17 +99,19 @@ def character_scores(detector: Detector, items: Sequence[DetectItem]) -> list[tu
 
 class ColumnBuilder:
     """Builds :class:`ItemColumns` for items; ``encoder`` (a
-    :class:`~ragtruth_spans.detectors.similarity.encoder.SentenceEncoder` or None) and ``members``
-    (``{name: detector}``) fix the columns."""
+    :class:`~ragtruth_spans.detectors.similarity.encoder.SentenceEncoder` or None), ``members``
+    (``{name: detector}``) and ``lm`` (an :class:`~.lm_gain.LMScorer` or None) fix the columns."""
 
-    def __init__(self, encoder: Any | None = None, members: dict[str, Detector] | None = None) -> None:
+    def __init__(self, encoder: Any | None = None, members: dict[str, Detector] | None = None,
+                 lm: Any | None = None) -> None:
         self.encoder = encoder
         self.members = dict(members or {})
+        self.lm = lm
         self._indexes: OrderedDict[tuple[str, str | None], ContextIndex] = OrderedDict()
 
     @property
     def names(self) -> list[str]:
-        return column_names(list(self.members))
+        return column_names(list(self.members), lm=self.lm is not None)
 
     def index(self, item: DetectItem) -> ContextIndex:
         key = (item.context, item.question)
@@ -138,12 +153,17 @@ class ColumnBuilder:
                 scores[name] = character_scores(detector, items)
         cuts = [sentences(item.response) for item in items]
         cosines = self._cosines(items, cuts)
+        lm_scores = self.lm.score_batch(items) if self.lm is not None else None
         out = []
         for i, item in enumerate(items):
             spans = words(item.response)
             base = word_features(item.response, spans, self.index(item), task=item.task, sentences=cuts[i],
                                  sentence_cosine=cosines[i])
             blocks, failed = [base], []
+            if lm_scores is not None:
+                from ragtruth_spans.detectors.stacked.lm_gain import lm_columns
+
+                blocks.append(lm_columns(spans, lm_scores[i]))
             for name in self.members:
                 values, ok = scores[name][i]
                 blocks.append(member_columns(spans, values))

@@ -193,55 +193,37 @@ def decide(words: Sequence[Interval], probabilities: np.ndarray, threshold: floa
             for run in runs]
 
 
-class SpanCounter:
-    """Exact pooled character counts of candidate decisions over labelled responses, fast enough to try a grid:
-    the same definitions as the evaluator's span level (micro-pooled over responses; every gold span counts)."""
+@dataclass(frozen=True)
+class TuningInputs:
+    """What decisions are tuned on: labelled responses, each with its words, word probabilities, and (for the gate)
+    its response score and contradicted words."""
 
-    def __init__(self, records: Sequence[Record], words: Sequence[Sequence[Interval]],
-                 probabilities: Sequence[np.ndarray], scores: Sequence[float] | None = None,
-                 conflicts: Sequence[np.ndarray] | None = None) -> None:
-        self.records, self.words, self.probabilities = records, words, probabilities
-        self.scores, self.conflicts = scores, conflicts
-        self.gold = []
-        for record in records:
-            mask = np.zeros(len(record.response), dtype=bool)
-            for span in record.spans:
-                mask[span.start:span.end] = True
-            self.gold.append(mask)
+    records: Sequence[Record]
+    words: Sequence[Sequence[Interval]]
+    probabilities: Sequence[np.ndarray]
+    scores: Sequence[float] | None = None
+    conflicts: Sequence[np.ndarray] | None = None
 
-    def f1(self, subset: Sequence[int], decision: Decision) -> float:
-        """Pooled span (character) F1 of ``decision`` over the responses ``subset``."""
-        return self.both(subset, decision)[0]
+    def spans(self, subset: Sequence[int], decision: Decision) -> list[list[Span]]:
+        """The spans ``decision`` gives each response of ``subset``."""
+        return [decision.spans(self.words[i], self.probabilities[i], self.records[i].task_type,
+                               None if self.scores is None else self.scores[i],
+                               None if self.conflicts is None else self.conflicts[i]) for i in subset]
 
-    def both(self, subset: Sequence[int], decision: Decision) -> tuple[float, float]:
-        """``(span F1, response F1)``: characters pooled; responses positive when they have a span."""
-        overlap = predicted = gold = 0
-        tp = pred_pos = gold_pos = 0
-        for i in subset:
-            mask = np.zeros(len(self.gold[i]), dtype=bool)
-            score = None if self.scores is None else self.scores[i]
-            conflicts = None if self.conflicts is None else self.conflicts[i]
-            for span in decision.spans(self.words[i], self.probabilities[i], self.records[i].task_type, score,
-                                       conflicts):
-                mask[span.start:span.end] = True
-            overlap += int((mask & self.gold[i]).sum())
-            predicted += int(mask.sum())
-            gold += int(self.gold[i].sum())
-            tp += bool(mask.any() and self.gold[i].any())
-            pred_pos += bool(mask.any())
-            gold_pos += bool(self.gold[i].any())
-        return _f1(overlap, predicted, gold), _f1(tp, pred_pos, gold_pos)
+    def figures(self, subset: Sequence[int], decision: Decision) -> dict[str, dict[str, float]]:
+        """:func:`~ragtruth_spans.evaluation.counts.pooled_figures` of ``decision`` over ``subset``."""
+        from ragtruth_spans.evaluation.counts import pooled_figures
+
+        return pooled_figures([self.records[i] for i in subset], self.spans(subset, decision))
 
 
-def _f1(hits: int, predicted: int, gold: int) -> float:
-    precision = hits / predicted if predicted else 0.0
-    recall = hits / gold if gold else 0.0
-    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+def _best_threshold(inputs: TuningInputs, subset: list[int], grid: Sequence[float], gap: int) -> float:
+    """The grid value of highest span F1 on ``subset`` (the one tuner's tie rule: the lowest)."""
+    from ragtruth_spans.training.tuning import tune_thresholds
 
-
-def _best_threshold(counter: SpanCounter, subset: list[int], grid: Sequence[float], gap: int) -> float:
-    """The grid value of highest span F1 on ``subset`` (ties: the lowest)."""
-    return -max((counter.f1(subset, Decision({"*": t}, gap)), -t) for t in grid)[1]
+    result = tune_thresholds([inputs.records[i] for i in subset], [{"*": t} for t in sorted(grid)],
+                             lambda t: inputs.spans(subset, Decision(t, gap)), criterion="span_f1")
+    return result.thresholds["*"]
 
 
 def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabilities: Sequence[np.ndarray],
@@ -249,28 +231,27 @@ def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabi
     """The ungated decision of highest pooled span F1 over ``records`` (each with its words and probabilities).
     For each gap: the best single threshold, and with ``per_task`` also the best threshold of each task's
     responses alone; the candidate (gap, single or per-task) with the best pooled span F1 wins (ties: the earlier,
-    so the smaller gap and the single threshold). Returns it and one row per candidate."""
-    counter = SpanCounter(records, words, probabilities)
+    so the smaller gap and the single threshold). Every figure is the one tuner's
+    (:func:`~ragtruth_spans.training.tuning.tune_thresholds`). Returns the decision and one row per candidate."""
+    from ragtruth_spans.training.tuning import tune_thresholds
+
+    inputs = TuningInputs(records, words, probabilities)
     everyone = list(range(len(records)))
-    table: list[dict[str, Any]] = []
-    best: tuple[float, Decision] | None = None
+    candidates: list[Decision] = []
     for gap in settings.max_word_gap:
-        single = _best_threshold(counter, everyone, settings.grid, gap)
-        candidates = [Decision({"*": single}, gap)]
+        single = _best_threshold(inputs, everyone, settings.grid, gap)
+        candidates.append(Decision({"*": single}, gap))
         if settings.per_task:
             thresholds = {"*": single}
             for task in TASK_TYPES:
                 subset = [i for i in everyone if records[i].task_type == task]
                 if subset:
-                    thresholds[task] = _best_threshold(counter, subset, settings.grid, gap)
+                    thresholds[task] = _best_threshold(inputs, subset, settings.grid, gap)
             candidates.append(Decision(thresholds, gap))
-        for decision in candidates:
-            value = counter.f1(everyone, decision)
-            table.append({**decision.to_dict(), "span_f1": round(value, 6)})
-            if best is None or value > best[0] + 1e-12:
-                best = (value, decision)
-    assert best is not None
-    return best[1], table
+    result = tune_thresholds(records, [{"candidate": k} for k in range(len(candidates))],
+                             lambda c: inputs.spans(everyone, candidates[c["candidate"]]), criterion="span_f1")
+    table = [{**candidates[row["candidate"]].to_dict(), "span_f1": round(row["span_f1"], 6)} for row in result.table]
+    return candidates[result.thresholds["candidate"]], table
 
 
 def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabilities: Sequence[np.ndarray],
@@ -279,20 +260,22 @@ def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], pr
     """``decision`` with the response gate (on the response ``scores``), the fill, and its thresholds scaled by one
     of ``settings.gate_threshold_scales``, of highest response F1 among those that keep span F1 within
     ``settings.gate_span_f1_tolerance`` of the ungated, unfilled decision's (ties: the earlier candidate: the
-    first scale, the first fill, the lowest gate). Every candidate is appended to ``table``."""
-    counter = SpanCounter(records, words, probabilities, scores, conflicts)
+    first scale, the first fill, the lowest gate). The one tuner scores them; every candidate is appended to
+    ``table``."""
+    from ragtruth_spans.training.tuning import tune_thresholds
+
+    inputs = TuningInputs(records, words, probabilities, scores, conflicts)
     everyone = list(range(len(records)))
-    span_f1, _ = counter.both(everyone, decision)
-    rule = settings.conflict_rule
-    best = (float("-inf"), decision)
-    for scale in settings.gate_threshold_scales:
-        thresholds = {task: round(value * scale, 6) for task, value in decision.thresholds.items()}
-        for fill in settings.fill:
-            for gate in [0.0, *settings.grid]:
-                gated = Decision(thresholds, decision.max_word_gap, gate, fill, rule)
-                gated_span, gated_response = counter.both(everyone, gated)
-                table.append({**gated.to_dict(), "span_f1": round(gated_span, 6),
-                              "response_f1": round(gated_response, 6)})
-                if gated_span >= span_f1 - settings.gate_span_f1_tolerance and gated_response > best[0] + 1e-12:
-                    best = (gated_response, gated)
-    return best[1]
+    floor = inputs.figures(everyone, decision)["span"]["f1"] - settings.gate_span_f1_tolerance
+    candidates = [Decision({task: round(value * scale, 6) for task, value in decision.thresholds.items()},
+                           decision.max_word_gap, gate, fill, settings.conflict_rule)
+                  for scale in settings.gate_threshold_scales for fill in settings.fill
+                  for gate in [0.0, *settings.grid]]
+    result = tune_thresholds(records, [{"candidate": k} for k in range(len(candidates))],
+                             lambda c: inputs.spans(everyone, candidates[c["candidate"]]), criterion="response_f1",
+                             admissible=lambda row: row["span_f1"] >= floor)
+    table.extend({**candidates[row["candidate"]].to_dict(), "span_f1": round(row["span_f1"], 6),
+                  "response_f1": round(row["response_f1"], 6)} for row in result.table)
+    if not any(row["span_f1"] >= floor for row in result.table):
+        return decision
+    return candidates[result.thresholds["candidate"]]

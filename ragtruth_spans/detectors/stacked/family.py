@@ -22,7 +22,7 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.detectors.recipes import read_finished_run
     from ragtruth_spans.detectors.stacked import combiner, response
-    from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder
+    from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder, build_lm
     from ragtruth_spans.detectors.stacked.detector import StackedDetector
 
     check_options("stacked", options, OPTIONS)
@@ -33,7 +33,8 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     for member in recipe.members:
         target = run_dir / "members" / member.name / "full" if member.recipe else member.detector
         members[member.name] = load_detector(target)
-    builder = ColumnBuilder(build_encoder(recipe.features.encoder, **options), members)
+    builder = ColumnBuilder(build_encoder(recipe.features.encoder, **options), members,
+                            build_lm(recipe.features.lm, device=options.get("device")))
     if builder.names != info.get("columns"):
         raise InputError("run_info.json columns differ from the recipe's (edited after training?)", path=run_dir)
     decision = combiner.Decision.from_dict(info["decision"])

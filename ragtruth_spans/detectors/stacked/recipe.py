@@ -4,6 +4,7 @@
 kind: stacked
 features:
   encoder: sentence-transformers/all-MiniLM-L6-v2   # sentence similarity column; null: none
+  lm: {model: smollm2-135m-instruct}                # optional causal-LM support columns (default null)
 members:                                            # optional: detectors whose scores become columns
   - name: minilm
     recipe: all-minilm-l6-v2/token-cls             # trained here, out-of-fold on the training split
@@ -23,13 +24,24 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from ragtruth_spans.training.pretrained import MINILM
+from ragtruth_spans.training.pretrained import MINILM, SMOLLM2
 from ragtruth_spans.training.recipe import DataSection, Recipe, Section, check_eval_split
+
+
+class LMSection(Section):
+    """The causal-LM support columns (:mod:`.lm_gain`): per response token, log p with the context minus log p
+    without it."""
+
+    model: str = Field(SMOLLM2, description="Causal LM (packaged name, local folder or a hub id you name).")
+    max_context_tokens: int = Field(768, ge=16, description="The context is cut to this many tokens by relevance.")
+    max_response_tokens: int = Field(512, ge=1, description="Response tokens scored; later words get NaN.")
 
 
 class FeatureSection(Section):
     encoder: str | None = Field(MINILM, description="Sentence-transformers model whose response-sentence to best "
                                                      "context-unit cosine is a feature; null leaves it at 0.")
+    lm: LMSection | None = Field(None, description="Causal-LM support columns (two LM passes per response, "
+                                                   "cached per record); null: none.")
 
 
 class MemberSection(Section):

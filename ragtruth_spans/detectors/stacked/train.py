@@ -31,7 +31,7 @@ from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import DetectItem, Detector
 from ragtruth_spans.detectors.stacked import combiner, response
-from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder, character_scores
+from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder, build_lm, character_scores
 from ragtruth_spans.detectors.stacked.recipe import MemberSection, StackedRecipe
 from ragtruth_spans.training.data import (
     RecordStats,
@@ -159,7 +159,7 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     seconds["members"] = time.perf_counter() - started
 
     tick = time.perf_counter()
-    builder = ColumnBuilder(build_encoder(recipe.features.encoder), detectors)
+    builder = ColumnBuilder(build_encoder(recipe.features.encoder), detectors, build_lm(recipe.features.lm))
     train_cols = _columns(builder, train_records, on_train, "columns (training)")
     eval_cols = _columns(builder, eval_records, on_eval, "columns (eval)")
     seconds["columns"] = time.perf_counter() - tick

@@ -138,8 +138,8 @@ def test_recipe_needs_an_eval_split_and_one_member_source(prepared, tmp_path):
         validate_recipe(recipe)
 
 
-def test_the_fast_span_counter_matches_the_evaluator():
-    from ragtruth_spans.detectors.stacked.combiner import Decision, SpanCounter
+def test_the_tuning_figures_are_the_evaluators():
+    from ragtruth_spans.detectors.stacked.combiner import Decision, TuningInputs
     from ragtruth_spans.detectors.stacked.features import words
     from ragtruth_spans.evaluation import evaluate
 
@@ -147,16 +147,45 @@ def test_the_fast_span_counter_matches_the_evaluator():
     rng = np.random.default_rng(0)
     spans = [words(r.response) for r in records]
     probs = [rng.random(len(w)) for w in spans]
-    counter = SpanCounter(records, spans, probs)
-    for threshold, gap, gate in [(0.3, 0, 0.0), (0.5, 1, 0.0), (0.8, 2, 0.0), (0.3, 0, 0.97)]:
-        decision = Decision({"*": threshold, "Summary": threshold}, gap, gate)
-        predictions = {r.id: decision.spans(w, p, r.task_type) for r, w, p in zip(records, spans, probs)}
+    scores = [float(p.max()) for p in probs]
+    conflicts = [np.arange(len(w)) == 3 for w in spans]
+    inputs = TuningInputs(records, spans, probs, scores, conflicts)
+    for threshold, gap, gate, rule in [(0.3, 0, 0.0, False), (0.5, 1, 0.0, False), (0.8, 2, 0.0, False),
+                                       (0.3, 0, 0.97, False), (0.3, 0, 0.97, True)]:
+        decision = Decision({"*": threshold, "Summary": threshold}, gap, gate, conflict_rule=rule)
+        predictions = {r.id: decision.spans(w, p, r.task_type, s, c)
+                       for r, w, p, s, c in zip(records, spans, probs, scores, conflicts)}
         overall = evaluate(records, predictions).overall
-        assert counter.both(range(len(records)), decision) == pytest.approx((overall["span"]["f1"],
-                                                                             overall["response"]["f1"]))
+        figures = inputs.figures(range(len(records)), decision)
+        assert (figures["span"]["f1"], figures["response"]["f1"]) == pytest.approx(
+            (overall["span"]["f1"], overall["response"]["f1"]))
     gated = Decision({"*": 0.3}, 0, 0.97)
     assert any(p.max() < 0.97 for p in probs) and sum(bool(gated.spans(w, p, "Summary")) for w, p in
                                                      zip(spans, probs)) < len(records)
+
+
+def test_the_gate_is_the_best_response_f1_within_the_span_f1_tolerance():
+    from ragtruth_spans.detectors.stacked.combiner import TuningInputs, tune, tune_gate
+    from ragtruth_spans.detectors.stacked.features import words
+    from ragtruth_spans.detectors.stacked.recipe import DecisionSection
+
+    records = synthetic_records(8, 3, "dev")
+    spans = [words(r.response) for r in records]
+    rng = np.random.default_rng(1)
+    # hallucinated words score high, others low; clean responses get a low response score
+    probs = [np.array([0.9 if any(g.start <= a < g.end for g in r.spans) else rng.uniform(0, 0.6) for a, _ in w])
+             for r, w in zip(records, spans)]
+    scores = [0.9 if r.spans else 0.2 for r in records]
+    settings = DecisionSection(grid=[0.3, 0.5, 0.7, 0.95], max_word_gap=[0], fill=[None], gate_span_f1_tolerance=0.0)
+    decision, table = tune(records, spans, probs, settings)
+    gated = tune_gate(records, spans, probs, scores, decision, settings, table)
+    inputs = TuningInputs(records, spans, probs, scores)
+    base = inputs.figures(range(len(records)), decision)
+    after = inputs.figures(range(len(records)), gated)
+    assert after["span"]["f1"] >= base["span"]["f1"] and after["response"]["f1"] >= base["response"]["f1"]
+    best = max(row["response_f1"] for row in table if "response_f1" in row
+               and row["span_f1"] >= round(base["span"]["f1"], 6) - 1e-6)
+    assert after["response"]["f1"] == pytest.approx(best, abs=1e-6)
 
 
 def test_detect_benchmark_and_serve_use_a_stacked_run(prepared, tmp_path):
