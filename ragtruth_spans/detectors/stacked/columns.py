@@ -144,16 +144,23 @@ class ColumnBuilder:
         return out
 
     def build(self, items: Sequence[DetectItem],
-              member_scores: dict[str, list[tuple[np.ndarray, bool]]] | None = None) -> list[ItemColumns]:
+              member_scores: dict[str, list[tuple[np.ndarray, bool]]] | None = None,
+              skip_lm: Sequence[bool] | None = None) -> list[ItemColumns]:
         """Columns of every item; ``member_scores`` (``{member: per-item character scores}``) replaces running
-        the members, as training does with out-of-fold scores."""
+        the members, as training does with out-of-fold scores; items ``skip_lm`` marks get missing (NaN) LM
+        columns instead of two LM passes."""
         scores = dict(member_scores or {})
         for name, detector in self.members.items():
             if name not in scores:
                 scores[name] = character_scores(detector, items)
         cuts = [sentences(item.response) for item in items]
         cosines = self._cosines(items, cuts)
-        lm_scores = self.lm.score_batch(items) if self.lm is not None else None
+        lm_scores = None
+        if self.lm is not None:
+            from ragtruth_spans.detectors.stacked.lm_gain import EMPTY
+
+            skip = list(skip_lm) if skip_lm is not None else [False] * len(items)
+            lm_scores = [EMPTY if skipped else self.lm.score(item) for item, skipped in zip(items, skip)]
         out = []
         for i, item in enumerate(items):
             spans = words(item.response)

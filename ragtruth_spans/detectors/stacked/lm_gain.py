@@ -60,6 +60,10 @@ class TokenScores:
         return self.with_context - self.without_context
 
 
+EMPTY = TokenScores(np.zeros((0, 2), np.int32), np.zeros(0, np.float32), np.zeros(0, np.float32))
+"""No scored token: every LM column missing (NaN)."""
+
+
 def _content_words(text: str) -> set[str]:
     return {w for w in (normalise(m.group()) for m in _CONTENT.finditer(text)) if w not in STOP_WORDS}
 

@@ -35,6 +35,8 @@ class LMSection(Section):
     model: str = Field(SMOLLM2, description="Causal LM (packaged name, local folder or a hub id you name).")
     max_context_tokens: int = Field(768, ge=16, description="The context is cut to this many tokens by relevance.")
     max_response_tokens: int = Field(512, ge=1, description="Response tokens scored; later words get NaN.")
+    augmented: bool = Field(False, description="Score the augmented training responses too (two more LM passes "
+                                               "each); false: their LM columns are missing (NaN).")
 
 
 class FeatureSection(Section):

@@ -120,8 +120,9 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
 
 
 def _columns(builder: ColumnBuilder, records: Sequence[Record], member_scores: dict[str, Scores], stage: str,
-             chunk: int = 64) -> list[Any]:
-    """:meth:`ColumnBuilder.build` of ``records`` in chunks, with one progress bar on a terminal."""
+             chunk: int = 64, lm_augmented: bool = True) -> list[Any]:
+    """:meth:`ColumnBuilder.build` of ``records`` in chunks, with one progress bar on a terminal; without
+    ``lm_augmented``, augmented records get missing LM columns."""
     from tqdm.auto import tqdm
 
     from ragtruth_spans.core.logs import progress_enabled
@@ -130,7 +131,8 @@ def _columns(builder: ColumnBuilder, records: Sequence[Record], member_scores: d
     with tqdm(total=len(records), unit="response", desc=stage, disable=not progress_enabled(), leave=False) as bar:
         for at in range(0, len(records), chunk):
             part = [DetectItem.of(r) for r in records[at:at + chunk]]
-            out.extend(builder.build(part, {k: v[at:at + chunk] for k, v in member_scores.items()}))
+            skip = [not lm_augmented and record_origin(r) == "augmented" for r in records[at:at + chunk]]
+            out.extend(builder.build(part, {k: v[at:at + chunk] for k, v in member_scores.items()}, skip))
             bar.update(len(part))
     return out
 
@@ -160,7 +162,8 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
 
     tick = time.perf_counter()
     builder = ColumnBuilder(build_encoder(recipe.features.encoder), detectors, build_lm(recipe.features.lm))
-    train_cols = _columns(builder, train_records, on_train, "columns (training)")
+    train_cols = _columns(builder, train_records, on_train, "columns (training)",
+                          lm_augmented=recipe.features.lm is None or recipe.features.lm.augmented)
     eval_cols = _columns(builder, eval_records, on_eval, "columns (eval)")
     seconds["columns"] = time.perf_counter() - tick
     console.print(f"stacked: {len(builder.names)} columns for {sum(len(c.words) for c in train_cols):,} training "

@@ -88,3 +88,15 @@ def test_a_stacked_run_with_lm_columns_trains_and_reloads(prepared, tiny_lm, tmp
     test = synthetic_records(2, 2, "test")
     detections = detector.detect_batch(test)
     assert len(detections) == len(test) and all(0.0 <= d.score <= 1.0 for d in detections)
+
+
+def test_skipped_items_get_missing_lm_columns_without_a_pass(tiny_lm, tmp_path):
+    from ragtruth_spans.detectors.stacked.columns import ColumnBuilder
+
+    builder = ColumnBuilder(lm=LMScorer(tiny_lm))
+    items = [DetectItem(context="The hotel has 120 rooms.", response=f"It has {n} rooms.", task="QA")
+             for n in (120, 130)]
+    scored, skipped = builder.build(items, skip_lm=[False, True])
+    at = builder.names.index("lm_gain")
+    assert not np.isnan(scored.matrix[:, at]).any() and np.isnan(skipped.matrix[:, at]).all()
+    assert len(list((tmp_path / "cache" / "lm_gain").rglob("*.npz"))) == 1  # the skipped item was never scored
