@@ -131,9 +131,9 @@ def parse_options(items: list[str] | None, *, flag: str = "--option") -> dict[st
 
 
 def evidence_finder(evidence: bool, mode: str, device: str | None = None) -> Any:
-    """The :class:`~ragtruth_spans.detectors.evidence.EvidenceFinder` of ``--evidence``/``--evidence-mode``, or
+    """The :class:`~ragtruth_spans.evidence.EvidenceFinder` of ``--evidence``/``--evidence-mode``, or
     None without ``--evidence``."""
-    from ragtruth_spans.detectors.evidence import MODES, EvidenceFinder
+    from ragtruth_spans.evidence import MODES, EvidenceFinder
 
     check_choice(mode, MODES, "evidence mode", field="--evidence-mode")
     return EvidenceFinder(mode, device=device) if evidence else None

@@ -36,12 +36,10 @@ from pydantic import (
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import read_text
 from ragtruth_spans.core.types import TASK_TYPES
+from ragtruth_spans.models.tiny import TINY
+from ragtruth_spans.runs.run_dir import DEFAULT_KIND
 
 RECIPES_DIR = Path(__file__).resolve().parents[1] / "recipes"
-DEFAULT_KIND = "generative"
-"""The ``kind`` of a recipe that does not name one (recipes written before there were several families)."""
-TINY = "tiny"
-"""``model.name_or_path`` value that builds a tiny random model in code (see :mod:`ragtruth_spans.training.tiny`)."""
 SAMPLE = "sample"
 """``data.prepared_dir`` value that reads the embedded RAGTruth sample on the fly."""
 

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from ragtruth_spans.cli import app
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.recipes import apply_overrides, read_run_recipe, validate_recipe
+from ragtruth_spans.runs.run_dir import run_fingerprint
 from ragtruth_spans.training.recipe import (
     RECIPES_DIR,
     Recipe,
@@ -27,7 +28,6 @@ from ragtruth_spans.training.recipe import (
     resolve_recipe_path,
     shipped_recipes,
 )
-from ragtruth_spans.training.run_dir import run_fingerprint
 
 REPO_RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 

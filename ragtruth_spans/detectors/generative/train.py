@@ -31,17 +31,8 @@ from ragtruth_spans.detectors.generative.prompts import (
 )
 from ragtruth_spans.detectors.generative.recipe import GenerativeRecipe
 from ragtruth_spans.detectors.generative.run_dir import BASE_MODEL_DIR
-from ragtruth_spans.reporting.console import training_data_summary
-from ragtruth_spans.training.arguments import trainer_arguments
-from ragtruth_spans.training.data import (
-    RecordStats,
-    examples_sha256,
-    load_eval_records,
-    select_records,
-    selected_training_records,
-)
-from ragtruth_spans.training.gguf import gguf_record
-from ragtruth_spans.training.hf_models import (
+from ragtruth_spans.models.gguf import gguf_record
+from ragtruth_spans.models.hf_models import (
     bitsandbytes_config,
     check_report_to,
     ensure_pad_token,
@@ -51,9 +42,18 @@ from ragtruth_spans.training.hf_models import (
     resolved_revision,
     torch_dtype,
 )
-from ragtruth_spans.training.recipe import TINY
+from ragtruth_spans.models.tiny import TINY
+from ragtruth_spans.reporting.console import training_data_summary
+from ragtruth_spans.runs.run_dir import write_run_files
+from ragtruth_spans.training.arguments import trainer_arguments
+from ragtruth_spans.training.data import (
+    RecordStats,
+    examples_sha256,
+    load_eval_records,
+    select_records,
+    selected_training_records,
+)
 from ragtruth_spans.training.run import TrainResult, last_checkpoint, run_trainer
-from ragtruth_spans.training.run_dir import write_run_files
 
 
 @dataclass
@@ -106,7 +106,7 @@ def ensure_base_model(recipe: GenerativeRecipe, output_dir: Path, records: Seque
         return resolve_base_model(recipe.model.name_or_path, recipe.model.revision, recipe.model.gguf_file)
     base = output_dir / BASE_MODEL_DIR
     if not (base / "config.json").is_file():
-        from ragtruth_spans.training.tiny import build_tiny_llama
+        from ragtruth_spans.models.tiny import build_tiny_llama
 
         texts = [t for r in records for t in (r.context, r.response, r.question or "")]
         spec = recipe.model.tiny

@@ -12,9 +12,9 @@ from rich.console import Console
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.similarity.detector import PAPER_THRESHOLDS, SimilarityDetector
 from ragtruth_spans.detectors.similarity.recipe import SimilarityRecipe
+from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.data import load_eval_records
 from ragtruth_spans.training.run import TrainResult
-from ragtruth_spans.training.run_dir import write_run_files
 
 
 def detector_from_recipe(recipe: SimilarityRecipe, thresholds: dict[str, float] | None = None,

@@ -33,6 +33,7 @@ from ragtruth_spans.detectors.base import DetectItem, Detector
 from ragtruth_spans.detectors.stacked import combiner, response
 from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder, build_lm, character_scores
 from ragtruth_spans.detectors.stacked.recipe import MemberSection, StackedRecipe
+from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.data import (
     RecordStats,
     load_eval_records,
@@ -41,7 +42,6 @@ from ragtruth_spans.training.data import (
     selected_training_records,
 )
 from ragtruth_spans.training.run import TrainResult
-from ragtruth_spans.training.run_dir import write_run_files
 
 MEMBERS_DIR = "members"
 Scores = list[tuple[np.ndarray, bool]]
@@ -59,7 +59,7 @@ def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, 
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.detectors.recipes import load_recipe
     from ragtruth_spans.detectors.train import train
-    from ragtruth_spans.training.run_dir import FINGERPRINT_FILE, RUN_INFO_FILE, run_fingerprint
+    from ragtruth_spans.runs.run_dir import FINGERPRINT_FILE, RUN_INFO_FILE, run_fingerprint
 
     assert member.recipe is not None
     settings = [*member.overrides, f"data.prepared_dir={data_dir}", "data.eval_split=dev",

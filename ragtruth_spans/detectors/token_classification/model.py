@@ -17,7 +17,7 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.token_classification.labels import label_names
 from ragtruth_spans.detectors.token_classification.recipe import TokenClassificationRecipe
-from ragtruth_spans.training.hf_models import (
+from ragtruth_spans.models.hf_models import (
     bitsandbytes_config,
     ensure_pad_token,
     is_local_reference,
@@ -25,7 +25,7 @@ from ragtruth_spans.training.hf_models import (
     resolve_base_model,
     torch_dtype,
 )
-from ragtruth_spans.training.recipe import TINY
+from ragtruth_spans.models.tiny import TINY
 
 HEADS = ("classifier", "score")
 """Names of the token-classification heads (BERT-style, Llama-style): newly initialised, kept in full precision
@@ -42,7 +42,7 @@ def ensure_base_model(recipe: TokenClassificationRecipe, output_dir: Path,
         return resolve_base_model(recipe.model.name_or_path, recipe.model.revision, recipe.model.gguf_file)
     base = output_dir / BASE_MODEL_DIR
     if not (base / "config.json").is_file():
-        from ragtruth_spans.training.tiny import build_tiny_bert, build_tiny_llama
+        from ragtruth_spans.models.tiny import build_tiny_bert, build_tiny_llama
 
         spec = recipe.model.tiny
         build = build_tiny_bert if spec.architecture == "bert" else build_tiny_llama

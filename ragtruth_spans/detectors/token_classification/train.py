@@ -32,7 +32,11 @@ from ragtruth_spans.detectors.token_classification.model import (
 from ragtruth_spans.detectors.token_classification.recipe import TokenClassificationRecipe
 from ragtruth_spans.detectors.token_classification.run_dir import window_settings
 from ragtruth_spans.detectors.token_classification.windows import Layout, plan_windows
+from ragtruth_spans.models.gguf import gguf_record
+from ragtruth_spans.models.hf_models import check_report_to, is_local_reference, resolved_revision
+from ragtruth_spans.models.tiny import TINY
 from ragtruth_spans.reporting.console import threshold_decision, training_data_summary
+from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.arguments import trainer_arguments
 from ragtruth_spans.training.data import (
     RecordStats,
@@ -41,11 +45,7 @@ from ragtruth_spans.training.data import (
     select_records,
     selected_training_records,
 )
-from ragtruth_spans.training.gguf import gguf_record
-from ragtruth_spans.training.hf_models import check_report_to, is_local_reference, resolved_revision
-from ragtruth_spans.training.recipe import TINY
 from ragtruth_spans.training.run import TrainResult, last_checkpoint, run_trainer
-from ragtruth_spans.training.run_dir import write_run_files
 
 
 @dataclass

@@ -21,16 +21,16 @@ from ragtruth_spans.detectors.twotier.checks import SentenceCheck, sentence_chec
 from ragtruth_spans.detectors.twotier.detector import MODEL_DIR, TwoTierDetector
 from ragtruth_spans.detectors.twotier.recipe import TwoTierRecipe
 from ragtruth_spans.detectors.twotier.tier1 import tier1_report
+from ragtruth_spans.models.tiny import TINY
 from ragtruth_spans.reporting.console import training_data_summary
+from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.data import (
     RecordStats,
     examples_sha256,
     load_eval_records,
     selected_training_records,
 )
-from ragtruth_spans.training.recipe import TINY
 from ragtruth_spans.training.run import TrainResult
-from ragtruth_spans.training.run_dir import write_run_files
 
 BASE_MODEL_DIR = "base_model"
 
@@ -85,13 +85,13 @@ def base_model_path(recipe: TwoTierRecipe, output_dir: Path, records: list[Recor
     """``(path_or_id, revision)`` of the encoder to fine-tune: a packaged model's verified folder, a local folder
     (checked), a converted ``model.gguf_file``, a hub id at ``model.revision``, or a tiny random BERT built under
     ``output_dir/base_model``."""
-    from ragtruth_spans.training.hf_models import resolve_base_model
+    from ragtruth_spans.models.hf_models import resolve_base_model
 
     if recipe.model.name_or_path != TINY:
         return resolve_base_model(recipe.model.name_or_path, recipe.model.revision, recipe.model.gguf_file)
     base = output_dir / BASE_MODEL_DIR
     if not (base / "config.json").is_file():
-        from ragtruth_spans.training.tiny import build_tiny_bert
+        from ragtruth_spans.models.tiny import build_tiny_bert
 
         spec = recipe.model.tiny
         build_tiny_bert(base, seed=spec.seed, texts=[t for r in records for t in (r.context, r.response)],
@@ -121,8 +121,8 @@ def fit(recipe: TwoTierRecipe, base: tuple[str, str | None], train_rows: list[di
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
     from transformers import set_seed
 
+    from ragtruth_spans.models.hf_models import is_local_reference, loading
     from ragtruth_spans.training.arguments import trainer_arguments
-    from ragtruth_spans.training.hf_models import is_local_reference, loading
     from ragtruth_spans.training.progress import attach_progress
     from ragtruth_spans.training.run import last_checkpoint
 
@@ -149,7 +149,7 @@ def train(recipe: TwoTierRecipe, *, console: Console | None = None, resume: bool
           fingerprint: dict[str, Any] | None = None) -> TrainResult:
     """Fine-tune and tune per ``recipe`` into ``recipe.output_dir`` (claimed by
     :func:`ragtruth_spans.detectors.train.train`)."""
-    from ragtruth_spans.detectors.similarity.encoder import SentenceEncoder
+    from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
 
     console = console or Console(stderr=True)
     output_dir = Path(recipe.output_dir)
