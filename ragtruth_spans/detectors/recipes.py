@@ -19,14 +19,8 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.detectors.family import all_families
 from ragtruth_spans.runs.run_dir import DEFAULT_KIND, RECIPE_FILE
-from ragtruth_spans.training.recipe import (
-    SAVED_RUN,
-    Recipe,
-    load_yaml,
-    parse_override,
-    read_recipe_data,
-    resolve_recipe_path,
-)
+from ragtruth_spans.training.recipe import SAVED_RUN, Recipe
+from ragtruth_spans.training.recipe_files import load_yaml, parse_override, read_recipe_data, resolve_recipe_path
 
 
 def recipe_classes() -> dict[str, type[Recipe]]:
