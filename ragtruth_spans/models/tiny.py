@@ -22,6 +22,8 @@ from pathlib import Path
 
 TINY = "tiny"
 """``model.name_or_path`` value that builds a tiny random model in code (this module) rather than loading one."""
+BASE_MODEL_DIR = "base_model"
+"""Where a run built on a tiny random model keeps that model (it exists nowhere else)."""
 
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 ROLE_TOKENS = ("<|system|>", "<|user|>", "<|assistant|>", "<|end|>")

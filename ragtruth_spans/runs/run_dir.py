@@ -104,7 +104,8 @@ def read_run_info(run_dir: str | Path) -> dict[str, Any]:
 PROBABILITY_KEYS = ("threshold", "response_threshold")
 """Keys whose value (a number) is a probability threshold; ``thresholds`` holds a mapping of them."""
 SKIPPED_SECTIONS = ("tuning", "libraries", "data_stats", "words", "feature_gain", "seconds", "paper_thresholds")
-"""Sections of ``run_info.json`` that only report (tuning grids, timings): not read to decide spans."""
+"""Sections of ``run_info.json`` that only report (tuning grids, timings; ``data_stats``: the data counts of stacked
+runs written before ``data.counts``): not read to decide spans."""
 
 
 def _check_probability(value: Any, path: Path, field: str) -> None:

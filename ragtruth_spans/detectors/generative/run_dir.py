@@ -15,10 +15,8 @@ from ragtruth_spans.models.hf_models import (
     read_json_object,
     run_base_model,
 )
+from ragtruth_spans.models.tiny import BASE_MODEL_DIR
 from ragtruth_spans.runs.run_dir import read_run_info
-
-BASE_MODEL_DIR = "base_model"
-"""Where a run built on the tiny random model keeps that model (it exists nowhere else)."""
 
 
 @dataclass(frozen=True)
