@@ -123,6 +123,7 @@ def test_build_examples_label_response_tokens_only(prepared):
 
 def test_run_info_records_the_commit_a_hub_base_resolved_to(prepared):
     from ragtruth_spans.detectors.token_classification.train import _Prepared, _run_info
+    from ragtruth_spans.training.skeleton import SelectedData
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     base = SimpleNamespace(config=SimpleNamespace(_commit_hash=commit))
@@ -131,7 +132,9 @@ def test_run_info_records_the_commit_a_hub_base_resolved_to(prepared):
                                               model={"name_or_path": "example-org/llama-base", "revision": "main"}))
 
     def info(model, base_path):
-        data = _Prepared(None, base_path, "main", [], [], [], WindowStats(), None, "test")
+        stats = WindowStats()
+        data = _Prepared(None, base_path, "main", [], [], [], stats, None, "test",
+                         SelectedData([], "test", stats, None, None, None))
         return _run_info(recipe, data, model, {}, None, {})["base_model"]
 
     assert info(lora, "example-org/llama-base") == {
