@@ -30,8 +30,8 @@ from typing import Any
 
 from ragtruth_spans.core.jsonl import read_records
 from ragtruth_spans.core.types import Record, Span
-from ragtruth_spans.detectors.evidence import EvidenceFinder, VerdictSettings
-from ragtruth_spans.detectors.evidence import finder as finder_module
+from ragtruth_spans.evidence import EvidenceFinder, VerdictSettings
+from ragtruth_spans.evidence import finder as finder_module
 
 FAMILY = {"Evident Conflict": "conflict", "Subtle Conflict": "conflict",
           "Evident Baseless Info": "baseless", "Subtle Baseless Info": "baseless"}

@@ -36,8 +36,8 @@ def serve_model(root: Path, name_or_dir: str | None) -> tuple[subprocess.Popen, 
     folder; None: the tiny Llama, built under ``root``); ``(process, url, model)``."""
     import httpx
 
-    from ragtruth_spans.training.hf_models import resolve_base_model
-    from ragtruth_spans.training.tiny import build_tiny_llama
+    from ragtruth_spans.models.hf_models import resolve_base_model
+    from ragtruth_spans.models.tiny import build_tiny_llama
 
     model_dir = build_tiny_llama(root / "tiny-llama") if name_or_dir is None else resolve_base_model(name_or_dir)[0]
     with socket.socket() as sock:

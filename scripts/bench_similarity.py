@@ -25,8 +25,8 @@ REFERENCE = "encode-once"
 
 def encode_once(records: list) -> dict:
     """The reference: load the encoder, split, encode each distinct context unit and response sentence once."""
-    from ragtruth_spans.detectors.sentences import evidence_units, split_sentences
-    from ragtruth_spans.detectors.similarity.encoder import SentenceEncoder
+    from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
+    from ragtruth_spans.detectors.shared.sentences import evidence_units, split_sentences
 
     encoder = SentenceEncoder()
     texts: dict[str, None] = {}

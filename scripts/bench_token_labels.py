@@ -32,7 +32,7 @@ def load(path: Path) -> list[Record]:
 def tokenizers() -> dict[str, object]:
     from transformers import AutoTokenizer
 
-    from ragtruth_spans.training.pretrained import MINILM, resolve_model
+    from ragtruth_spans.models.pretrained import MINILM, resolve_model
 
     found = {"all-MiniLM-L6-v2 (WordPiece)": AutoTokenizer.from_pretrained(resolve_model(MINILM)[0])}
     try:

@@ -43,7 +43,7 @@ def build_random_model(shape: str, out_dir: Path, seed: int) -> Path:
     """Save a random-weight model of ``shape`` (bf16 for full-size shapes) to ``out_dir``."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from ragtruth_spans.training.tiny import build_tiny_llama
+    from ragtruth_spans.models.tiny import build_tiny_llama
 
     if shape == "tiny":
         return build_tiny_llama(out_dir, seed=seed)
@@ -95,8 +95,8 @@ def main() -> None:
 
     from ragtruth_spans.detectors.generative.train import load_model, lora_config, sft_config
     from ragtruth_spans.detectors.recipes import load_recipe
-    from ragtruth_spans.training.run_dir import library_versions
-    from ragtruth_spans.training.tiny import train_tokenizer
+    from ragtruth_spans.models.tiny import train_tokenizer
+    from ragtruth_spans.runs.run_dir import library_versions
 
     overrides = [f"training.per_device_batch_size={args.batch_size}", "training.gradient_accumulation_steps=1",
                  f"training.max_steps={args.warmup_steps + args.steps}", "training.save_steps=100000",

@@ -31,7 +31,7 @@ def minilm_tokenizer():
     """The real all-MiniLM-L6-v2 tokenizer (WordPiece, uncased) from the sha256-verified packaged model."""
     from transformers import AutoTokenizer
 
-    from ragtruth_spans.training.pretrained import MINILM, resolve_model
+    from ragtruth_spans.models.pretrained import MINILM, resolve_model
 
     return AutoTokenizer.from_pretrained(resolve_model(MINILM)[0])
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import ragtruth_spans
 
 PACKAGE = Path(ragtruth_spans.__file__).parent
-LAYERS = ["core", "data", "evaluation", "reporting", "training", "detectors", "selection", "serving", "pipeline",
-          "cli"]
+LAYERS = ["core", "data", "evaluation", "reporting", "models", "runs", "training", "detectors", "evidence", "selection",
+          "serving", "pipeline", "cli"]
 """Lowest first: a subpackage may import only the ones before it (and itself)."""
 
 

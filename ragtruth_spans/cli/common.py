@@ -113,7 +113,7 @@ def parse_options(items: list[str] | None, *, flag: str = "--option") -> dict[st
     """``KEY=VALUE`` command-line items → a dict of detector options. Values are YAML (``0.5``, ``true``,
     ``[a, b]``, ``{k: v}``; quote a string that YAML would read otherwise); a dotted key sets a nested mapping
     (``extra_body.top_k=20`` → ``{"extra_body": {"top_k": 20}}``). A key given twice is an :class:`InputError`."""
-    from ragtruth_spans.training.recipe import parse_override
+    from ragtruth_spans.training.recipe_files import parse_override
 
     options: dict[str, Any] = {}
     for item in items or []:
@@ -131,9 +131,9 @@ def parse_options(items: list[str] | None, *, flag: str = "--option") -> dict[st
 
 
 def evidence_finder(evidence: bool, mode: str, device: str | None = None) -> Any:
-    """The :class:`~ragtruth_spans.detectors.evidence.EvidenceFinder` of ``--evidence``/``--evidence-mode``, or
+    """The :class:`~ragtruth_spans.evidence.EvidenceFinder` of ``--evidence``/``--evidence-mode``, or
     None without ``--evidence``."""
-    from ragtruth_spans.detectors.evidence import MODES, EvidenceFinder
+    from ragtruth_spans.evidence import MODES, EvidenceFinder
 
     check_choice(mode, MODES, "evidence mode", field="--evidence-mode")
     return EvidenceFinder(mode, device=device) if evidence else None

@@ -95,12 +95,12 @@ def serve_command(
     import uvicorn
 
     from ragtruth_spans.detectors.loader import load_detector
+    from ragtruth_spans.runs.run_dir import read_run_info
     from ragtruth_spans.serving.app import ServeSettings, create_app
-    from ragtruth_spans.training.run_dir import read_run_info
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with user_errors():
-        from ragtruth_spans.detectors.evidence import MODES
+        from ragtruth_spans.evidence import MODES
 
         check_choice(evidence_mode, MODES, "evidence mode", field="--evidence-mode")
         settings = ServeSettings(max_batch=max_batch, max_wait_ms=max_wait_ms, max_queue=max_queue,

@@ -50,7 +50,7 @@ def _check_gguf_file(recipe: object) -> None:
     structure), as training would find."""
     from pathlib import Path
 
-    from ragtruth_spans.training.gguf import check_gguf_file
+    from ragtruth_spans.models.gguf import check_gguf_file
 
     model = getattr(recipe, "model", None)
     gguf_file = getattr(model, "gguf_file", None)

@@ -1,7 +1,7 @@
 """The one loader: ``load_detector(path_or_name, **options)`` → a :class:`~ragtruth_spans.detectors.base.Detector`.
 
 - A **run directory** (what ``ragtruth-spans train`` wrote): first verified against its manifest
-  (:func:`~ragtruth_spans.training.run_dir.verify_run`: a changed or missing file, or an edited ``run_info.json``,
+  (:func:`~ragtruth_spans.runs.run_dir.verify_run`: a changed or missing file, or an edited ``run_info.json``,
   is an error naming the file), then its ``kind`` is read from ``run_info.json`` (runs written before kinds existed
   are generative) and the family of that kind loads it.
 - A **name** of a detector that needs no training (``numbers``, ``flag-all``, ``flag-none``, ...): built by the
@@ -22,7 +22,7 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.extras import require
 from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.family import get_family, named_detectors
-from ragtruth_spans.training.run_dir import run_kind, verify_run
+from ragtruth_spans.runs.run_dir import run_kind, verify_run
 
 
 def check_threshold(value: Any, field: str = "threshold") -> None:

@@ -10,10 +10,10 @@ from rich.console import Console
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.extras import require
 from ragtruth_spans.detectors.family import Family, get_family
+from ragtruth_spans.runs.run_dir import release_failed_run, run_fingerprint
 from ragtruth_spans.training.data import extra_files, split_file, training_file
 from ragtruth_spans.training.recipe import Recipe
 from ragtruth_spans.training.run import TrainResult, claim_on_main_process
-from ragtruth_spans.training.run_dir import release_failed_run, run_fingerprint
 
 __all__ = ["TrainResult", "check_extra_sources", "train"]
 
@@ -37,7 +37,7 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
           resume: bool = False) -> TrainResult:
     """Train the detector that ``recipe`` describes (its family's train function) into ``recipe.output_dir``.
 
-    The run directory rules (:mod:`ragtruth_spans.training.run_dir`) are applied first: a new run starts, an
+    The run directory rules (:mod:`ragtruth_spans.runs.run_dir`) are applied first: a new run starts, an
     unfinished run of the same fingerprint resumes, anything else is refused unless ``overwrite`` (start over) or
     ``resume`` (continue a run of other settings). The family's train function gets ``resume`` (continue from
     the last checkpoint of ``output_dir``) and the ``fingerprint`` to record in ``run_info.json``. A new run

@@ -75,7 +75,7 @@ def split_detectors(text: str) -> list[str]:
 
 def _item_options(item: str) -> tuple[str, dict[str, Any]]:
     """``"runs/x[threshold=0.4,batch_size=8]"`` → ``("runs/x", {"threshold": 0.4, "batch_size": 8})``."""
-    from ragtruth_spans.training.recipe import parse_override
+    from ragtruth_spans.training.recipe_files import parse_override
 
     if not item.endswith("]") or "[" not in item:
         return item, {}

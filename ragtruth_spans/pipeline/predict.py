@@ -18,7 +18,7 @@ allowed only with the same detector and data (a run directory may have moved: wi
 compared); anything else stops with the settings that differ. A predictions file without its ``.meta.json``,
 or with ids that are not in ``data``, is never appended to.
 
-Evidence (``evidence``: an :class:`~ragtruth_spans.detectors.evidence.EvidenceFinder`): each span also gets its
+Evidence (``evidence``: an :class:`~ragtruth_spans.evidence.EvidenceFinder`): each span also gets its
 evidence in the context (``verdict``, ``reason``, ``evidence``); the sidecar records the finder's settings, and a
 resume with other evidence settings is refused like one with another detector.
 

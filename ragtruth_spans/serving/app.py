@@ -166,7 +166,7 @@ class Service:
     def _attach(self, items: list[DetectItem], detections: list[Detection]) -> list[Detection]:
         finder = getattr(self._finders, "finder", None)
         if finder is None:
-            from ragtruth_spans.detectors.evidence import EvidenceFinder
+            from ragtruth_spans.evidence import EvidenceFinder
 
             finder = self._finders.finder = EvidenceFinder(self.settings.evidence_mode)
         return finder.attach_batch(items, detections)

@@ -1,3 +1,4 @@
-"""Training: recipes and ``--set`` overrides (:mod:`.recipe`), the records a recipe trains on (:mod:`.data`),
-shared Hugging Face model plumbing (:mod:`.hf_models`), the run directory (:mod:`.run_dir`), tiny models for CPU
-tests (:mod:`.tiny`) and the ``train`` entry that dispatches on the recipe's kind (:mod:`.run`)."""
+"""Training: recipes and ``--set`` overrides (:mod:`.recipe`, files: :mod:`.recipe_files`), the records a recipe
+trains on (:mod:`.data`), claiming and resuming a run (:mod:`.run`), TrainingArguments (:mod:`.arguments`) and the
+one threshold tuner (:mod:`.tuning`). What inference needs too lives below: base models in
+:mod:`ragtruth_spans.models`, the run directory in :mod:`ragtruth_spans.runs`."""

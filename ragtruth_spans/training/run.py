@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.training.run_dir import claim_output_dir
+from ragtruth_spans.runs.run_dir import claim_output_dir
 
 
 @dataclass

@@ -60,7 +60,7 @@ def _records() -> list[Record]:
 
 
 def test_predict_with_evidence_is_read_back_and_evaluated_as_without(tmp_path: Path) -> None:
-    from ragtruth_spans.detectors.evidence import EvidenceFinder
+    from ragtruth_spans.evidence import EvidenceFinder
 
     records = _records()
     data = tmp_path / "test.jsonl"

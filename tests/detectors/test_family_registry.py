@@ -19,9 +19,9 @@ from ragtruth_spans.detectors.family import Family, register_family
 from ragtruth_spans.detectors.loader import load_detector
 from ragtruth_spans.detectors.recipes import load_recipe
 from ragtruth_spans.detectors.rules import numbers_in
+from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.recipe import Recipe
 from ragtruth_spans.training.run import TrainResult
-from ragtruth_spans.training.run_dir import write_run_files
 
 
 class LongNumberRecipe(Recipe):

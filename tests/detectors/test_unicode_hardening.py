@@ -7,9 +7,9 @@ import unicodedata
 
 import pytest
 
-from ragtruth_spans.detectors.generative.align import align_spans
-from ragtruth_spans.detectors.generative.parsing import ParsedItem
 from ragtruth_spans.detectors.loader import load_detector
+from ragtruth_spans.detectors.shared.align import align_spans
+from ragtruth_spans.detectors.shared.parsing import ParsedItem
 
 
 @pytest.mark.parametrize("year", ["١٩٩٩", "１９９９", "𝟏𝟗𝟗𝟗", "۱۹۹۹", "1999"])
@@ -34,6 +34,6 @@ def test_spans_differing_only_by_composition_align(response_form: str, span_form
 
 @pytest.mark.parametrize("context", ['{"stars": ' + "9" * 5000 + "}", "[" * 5000 + "]" * 5000])
 def test_a_data2txt_context_python_refuses_late_is_read_as_text_not_a_crash(context: str) -> None:
-    from ragtruth_spans.detectors.sentences import evidence_units
+    from ragtruth_spans.detectors.shared.sentences import evidence_units
 
     assert evidence_units(context, "Data2txt")  # cut into sentences like any context that is not JSON

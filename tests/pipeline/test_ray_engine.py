@@ -117,7 +117,7 @@ def meta(path: Path) -> dict:
 
 def test_rules_and_cli_give_the_lines_of_predict(cluster, data, tmp_path):
     from ragtruth_spans.cli import app
-    from ragtruth_spans.detectors.evidence import EvidenceFinder
+    from ragtruth_spans.evidence import EvidenceFinder
 
     predict_file("numbers", data, tmp_path / "local.jsonl", progress=False, evidence=EvidenceFinder("lexical"))
     result = CliRunner().invoke(app, ["predict", "--engine", "ray", "--model", "numbers", "--data", str(data),
@@ -190,7 +190,7 @@ class TokenClassifierFactory:
 
 def test_token_classifier_gives_the_lines_of_predict(cluster, data, tmp_path):
     pytest.importorskip("torch")
-    from ragtruth_spans.training.tiny import train_bert_tokenizer
+    from ragtruth_spans.models.tiny import train_bert_tokenizer
 
     records = hotel_records(8)
     tokenizer = train_bert_tokenizer([r.context + " " + r.response for r in records], vocab_size=200)

@@ -19,8 +19,8 @@ from test_report_browser import _open, browser  # noqa: F401  (the shared headle
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.predictions import prediction_row, read_prediction_file
 from ragtruth_spans.core.types import Record, Span
-from ragtruth_spans.detectors.evidence import EvidenceFinder
 from ragtruth_spans.detectors.loader import load_detector
+from ragtruth_spans.evidence import EvidenceFinder
 from ragtruth_spans.reporting.html import report_from_files, response_rows, write_report
 
 BUSINESS = json.dumps({"name": "Zoë's \"Deli\" 🍣", "hours": {"Monday": "7:0-14:0", "Tuesday": "7:0-14:0"},

@@ -13,6 +13,7 @@ from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.detectors.family import get_family
 from ragtruth_spans.detectors.recipes import load_recipe
 from ragtruth_spans.detectors.train import check_extra_sources
+from ragtruth_spans.runs.run_dir import run_fingerprint
 from ragtruth_spans.training.data import (
     RecordStats,
     extra_files,
@@ -22,7 +23,6 @@ from ragtruth_spans.training.data import (
     selected_training_records,
 )
 from ragtruth_spans.training.recipe import DataSection
-from ragtruth_spans.training.run_dir import run_fingerprint
 
 
 def _record(i: int, task: str = "Summary", split: str = "train", spans: bool = True) -> Record:

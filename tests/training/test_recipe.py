@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 from ragtruth_spans.cli import app
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.recipes import apply_overrides, load_recipe, validate_recipe
-from ragtruth_spans.training.recipe import Recipe, resolve_recipe_path, shipped_recipes
+from ragtruth_spans.training.recipe import Recipe
+from ragtruth_spans.training.recipe_files import resolve_recipe_path, shipped_recipes
 
 MINIMAL = {"model": {"name_or_path": "tiny"}, "output_dir": "runs/x"}
 

@@ -20,14 +20,9 @@ from typer.testing import CliRunner
 from ragtruth_spans.cli import app
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.recipes import apply_overrides, read_run_recipe, validate_recipe
-from ragtruth_spans.training.recipe import (
-    RECIPES_DIR,
-    Recipe,
-    read_recipe_data,
-    resolve_recipe_path,
-    shipped_recipes,
-)
-from ragtruth_spans.training.run_dir import run_fingerprint
+from ragtruth_spans.runs.run_dir import run_fingerprint
+from ragtruth_spans.training.recipe import Recipe
+from ragtruth_spans.training.recipe_files import RECIPES_DIR, read_recipe_data, resolve_recipe_path, shipped_recipes
 
 REPO_RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 

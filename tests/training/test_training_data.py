@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.models.hf_models import check_report_to, is_local_reference, resolve_base_model
 from ragtruth_spans.training.data import load_eval_records, load_split
-from ragtruth_spans.training.hf_models import check_report_to, is_local_reference, resolve_base_model
 from ragtruth_spans.training.recipe import DataSection
 
 

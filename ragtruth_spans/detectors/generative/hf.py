@@ -2,9 +2,9 @@
 
 ``GenerativeDetector.from_pretrained(run_dir)`` loads what ``ragtruth-spans train`` wrote; ``detect_batch`` builds
 the same prompt as training (``prompts.build_messages`` → ``fit_context`` → ``render_prompt``), generates greedily
-(left padding, prompts of similar length together), parses the generated JSON (:mod:`.parsing`) and aligns each
-span text to character offsets of the response (:mod:`.align`), half-open ``[start, end)``. Scores: see
-:mod:`.scoring`.
+(left padding, prompts of similar length together), parses the generated JSON
+(:mod:`ragtruth_spans.detectors.shared.parsing`) and aligns each span text to character offsets of the response
+(:mod:`ragtruth_spans.detectors.shared.align`), half-open ``[start, end)``. Scores: see :mod:`.scoring`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.detectors.generative import prompts
-from ragtruth_spans.detectors.generative.align import FUZZY_THRESHOLD
 from ragtruth_spans.detectors.generative.results import (
     DEFAULT_MAX_NEW_TOKENS,
     assemble_results,
@@ -31,7 +30,8 @@ from ragtruth_spans.detectors.generative.scoring import (
     hallucination_score,
     stop_token_ids,
 )
-from ragtruth_spans.training.hf_models import bitsandbytes_config, ensure_pad_token, loading, torch_dtype
+from ragtruth_spans.detectors.shared.align import FUZZY_THRESHOLD
+from ragtruth_spans.models.hf_models import bitsandbytes_config, ensure_pad_token, loading, torch_dtype
 
 
 class GenerativeDetector(Detector):

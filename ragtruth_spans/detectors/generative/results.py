@@ -19,9 +19,9 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.detectors.base import Detection, DetectItem
 from ragtruth_spans.detectors.generative import prompts
-from ragtruth_spans.detectors.generative.align import FUZZY_THRESHOLD, Alignment, align_spans
-from ragtruth_spans.detectors.generative.parsing import ParsedItem, parse_generation
 from ragtruth_spans.detectors.generative.scoring import Generation, item_scores
+from ragtruth_spans.detectors.shared.align import FUZZY_THRESHOLD, Alignment, align_spans
+from ragtruth_spans.detectors.shared.parsing import ParsedItem, parse_generation
 
 DEFAULT_MAX_NEW_TOKENS = 512
 

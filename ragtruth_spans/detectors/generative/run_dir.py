@@ -8,17 +8,15 @@ from pathlib import Path
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.generative.recipe import GenerativeRecipe
 from ragtruth_spans.detectors.recipes import read_run_recipe
-from ragtruth_spans.training.hf_models import (
+from ragtruth_spans.models.hf_models import (
     check_safetensors,
     check_tokenizer_folder,
     is_local_reference,
     read_json_object,
     run_base_model,
 )
-from ragtruth_spans.training.run_dir import read_run_info
-
-BASE_MODEL_DIR = "base_model"
-"""Where a run built on the tiny random model keeps that model (it exists nowhere else)."""
+from ragtruth_spans.models.tiny import BASE_MODEL_DIR
+from ragtruth_spans.runs.run_dir import read_run_info
 
 
 @dataclass(frozen=True)

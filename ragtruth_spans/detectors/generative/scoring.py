@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragtruth_spans.detectors.generative import prompts
-from ragtruth_spans.detectors.generative.parsing import ParsedItem
+from ragtruth_spans.detectors.shared.parsing import ParsedItem
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,30 +30,23 @@ from ragtruth_spans.detectors.generative.prompts import (
     skeleton_texts,
 )
 from ragtruth_spans.detectors.generative.recipe import GenerativeRecipe
-from ragtruth_spans.detectors.generative.run_dir import BASE_MODEL_DIR
-from ragtruth_spans.reporting.console import training_data_summary
-from ragtruth_spans.training.arguments import trainer_arguments
-from ragtruth_spans.training.data import (
-    RecordStats,
-    examples_sha256,
-    load_eval_records,
-    select_records,
-    selected_training_records,
-)
-from ragtruth_spans.training.gguf import gguf_record
-from ragtruth_spans.training.hf_models import (
+from ragtruth_spans.models.gguf import gguf_record
+from ragtruth_spans.models.hf_models import (
     bitsandbytes_config,
     check_report_to,
     ensure_pad_token,
     is_local_reference,
     loading,
-    resolve_base_model,
     resolved_revision,
     torch_dtype,
 )
-from ragtruth_spans.training.recipe import TINY
+from ragtruth_spans.models.tiny import BASE_MODEL_DIR, TINY
+from ragtruth_spans.reporting.console import training_data_summary
+from ragtruth_spans.runs.run_dir import write_run_files
+from ragtruth_spans.training.arguments import trainer_arguments
+from ragtruth_spans.training.data import RecordStats, examples_sha256
 from ragtruth_spans.training.run import TrainResult, last_checkpoint, run_trainer
-from ragtruth_spans.training.run_dir import write_run_files
+from ragtruth_spans.training.skeleton import SelectedData, base_model, data_record, select_data, tiny_texts
 
 
 @dataclass
@@ -100,20 +93,19 @@ def build_examples(records: Sequence[Record], tokenizer: Any, max_length: int,
 
 
 def ensure_base_model(recipe: GenerativeRecipe, output_dir: Path, records: Sequence[Record]) -> tuple[str, str | None]:
-    """``(path_or_id, revision)`` of the base model: the tiny random Llama, built under ``output_dir/base_model``;
-    a packaged model's verified folder; a local folder (checked now, not after a hub lookup); or a hub id."""
-    if recipe.model.name_or_path != TINY:
-        return resolve_base_model(recipe.model.name_or_path, recipe.model.revision, recipe.model.gguf_file)
-    base = output_dir / BASE_MODEL_DIR
-    if not (base / "config.json").is_file():
-        from ragtruth_spans.training.tiny import build_tiny_llama
+    """``(path_or_id, revision)`` of the base model (:func:`~ragtruth_spans.training.skeleton.base_model`): the
+    tiny random Llama, built under ``output_dir/base_model``; a packaged model's verified folder; a local folder
+    (checked now, not after a hub lookup); or a hub id."""
+    def build(base: Path) -> None:
+        from ragtruth_spans.models.tiny import build_tiny_llama
 
-        texts = [t for r in records for t in (r.context, r.response, r.question or "")]
         spec = recipe.model.tiny
-        build_tiny_llama(base, seed=spec.seed, texts=texts, skeleton=skeleton_texts(), vocab_size=spec.vocab_size,
-                         hidden_size=spec.hidden_size, num_hidden_layers=spec.num_hidden_layers,
-                         num_attention_heads=spec.num_attention_heads, intermediate_size=spec.intermediate_size)
-    return str(base), None
+        build_tiny_llama(base, seed=spec.seed, texts=tiny_texts(records), skeleton=skeleton_texts(),
+                         vocab_size=spec.vocab_size, hidden_size=spec.hidden_size,
+                         num_hidden_layers=spec.num_hidden_layers, num_attention_heads=spec.num_attention_heads,
+                         intermediate_size=spec.intermediate_size)
+
+    return base_model(recipe.model, output_dir, build)
 
 
 def is_fsdp() -> bool:
@@ -188,33 +180,31 @@ class _Prepared:
     stats: DataStats
     eval_stats: DataStats | None
     source: str
+    selected: SelectedData
 
 
 def _prepare(recipe: GenerativeRecipe, output_dir: Path, console: Console) -> _Prepared:
     from accelerate import PartialState
 
-    stats = DataStats()
-    records, source = selected_training_records(recipe.data, stats)
+    selected = select_data(recipe.data, DataStats(), DataStats(), eval_as_training=True)
+    stats, source, eval_stats = selected.stats, selected.source, selected.eval_stats
     with PartialState().main_process_first():  # under accelerate/torchrun, rank 0 builds the tiny base model
-        base_path, revision = ensure_base_model(recipe, output_dir, records)
+        base_path, revision = ensure_base_model(recipe, output_dir, selected.train)
     tokenizer = load_tokenizer(base_path, revision)
-    examples = build_examples(records, tokenizer, recipe.data.max_length, stats)
-    eval_examples, eval_stats = [], None
-    held_out = load_eval_records(recipe.data)
-    if held_out is not None:
-        eval_stats = DataStats()
-        eval_records = select_records(held_out[0], recipe.data, eval_stats)
-        eval_examples = build_examples(eval_records, tokenizer, recipe.data.max_length, eval_stats)
+    examples = build_examples(selected.train, tokenizer, recipe.data.max_length, stats)
+    eval_examples = []
+    if selected.eval is not None:
+        eval_examples = build_examples(selected.eval, tokenizer, recipe.data.max_length, eval_stats)
         if not eval_examples:
-            raise InputError(f"no evaluation example left from {held_out[1]} (data.eval_split="
+            raise InputError(f"no evaluation example left from {selected.eval_source} (data.eval_split="
                              f"{recipe.data.eval_split}); set data.eval_split=null to train without one")
     if PartialState().is_main_process:
         console.print(training_data_summary(stats, source, recipe.data.max_length))
         if eval_stats is not None:
-            console.print(training_data_summary(eval_stats, held_out[1], recipe.data.max_length))
+            console.print(training_data_summary(eval_stats, selected.eval_source, recipe.data.max_length))
     if not examples:
         raise InputError(f"no example fits data.max_length={recipe.data.max_length} whole")
-    return _Prepared(tokenizer, base_path, revision, examples, eval_examples, stats, eval_stats, source)
+    return _Prepared(tokenizer, base_path, revision, examples, eval_examples, stats, eval_stats, source, selected)
 
 
 def _dataset(examples: Sequence[dict[str, Any]]):
@@ -268,11 +258,9 @@ def _run_info(recipe: GenerativeRecipe, data: _Prepared, model: Any, metrics: di
                        "path": BASE_MODEL_DIR if recipe.model.name_or_path == TINY else data.base_path,
                        **gguf_record(data.base_path)},
         "quantization": recipe.quantization.model_dump(),
-        "data": {"source": data.source, "examples_sha256": examples_sha256(data.train),
-                 "counts": asdict(data.stats),
-                 "eval": None if data.eval_stats is None else {"split": recipe.data.eval_split,
-                                                               "examples_sha256": examples_sha256(data.eval),
-                                                               "counts": asdict(data.eval_stats)}},
+        "data": data_record(data.selected, eval_split=recipe.data.eval_split,
+                            examples_sha256=examples_sha256(data.train),
+                            eval_extra={"examples_sha256": examples_sha256(data.eval)}),
         "train_metrics": metrics,
         "resumed_from": last,
         "world_size": world_size,

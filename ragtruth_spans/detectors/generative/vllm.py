@@ -31,7 +31,6 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.detectors.generative import prompts
-from ragtruth_spans.detectors.generative.align import FUZZY_THRESHOLD
 from ragtruth_spans.detectors.generative.results import (
     DEFAULT_MAX_NEW_TOKENS,
     assemble_results,
@@ -45,6 +44,7 @@ from ragtruth_spans.detectors.generative.scoring import (
     hallucination_score,
     stop_token_ids,
 )
+from ragtruth_spans.detectors.shared.align import FUZZY_THRESHOLD
 
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
 """LoRA ranks vLLM accepts for ``max_lora_rank``; the adapter's rank is rounded up to the next one."""

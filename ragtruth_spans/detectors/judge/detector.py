@@ -1,10 +1,11 @@
 """The LLM judge as a :class:`~ragtruth_spans.detectors.base.Detector`.
 
 **span** mode: one request per response (the RAGTruth detection prompt); the listed passages are aligned to
-characters of the response (:func:`~ragtruth_spans.detectors.generative.align.align_spans`) as untyped spans.
+characters of the response (:func:`~ragtruth_spans.detectors.shared.align.align_spans`) as untyped spans.
 Response score: 1.0 when the judge listed any passage, 0.0 for an empty list (the prompt asks for no confidence).
 
-**claims** mode: the response is split into sentences (:func:`~ragtruth_spans.detectors.sentences.split_sentences`)
+**claims** mode: the response is split into sentences
+(:func:`~ragtruth_spans.detectors.shared.sentences.split_sentences`)
 and judged ``claims_per_request`` at a time; a ``contradicted`` sentence becomes an Evident Conflict span and an
 ``unsupported`` one an Evident Baseless Info span (the whole sentence, trimmed). Response score: the share of the
 factual sentences (all but ``no claim``) that were not supported; 0.0 when none is factual.
@@ -32,13 +33,13 @@ from typing import Any
 
 from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
-from ragtruth_spans.detectors.generative.align import align_spans
 from ragtruth_spans.detectors.judge import prompts
 from ragtruth_spans.detectors.judge.cache import AnswerCache
 from ragtruth_spans.detectors.judge.client import ChatClient, ChatOutcome
 from ragtruth_spans.detectors.judge.reading import read_span_answer, read_verdicts
 from ragtruth_spans.detectors.judge.settings import KIND, JudgeSettings, cache_root
-from ragtruth_spans.detectors.sentences import split_sentences
+from ragtruth_spans.detectors.shared.align import align_spans
+from ragtruth_spans.detectors.shared.sentences import split_sentences
 
 SPAN_TYPES: dict[str, str] = {"contradicted": "Evident Conflict", "unsupported": "Evident Baseless Info"}
 """Claims mode: the span type of each verdict that flags a sentence."""

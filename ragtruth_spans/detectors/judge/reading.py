@@ -2,9 +2,9 @@
 
 - :func:`strip_reasoning` removes ``<think>…</think>`` blocks that reasoning models put before their answer.
 - :func:`read_span_answer` (span mode) finds the ``"hallucination list"`` value and parses it with the project's
-  tolerant parser (:func:`~ragtruth_spans.detectors.generative.parsing.parse_generation`: code fences, prose,
+  tolerant parser (:func:`~ragtruth_spans.detectors.shared.parsing.parse_generation`: code fences, prose,
   single quotes, truncation). An answer without the key is parsed whole (and that is noted as a repair). The
-  result is a :class:`~ragtruth_spans.detectors.generative.parsing.ParseResult`; ``ok=False`` is a malformed
+  result is a :class:`~ragtruth_spans.detectors.shared.parsing.ParseResult`; ``ok=False`` is a malformed
   answer.
 - :func:`read_verdicts` (claims mode) reads ``number → verdict`` pairs in any of the usual shapes (a JSON object
   ``{"1": "supported"}``, lines ``1: supported`` or ``1. unsupported``), or, when no number is given, a list of
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ragtruth_spans.detectors.generative.parsing import ParseResult, parse_generation
+from ragtruth_spans.detectors.shared.parsing import ParseResult, parse_generation
 
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.S | re.I)
 _LIST_KEY = re.compile(r"""["']?hallucination[ _-]?list["']?\s*:\s*""", re.I)

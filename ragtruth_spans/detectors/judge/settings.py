@@ -141,7 +141,7 @@ def read_judge_dir(judge_dir: str | Path, overrides: Mapping[str, Any]) -> Judge
     """Settings of a judge directory (``recipe.yaml``, ``kind: llm-judge``) with ``overrides`` applied."""
     import yaml
 
-    from ragtruth_spans.training.recipe import load_yaml
+    from ragtruth_spans.training.recipe_files import load_yaml
 
     path = Path(judge_dir) / JUDGE_FILE
     if not path.is_file():

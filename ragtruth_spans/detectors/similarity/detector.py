@@ -1,5 +1,5 @@
 """The DelucionQA similarity detectors (Sadat et al. 2023): a response sentence that no context sentence supports
-is a hallucinated span (the whole trimmed sentence, see :mod:`ragtruth_spans.detectors.sentences`).
+is a hallucinated span (the whole trimmed sentence, see :mod:`ragtruth_spans.detectors.shared.sentences`).
 
 Methods (the evidence units are the question and the context's sentences or JSON fields):
 
@@ -30,10 +30,10 @@ import numpy as np
 from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
-from ragtruth_spans.detectors.sentences import Interval
-from ragtruth_spans.detectors.similarity.evidence import context_evidence, response_sentences, sentence_supports
+from ragtruth_spans.detectors.shared.sentences import Interval
 from ragtruth_spans.detectors.similarity.keywords import DEFAULT_MAX_NGRAM, DEFAULT_TOP, KeywordMatch, match_keywords
-from ragtruth_spans.training.pretrained import MINILM
+from ragtruth_spans.detectors.similarity.support import context_evidence, response_sentences, sentence_supports
+from ragtruth_spans.models.pretrained import MINILM
 from ragtruth_spans.training.tuning import DEFAULT_CRITERION, PAPER_GRID, TuningResult, grid, tune_thresholds
 
 METHOD_THRESHOLDS: dict[str, tuple[str, ...]] = {"cosine": ("cosine",), "overlap": ("overlap",),
@@ -104,7 +104,7 @@ class SimilarityDetector(Detector):
     @property
     def encoder(self) -> Any:
         if self._encoder is None:
-            from ragtruth_spans.detectors.similarity.encoder import shared_encoder
+            from ragtruth_spans.detectors.shared.encoder import shared_encoder
 
             self._encoder = shared_encoder(self.encoder_name, device=self.device, batch_size=self.batch_size)
         return self._encoder
@@ -112,7 +112,7 @@ class SimilarityDetector(Detector):
     # --- evidence (expensive, thresholds-free) ------------------------------------------------------------
     def evidence(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[ResponseEvidence]:
         """The supports of every sentence of every item (what :meth:`decide` thresholds); computed for the whole
-        batch at once and cached per distinct text (:mod:`.evidence`)."""
+        batch at once and cached per distinct text (:mod:`.support`)."""
         items = [DetectItem.of(item) for item in items]
         out = [ResponseEvidence(sentences=list(response_sentences(item.response))) for item in items]
         if self.method == "keywords":

@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any
 
 from ragtruth_spans.detectors.rules import numbers_in
-from ragtruth_spans.detectors.sentences import Interval, tokens
+from ragtruth_spans.detectors.shared.sentences import Interval, tokens
 
 DEFAULT_MAX_NGRAM = 2
 DEFAULT_TOP = 10

@@ -12,9 +12,10 @@ from rich.console import Console
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.similarity.detector import PAPER_THRESHOLDS, SimilarityDetector
 from ragtruth_spans.detectors.similarity.recipe import SimilarityRecipe
-from ragtruth_spans.training.data import load_eval_records
+from ragtruth_spans.runs.run_dir import write_run_files
+from ragtruth_spans.training.data import RecordStats
 from ragtruth_spans.training.run import TrainResult
-from ragtruth_spans.training.run_dir import write_run_files
+from ragtruth_spans.training.skeleton import data_record, eval_records
 
 
 def detector_from_recipe(recipe: SimilarityRecipe, thresholds: dict[str, float] | None = None,
@@ -28,10 +29,10 @@ def train(recipe: SimilarityRecipe, *, console: Console | None = None, resume: b
           fingerprint: dict[str, Any] | None = None) -> TrainResult:
     """Tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.detectors.train.train`)."""
     console = console or Console(stderr=True)
-    loaded = load_eval_records(recipe.data)
+    stats = RecordStats()
+    loaded = eval_records(recipe.data, stats)
     assert loaded is not None  # the recipe requires data.eval_split
-    records, source = loaded
-    kept = [r for r in records if r.task_type in recipe.data.tasks]
+    kept, source = loaded
     if not kept:
         raise InputError(f"no {'/'.join(recipe.data.tasks)} responses in {source} to tune on",
                          field="data.eval_split")
@@ -50,7 +51,8 @@ def train(recipe: SimilarityRecipe, *, console: Console | None = None, resume: b
         "method": recipe.method,
         "thresholds": tuned.thresholds,
         "paper_thresholds": PAPER_THRESHOLDS[recipe.method],
-        "tuning": result.to_dict() | {"source": source, "other_tasks_skipped": len(records) - len(kept),
+        "data": data_record(None, eval_split=recipe.data.eval_split, eval_only=(kept, source, stats)),
+        "tuning": result.to_dict() | {"source": source, "other_tasks_skipped": stats.other_tasks,
                                       "paper_thresholds_figures": paper_row, "seconds": seconds},
         "paper_flagged_responses": sum(bool(d.spans) for d in paper.values()),
     })

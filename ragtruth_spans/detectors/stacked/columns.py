@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ragtruth_spans.detectors.base import DetectItem, Detector
-from ragtruth_spans.detectors.sentences import evidence_units
+from ragtruth_spans.detectors.shared.sentences import evidence_units
 from ragtruth_spans.detectors.stacked.features import (
     BASE_FEATURES,
     ContextIndex,
@@ -37,7 +37,7 @@ def build_encoder(name: str | None, **options: Any) -> Any:
     """The sentence encoder of the similarity column (``options``: ``device``, ``batch_size``), or None."""
     if name is None:
         return None
-    from ragtruth_spans.detectors.similarity.encoder import shared_encoder
+    from ragtruth_spans.detectors.shared.encoder import shared_encoder
 
     return shared_encoder(name, **options)
 
@@ -99,7 +99,7 @@ def character_scores(detector: Detector, items: Sequence[DetectItem]) -> list[tu
 
 class ColumnBuilder:
     """Builds :class:`ItemColumns` for items; ``encoder`` (a
-    :class:`~ragtruth_spans.detectors.similarity.encoder.SentenceEncoder` or None), ``members``
+    :class:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder` or None), ``members``
     (``{name: detector}``) and ``lm`` (an :class:`~.lm_gain.LMScorer` or None) fix the columns."""
 
     def __init__(self, encoder: Any | None = None, members: dict[str, Detector] | None = None,
@@ -128,7 +128,7 @@ class ColumnBuilder:
         every response sentence of the call is encoded in one batch, each distinct context once (cached)."""
         if self.encoder is None:
             return [None] * len(items)
-        from ragtruth_spans.detectors.similarity.encoder import max_cosine
+        from ragtruth_spans.detectors.shared.encoder import max_cosine
 
         texts = [item.response[a:b] for item, cut in zip(items, cuts) for a, b in cut]
         encoded = self.encoder.encode(texts)

@@ -13,7 +13,7 @@ the response's content words they hold, the best kept in their original order. R
 ``max_response_tokens``; words past the cut get NaN (LightGBM's missing value).
 
 Scores are pure functions of (model weights, settings, context, question, response), so they are cached per
-record under ``<cache>/lm_gain/<key>/`` (:func:`~ragtruth_spans.training.gguf.cache_root`), the key naming the
+record under ``<cache>/lm_gain/<key>/`` (:func:`~ragtruth_spans.models.gguf.cache_root`), the key naming the
 model's weight hash and the settings; a cached file is read only when its key and text hash match.
 
 Word columns (:data:`LM_FEATURES`): the mean gain of the tokens overlapping the word, their lowest gain, their
@@ -95,14 +95,14 @@ def prompts(item: DetectItem, context: str) -> tuple[str, str]:
 
 class LMScorer:
     """Scores responses with a causal LM (see the module docstring); ``model`` is what
-    :func:`~ragtruth_spans.training.hf_models.resolve_base_model` accepts (``smollm2-135m-instruct``, a folder, a
+    :func:`~ragtruth_spans.models.hf_models.resolve_base_model` accepts (``smollm2-135m-instruct``, a folder, a
     hub id the user named)."""
 
     def __init__(self, model: str, *, max_context_tokens: int = 768, max_response_tokens: int = 512,
                  device: str | None = None, cache: bool = True) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from ragtruth_spans.training.hf_models import is_local_reference, resolve_base_model
+        from ragtruth_spans.models.hf_models import is_local_reference, resolve_base_model
 
         path, revision = resolve_base_model(model)
         local = is_local_reference(path)
@@ -119,7 +119,7 @@ class LMScorer:
         self.model.to(self.device)
         self.max_context_tokens, self.max_response_tokens = max_context_tokens, max_response_tokens
         self.key = _cache_key(model, path, max_context_tokens, max_response_tokens)
-        from ragtruth_spans.training.gguf import cache_root
+        from ragtruth_spans.models.gguf import cache_root
 
         self.cache_dir = cache_root() / "lm_gain" / self.key if cache else None
 
@@ -174,7 +174,7 @@ def _cache_key(model: str, path: str, max_context_tokens: int, max_response_toke
     """The cache folder's name: a hash of the model's weight files (or, for a hub id, its name) and the settings."""
     folder = Path(path)
     if folder.is_dir():
-        from ragtruth_spans.training.gguf import sha256_of
+        from ragtruth_spans.models.gguf import sha256_of
 
         weights = sorted(p for p in folder.iterdir() if p.suffix in {".safetensors", ".bin"})
         identity = [sha256_of(p) for p in weights] or [str(folder.resolve())]

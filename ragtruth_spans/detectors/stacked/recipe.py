@@ -24,7 +24,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from ragtruth_spans.training.pretrained import MINILM, SMOLLM2
+from ragtruth_spans.models.pretrained import MINILM, SMOLLM2
 from ragtruth_spans.training.recipe import DataSection, Recipe, Section, check_eval_split
 
 

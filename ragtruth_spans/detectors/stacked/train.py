@@ -20,7 +20,6 @@ import json
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +32,10 @@ from ragtruth_spans.detectors.base import DetectItem, Detector
 from ragtruth_spans.detectors.stacked import combiner, response
 from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder, build_lm, character_scores
 from ragtruth_spans.detectors.stacked.recipe import MemberSection, StackedRecipe
-from ragtruth_spans.training.data import (
-    RecordStats,
-    load_eval_records,
-    record_origin,
-    record_weight,
-    selected_training_records,
-)
+from ragtruth_spans.runs.run_dir import write_run_files
+from ragtruth_spans.training.data import RecordStats, record_origin, record_weight
 from ragtruth_spans.training.run import TrainResult
-from ragtruth_spans.training.run_dir import write_run_files
+from ragtruth_spans.training.skeleton import data_record, select_data
 
 MEMBERS_DIR = "members"
 Scores = list[tuple[np.ndarray, bool]]
@@ -59,7 +53,7 @@ def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, 
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.detectors.recipes import load_recipe
     from ragtruth_spans.detectors.train import train
-    from ragtruth_spans.training.run_dir import FINGERPRINT_FILE, RUN_INFO_FILE, run_fingerprint
+    from ragtruth_spans.runs.run_dir import FINGERPRINT_FILE, RUN_INFO_FILE, run_fingerprint
 
     assert member.recipe is not None
     settings = [*member.overrides, f"data.prepared_dir={data_dir}", "data.eval_split=dev",
@@ -150,13 +144,11 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     run_dir = Path(recipe.output_dir)
     seconds: dict[str, float] = {}
     started = time.perf_counter()
-    stats = RecordStats()
-    train_records, source = selected_training_records(recipe.data, stats)
-    loaded = load_eval_records(recipe.data)
-    assert loaded is not None  # the recipe requires data.eval_split
-    eval_records = [r for r in loaded[0] if r.task_type in recipe.data.tasks]
+    selected = select_data(recipe.data, RecordStats())
+    train_records, source, eval_records = selected.train, selected.source, selected.eval
+    assert eval_records is not None  # the recipe requires data.eval_split
     console.print(f"stacked: {origins(train_records)} training responses ({source}), {len(eval_records)} eval "
-                  f"responses ({loaded[1]}), {len(recipe.members)} member(s)", highlight=False)
+                  f"responses ({selected.eval_source}), {len(recipe.members)} member(s)", highlight=False)
     detectors, on_train, on_eval = member_scores(recipe, train_records, eval_records, run_dir, console)
     seconds["members"] = time.perf_counter() - started
 
@@ -236,7 +228,7 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
             "words": {"train": len(y), "train_hallucinated": int(y.sum()), "eval": len(y_eval),
                       "eval_hallucinated": int(y_eval.sum())},
             "feature_gain": {name: round(value, 1) for name, value in top},
-            "data_stats": asdict(stats),
+            "data": data_record(selected, eval_split=recipe.data.eval_split),
             "seconds": {k: round(v, 1) for k, v in seconds.items()}}
     write_run_files(run_dir, recipe, info, fingerprint=fingerprint)
     head_words = "" if head is None else f"; response head AUROC {info['response']['auroc']} (out of fold)"

@@ -17,39 +17,35 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.token_classification.labels import label_names
 from ragtruth_spans.detectors.token_classification.recipe import TokenClassificationRecipe
-from ragtruth_spans.training.hf_models import (
+from ragtruth_spans.models.hf_models import (
     bitsandbytes_config,
     ensure_pad_token,
     is_local_reference,
     loading,
-    resolve_base_model,
     torch_dtype,
 )
-from ragtruth_spans.training.recipe import TINY
+from ragtruth_spans.training.skeleton import base_model, tiny_texts
 
 HEADS = ("classifier", "score")
 """Names of the token-classification heads (BERT-style, Llama-style): newly initialised, kept in full precision
 under 4-bit quantization, and trained in full under LoRA (PEFT's TOKEN_CLS ``modules_to_save``)."""
-BASE_MODEL_DIR = "base_model"
-"""Where a run built on a tiny random model keeps that model (it exists nowhere else)."""
 
 
 def ensure_base_model(recipe: TokenClassificationRecipe, output_dir: Path,
                       records: Sequence[Record]) -> tuple[str, str | None]:
     """``(path_or_id, revision)`` of the base model: a tiny random BERT or Llama built under
-    ``output_dir/base_model``; a packaged model's verified folder; a local folder (checked); or a hub id."""
-    if recipe.model.name_or_path != TINY:
-        return resolve_base_model(recipe.model.name_or_path, recipe.model.revision, recipe.model.gguf_file)
-    base = output_dir / BASE_MODEL_DIR
-    if not (base / "config.json").is_file():
-        from ragtruth_spans.training.tiny import build_tiny_bert, build_tiny_llama
+    ``output_dir/base_model``; a packaged model's verified folder; a local folder (checked); or a hub id
+    (:func:`~ragtruth_spans.training.skeleton.base_model`)."""
+    def build_tiny(base: Path) -> None:
+        from ragtruth_spans.models.tiny import build_tiny_bert, build_tiny_llama
 
         spec = recipe.model.tiny
         build = build_tiny_bert if spec.architecture == "bert" else build_tiny_llama
-        build(base, seed=spec.seed, texts=[t for r in records for t in (r.context, r.response, r.question or "")],
-              vocab_size=spec.vocab_size, hidden_size=spec.hidden_size, num_hidden_layers=spec.num_hidden_layers,
+        build(base, seed=spec.seed, texts=tiny_texts(records), vocab_size=spec.vocab_size,
+              hidden_size=spec.hidden_size, num_hidden_layers=spec.num_hidden_layers,
               num_attention_heads=spec.num_attention_heads, intermediate_size=spec.intermediate_size)
-    return str(base), None
+
+    return base_model(recipe.model, output_dir, build_tiny)
 
 
 def load_tokenizer(path: str, revision: str | None = None) -> Any:

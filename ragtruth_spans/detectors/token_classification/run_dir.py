@@ -12,16 +12,17 @@ from typing import Any
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.recipes import read_run_recipe
 from ragtruth_spans.detectors.token_classification.detector import DEFAULT_THRESHOLD, TokenClassificationDetector
-from ragtruth_spans.detectors.token_classification.model import BASE_MODEL_DIR, load_tokenizer, load_trained
+from ragtruth_spans.detectors.token_classification.model import load_tokenizer, load_trained
 from ragtruth_spans.detectors.token_classification.recipe import TokenClassificationRecipe
 from ragtruth_spans.detectors.token_classification.windows import WindowSettings
-from ragtruth_spans.training.hf_models import (
+from ragtruth_spans.models.hf_models import (
     check_model_folder,
     check_safetensors,
     check_tokenizer_folder,
     run_base_model,
 )
-from ragtruth_spans.training.run_dir import FINGERPRINT_FILE, read_run_info
+from ragtruth_spans.models.tiny import BASE_MODEL_DIR
+from ragtruth_spans.runs.run_dir import FINGERPRINT_FILE, read_run_info
 
 
 def window_settings(recipe: TokenClassificationRecipe) -> WindowSettings:

@@ -14,7 +14,7 @@ run-directory rules (resume, refuse) are applied by :func:`ragtruth_spans.detect
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.token_classification.labels import IGNORE_INDEX, label_names, token_labels
 from ragtruth_spans.detectors.token_classification.model import (
-    BASE_MODEL_DIR,
     ensure_base_model,
     load_for_training,
     load_tokenizer,
@@ -32,20 +31,15 @@ from ragtruth_spans.detectors.token_classification.model import (
 from ragtruth_spans.detectors.token_classification.recipe import TokenClassificationRecipe
 from ragtruth_spans.detectors.token_classification.run_dir import window_settings
 from ragtruth_spans.detectors.token_classification.windows import Layout, plan_windows
+from ragtruth_spans.models.gguf import gguf_record
+from ragtruth_spans.models.hf_models import check_report_to, is_local_reference, resolved_revision
+from ragtruth_spans.models.tiny import BASE_MODEL_DIR, TINY
 from ragtruth_spans.reporting.console import threshold_decision, training_data_summary
+from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.arguments import trainer_arguments
-from ragtruth_spans.training.data import (
-    RecordStats,
-    examples_sha256,
-    load_eval_records,
-    select_records,
-    selected_training_records,
-)
-from ragtruth_spans.training.gguf import gguf_record
-from ragtruth_spans.training.hf_models import check_report_to, is_local_reference, resolved_revision
-from ragtruth_spans.training.recipe import TINY
+from ragtruth_spans.training.data import RecordStats, examples_sha256
 from ragtruth_spans.training.run import TrainResult, last_checkpoint, run_trainer
-from ragtruth_spans.training.run_dir import write_run_files
+from ragtruth_spans.training.skeleton import SelectedData, data_record, select_data
 
 
 @dataclass
@@ -162,14 +156,15 @@ class _Prepared:
     stats: WindowStats
     eval_stats: WindowStats | None
     source: str
+    selected: SelectedData
 
 
 def _prepare(recipe: TokenClassificationRecipe, output_dir: Path, console: Console) -> _Prepared:
     from accelerate import PartialState
 
     main_process = PartialState().is_main_process  # under accelerate/torchrun only rank 0 prints the summaries
-    stats = WindowStats()
-    records, source = selected_training_records(recipe.data, stats)
+    selected = select_data(recipe.data, WindowStats(), WindowStats())
+    records, source, stats = selected.train, selected.source, selected.stats
     with PartialState().main_process_first():  # under accelerate/torchrun, rank 0 builds a tiny base model
         base_path, revision = ensure_base_model(recipe, output_dir, records)
     tokenizer = load_tokenizer(base_path, revision)
@@ -181,22 +176,18 @@ def _prepare(recipe: TokenClassificationRecipe, output_dir: Path, console: Conso
                          "were skipped (no room for the response beside the question and "
                          f"windows.min_context_tokens={recipe.windows.min_context_tokens} context tokens, or "
                          f"windows.response_overlap={recipe.windows.response_overlap} too large to slide)")
-    eval_examples, eval_records, eval_stats = [], [], None
-    held_out = load_eval_records(recipe.data)
-    if held_out is not None:
-        eval_stats = WindowStats()
-        eval_records = select_records(held_out[0], recipe.data.model_copy(update={"clean_fraction": 1.0,
-                                                                                   "max_examples": None}), eval_stats)
-        eval_examples = build_examples(eval_records, tokenizer, recipe, eval_stats, best_only=False)
+    eval_examples, eval_records, eval_stats = [], [], selected.eval_stats
+    if selected.eval is not None and eval_stats is not None:
+        eval_examples = build_examples(selected.eval, tokenizer, recipe, eval_stats, best_only=False)
         if main_process:
-            console.print(training_data_summary(eval_stats, held_out[1], recipe.data.max_length))
+            console.print(training_data_summary(eval_stats, selected.eval_source, recipe.data.max_length))
         skipped = set(eval_stats.no_windows_ids)
-        eval_records = [r for r in eval_records if r.id not in skipped]  # threshold tuning runs the same ones
+        eval_records = [r for r in selected.eval if r.id not in skipped]  # threshold tuning runs the same ones
         if not eval_records:
-            raise InputError(f"no evaluation record left from {held_out[1]} (data.eval_split="
+            raise InputError(f"no evaluation record left from {selected.eval_source} (data.eval_split="
                              f"{recipe.data.eval_split}); set data.eval_split=null to train without one")
     return _Prepared(tokenizer, base_path, revision, examples, eval_examples, eval_records, stats, eval_stats,
-                     source)
+                     source, selected)
 
 
 def _dataset(examples: Sequence[dict[str, Any]]):
@@ -287,10 +278,9 @@ def _run_info(recipe: TokenClassificationRecipe, data: _Prepared, model: Any, me
         "finetuning": recipe.finetuning,
         "labels": list(label_names(recipe.labels.scheme)),
         "quantization": recipe.quantization.model_dump() if recipe.finetuning == "lora" else None,
-        "data": {"source": data.source, "examples_sha256": examples_sha256(data.train), "counts": asdict(data.stats),
-                 "eval": None if data.eval_stats is None else {"split": recipe.data.eval_split,
-                                                               "examples_sha256": examples_sha256(data.eval),
-                                                               "counts": asdict(data.eval_stats)}},
+        "data": data_record(data.selected, eval_split=recipe.data.eval_split,
+                            examples_sha256=examples_sha256(data.train),
+                            eval_extra={"examples_sha256": examples_sha256(data.eval)}),
         "train_metrics": metrics,
         "detection": detection,
         "resumed_from": last,

@@ -5,7 +5,7 @@ when at least one character of a gold span lies inside its trimmed interval ``[s
 supported (label 0). Sentences tier 1 filters out are never tier-2 examples.
 
 The premise of a verifiable sentence is the ``top_k`` evidence units
-(:func:`~ragtruth_spans.detectors.sentences.evidence_units`) most similar to it by the retriever's embeddings,
+(:func:`~ragtruth_spans.detectors.shared.sentences.evidence_units`) most similar to it by the retriever's embeddings,
 joined with spaces in their context order; the cross-encoder reads ``(premise, sentence)``.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import DetectItem
-from ragtruth_spans.detectors.sentences import Interval, evidence_units, overlaps, split_sentences
+from ragtruth_spans.detectors.shared.sentences import Interval, evidence_units, overlaps, split_sentences
 from ragtruth_spans.detectors.twotier.tier1 import no_info_rule
 
 
@@ -38,7 +38,7 @@ def sentence_checks(items: Sequence[DetectItem | Record | Mapping[str, Any]], en
                     top_k: int) -> list[list[SentenceCheck]]:
     """The checks of every item's sentences; premises are built for the verifiable ones (one embedding call for
     the whole batch of sentences; context units are cached by the encoder)."""
-    from ragtruth_spans.detectors.similarity.encoder import top_units
+    from ragtruth_spans.detectors.shared.encoder import top_units
 
     per_item: list[list[SentenceCheck]] = []
     pending: list[tuple[SentenceCheck, list[str], Any]] = []

@@ -40,7 +40,7 @@ class TwoTierDetector(Detector):
     @property
     def encoder(self) -> Any:
         if self._encoder is None:
-            from ragtruth_spans.detectors.similarity.encoder import SentenceEncoder
+            from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
 
             self._encoder = SentenceEncoder(self.retriever, device=self.device)
         return self._encoder
@@ -48,7 +48,7 @@ class TwoTierDetector(Detector):
     @property
     def cross_encoder(self) -> Any:
         if self._cross_encoder is None:
-            from ragtruth_spans.training.hf_models import check_model_folder, loading
+            from ragtruth_spans.models.hf_models import check_model_folder, loading
 
             check_model_folder(self.model_dir, what="cross-encoder")
             with loading(self.model_dir, "cross-encoder"):

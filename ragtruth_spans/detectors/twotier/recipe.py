@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from ragtruth_spans.training.pretrained import MINILM
+from ragtruth_spans.models.pretrained import MINILM
 from ragtruth_spans.training.recipe import (
     ModelSection,
     Recipe,

@@ -25,7 +25,7 @@ from typing import Any
 
 from ragtruth_spans.core.intervals import covered_length, merge_intervals, overlap_length
 from ragtruth_spans.core.types import Record
-from ragtruth_spans.detectors.sentences import split_sentences
+from ragtruth_spans.detectors.shared.sentences import split_sentences
 
 _COURTESY = r"(sure|certainly|of course|absolutely|okay|ok|hello|hi|hey|great|thank you|thanks|you're welcome)"
 NO_INFO_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (

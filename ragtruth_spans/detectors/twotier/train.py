@@ -9,7 +9,7 @@ threshold, the tuning grid, tier 1's report on the training and eval splits, the
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +22,10 @@ from ragtruth_spans.detectors.twotier.detector import MODEL_DIR, TwoTierDetector
 from ragtruth_spans.detectors.twotier.recipe import TwoTierRecipe
 from ragtruth_spans.detectors.twotier.tier1 import tier1_report
 from ragtruth_spans.reporting.console import training_data_summary
-from ragtruth_spans.training.data import (
-    RecordStats,
-    examples_sha256,
-    load_eval_records,
-    selected_training_records,
-)
-from ragtruth_spans.training.recipe import TINY
+from ragtruth_spans.runs.run_dir import write_run_files
+from ragtruth_spans.training.data import RecordStats, examples_sha256
 from ragtruth_spans.training.run import TrainResult
-from ragtruth_spans.training.run_dir import write_run_files
-
-BASE_MODEL_DIR = "base_model"
+from ragtruth_spans.training.skeleton import base_model, data_record, select_data, tiny_texts
 
 
 @dataclass
@@ -84,21 +77,17 @@ def subsample_supported(rows: list[dict[str, Any]], ratio: float | None, seed: i
 def base_model_path(recipe: TwoTierRecipe, output_dir: Path, records: list[Record]) -> tuple[str, str | None]:
     """``(path_or_id, revision)`` of the encoder to fine-tune: a packaged model's verified folder, a local folder
     (checked), a converted ``model.gguf_file``, a hub id at ``model.revision``, or a tiny random BERT built under
-    ``output_dir/base_model``."""
-    from ragtruth_spans.training.hf_models import resolve_base_model
-
-    if recipe.model.name_or_path != TINY:
-        return resolve_base_model(recipe.model.name_or_path, recipe.model.revision, recipe.model.gguf_file)
-    base = output_dir / BASE_MODEL_DIR
-    if not (base / "config.json").is_file():
-        from ragtruth_spans.training.tiny import build_tiny_bert
+    ``output_dir/base_model`` (:func:`~ragtruth_spans.training.skeleton.base_model`)."""
+    def build(base: Path) -> None:
+        from ragtruth_spans.models.tiny import build_tiny_bert
 
         spec = recipe.model.tiny
-        build_tiny_bert(base, seed=spec.seed, texts=[t for r in records for t in (r.context, r.response)],
+        build_tiny_bert(base, seed=spec.seed, texts=tiny_texts(records, questions=False),
                         vocab_size=spec.vocab_size, hidden_size=spec.hidden_size,
                         num_hidden_layers=spec.num_hidden_layers, num_attention_heads=spec.num_attention_heads,
                         intermediate_size=spec.intermediate_size)
-    return str(base), None
+
+    return base_model(recipe.model, output_dir, build)
 
 
 def _pos_weight(recipe: TwoTierRecipe, stats: PairStats) -> float | None:
@@ -121,8 +110,8 @@ def fit(recipe: TwoTierRecipe, base: tuple[str, str | None], train_rows: list[di
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
     from transformers import set_seed
 
+    from ragtruth_spans.models.hf_models import is_local_reference, loading
     from ragtruth_spans.training.arguments import trainer_arguments
-    from ragtruth_spans.training.hf_models import is_local_reference, loading
     from ragtruth_spans.training.progress import attach_progress
     from ragtruth_spans.training.run import last_checkpoint
 
@@ -149,15 +138,14 @@ def train(recipe: TwoTierRecipe, *, console: Console | None = None, resume: bool
           fingerprint: dict[str, Any] | None = None) -> TrainResult:
     """Fine-tune and tune per ``recipe`` into ``recipe.output_dir`` (claimed by
     :func:`ragtruth_spans.detectors.train.train`)."""
-    from ragtruth_spans.detectors.similarity.encoder import SentenceEncoder
+    from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
 
     console = console or Console(stderr=True)
     output_dir = Path(recipe.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    stats = PairStats()
-    records, source = selected_training_records(recipe.data, stats)
-    loaded = load_eval_records(recipe.data)
-    eval_records = [r for r in loaded[0] if r.task_type in recipe.data.tasks] if loaded else []
+    selected = select_data(recipe.data, PairStats(), RecordStats())
+    records, source, stats = selected.train, selected.source, selected.stats
+    eval_records = selected.eval or []
     encoder = SentenceEncoder(recipe.premise.retriever)
     console.print(f"building premises ({recipe.premise.top_k} units by {recipe.premise.retriever}) for "
                   f"{len(records)} training and {len(eval_records)} eval responses")
@@ -186,8 +174,8 @@ def train(recipe: TwoTierRecipe, *, console: Console | None = None, resume: bool
                        "gguf_file": recipe.model.gguf_file},
         "threshold": detector.threshold, "tuning": tuning,
         "tier1": {"train": tier1_report(records), "eval": tier1_report(eval_records) if eval_records else None},
-        "data": {"source": source, "counts": asdict(stats), "pairs_sha256": examples_sha256(rows),
-                 "pos_weight": _pos_weight(recipe, stats)},
+        "data": data_record(selected, eval_split=recipe.data.eval_split, pairs_sha256=examples_sha256(rows),
+                            pos_weight=_pos_weight(recipe, stats)),
         "train_metrics": metrics,
     })
     console.print(f"[bold green]done[/]: cross-encoder in {output_dir / MODEL_DIR}, threshold {detector.threshold}"

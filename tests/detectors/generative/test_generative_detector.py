@@ -15,7 +15,6 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.core.predictions import read_prediction_file
 from ragtruth_spans.core.types import Span
-from ragtruth_spans.detectors.generative.parsing import parse_generation
 from ragtruth_spans.detectors.generative.results import detection_from_text, prompt_budget
 from ragtruth_spans.detectors.generative.run_dir import ModelDir
 from ragtruth_spans.detectors.generative.scoring import (
@@ -26,6 +25,7 @@ from ragtruth_spans.detectors.generative.scoring import (
     locate_items,
 )
 from ragtruth_spans.detectors.generative.vllm import import_vllm
+from ragtruth_spans.detectors.shared.parsing import parse_generation
 from ragtruth_spans.evaluation import evaluate
 from ragtruth_spans.evaluation.metrics import auroc
 
@@ -183,7 +183,7 @@ def test_detection_from_text_pairs_item_scores_with_aligned_spans_skipping_unali
 
 def test_clean_completion_ids_follow_training_and_stop_at_end_of_turn() -> None:
     from ragtruth_spans.detectors.generative.prompts import build_messages, prompt_token_ids, skeleton_texts
-    from ragtruth_spans.training.tiny import train_tokenizer
+    from ragtruth_spans.models.tiny import train_tokenizer
 
     tokenizer = train_tokenizer(["The Grand Hotel opened in 1998."], vocab_size=400, skeleton=skeleton_texts())
     messages = build_messages("Summary", "The Grand Hotel opened in 1999.", "The Grand Hotel opened in 1998.")
@@ -254,7 +254,7 @@ def test_vllm_detector_scores_from_logprobs_with_a_stand_in_engine() -> None:
 
     from ragtruth_spans.detectors.generative.prompts import skeleton_texts
     from ragtruth_spans.detectors.generative.vllm import VLLMDetector
-    from ragtruth_spans.training.tiny import train_tokenizer
+    from ragtruth_spans.models.tiny import train_tokenizer
 
     tokenizer = train_tokenizer(["The Grand Hotel opened in 1998."], vocab_size=400, skeleton=skeleton_texts())
     target = '[{"text": "opened in 1998", "type": "Evident Conflict"}]'

@@ -11,12 +11,13 @@ from conftest import interrupt_training_at, make_record
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.generative import prompts
 from ragtruth_spans.detectors.generative.prompts import skeleton_texts
-from ragtruth_spans.detectors.generative.train import DataStats, build_examples, select_records
+from ragtruth_spans.detectors.generative.train import DataStats, build_examples
 from ragtruth_spans.detectors.recipes import load_recipe, validate_recipe
 from ragtruth_spans.detectors.train import train
+from ragtruth_spans.models.tiny import train_tokenizer
 from ragtruth_spans.reporting.console import training_data_summary
+from ragtruth_spans.training.data import select_records
 from ragtruth_spans.training.recipe import DataSection
-from ragtruth_spans.training.tiny import train_tokenizer
 
 
 def _records(n_spans: int, n_clean: int):

@@ -10,7 +10,7 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import Span
 from ragtruth_spans.detectors.generative import prompts
 from ragtruth_spans.detectors.generative.prompts import skeleton_texts
-from ragtruth_spans.training.tiny import train_tokenizer
+from ragtruth_spans.models.tiny import train_tokenizer
 
 CONTEXT = "Passage 1: The Grand Hotel opened in 1999 on the harbour front. " * 40
 RESPONSE = "The Grand Hotel opened in 1998 on the harbour."

@@ -27,7 +27,7 @@ from ragtruth_spans.detectors.generative import prompts
 from ragtruth_spans.detectors.generative.prompts import skeleton_texts
 from ragtruth_spans.detectors.generative.train import DataStats, build_examples, sft_config
 from ragtruth_spans.detectors.recipes import load_recipe
-from ragtruth_spans.training.tiny import train_tokenizer
+from ragtruth_spans.models.tiny import train_tokenizer
 
 MAX_LENGTH = 2048  # the test contexts are short: nothing gets shortened or truncated
 

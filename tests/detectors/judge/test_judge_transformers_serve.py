@@ -40,7 +40,7 @@ def transformers_server(tmp_path_factory):
         pytest.importorskip(module)
     import httpx
 
-    from ragtruth_spans.training.tiny import build_tiny_llama
+    from ragtruth_spans.models.tiny import build_tiny_llama
 
     root = tmp_path_factory.mktemp("transformers-serve")
     model_dir = build_tiny_llama(root / "tiny-llama")

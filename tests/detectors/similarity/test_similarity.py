@@ -9,7 +9,7 @@ from conftest import make_record
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.loader import load_detector
-from ragtruth_spans.detectors.sentences import evidence_units, split_sentences, tokens
+from ragtruth_spans.detectors.shared.sentences import evidence_units, split_sentences, tokens
 from ragtruth_spans.detectors.similarity.detector import (
     DEFAULT_THRESHOLDS,
     PAPER_THRESHOLDS,

@@ -84,7 +84,7 @@ def test_member_columns_take_the_word_maximum_and_neighbourhood_means():
 
 def test_the_sentence_similarity_column_comes_from_the_real_minilm_encoder():
     from ragtruth_spans.detectors.base import DetectItem
-    from ragtruth_spans.detectors.similarity.encoder import SentenceEncoder
+    from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
     from ragtruth_spans.detectors.stacked.columns import ColumnBuilder
 
     builder = ColumnBuilder(SentenceEncoder())

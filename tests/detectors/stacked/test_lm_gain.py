@@ -15,7 +15,7 @@ from ragtruth_spans.detectors.recipes import validate_recipe
 from ragtruth_spans.detectors.stacked.features import words
 from ragtruth_spans.detectors.stacked.lm_gain import LM_FEATURES, LMScorer, TokenScores, cut_context, lm_columns
 from ragtruth_spans.detectors.train import train
-from ragtruth_spans.training.tiny import build_tiny_llama
+from ragtruth_spans.models.tiny import build_tiny_llama
 
 TEXTS = ["The hotel in Leeds opened in 1999 and has 120 rooms.", "Context: Question: Response: a small garden."]
 

@@ -249,7 +249,7 @@ def test_extra_training_sources_are_weighted_rows_never_tuned_on(prepared, tmp_p
     recipe["data"]["extra"] = [{"dir": str(extra), "weight": 0.5}]
     train(validate_recipe(recipe))
     info = json.loads((out / "run_info.json").read_text())
-    assert info["data_stats"]["extra"][0]["kept"] == 16 and info["data_stats"]["extra"][0]["weight"] == 0.5
+    assert info["data"]["counts"]["extra"][0]["kept"] == 16 and info["data"]["counts"]["extra"][0]["weight"] == 0.5
     assert info["tuning"]["responses"] == 32 + 12          # the real training and eval responses, no extra one
     assert (info["response"] or info["response_head_dropped"])["responses"] == 32 + 12
     assert info["words"]["train"] > 0 and load_detector(out).detect_batch(synthetic_records(1, 2, "test"))

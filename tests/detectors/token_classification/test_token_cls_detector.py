@@ -37,7 +37,7 @@ class WindowLengthModel(torch.nn.Module):
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from ragtruth_spans.training.tiny import train_bert_tokenizer
+    from ragtruth_spans.models.tiny import train_bert_tokenizer
 
     return train_bert_tokenizer([CONTEXT, RESPONSE, "Which animals? " * 40], vocab_size=300)
 

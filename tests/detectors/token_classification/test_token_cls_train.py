@@ -102,7 +102,7 @@ def test_threshold_option_and_run_default(trained):
 
 
 def test_build_examples_label_response_tokens_only(prepared):
-    from ragtruth_spans.training.tiny import train_bert_tokenizer
+    from ragtruth_spans.models.tiny import train_bert_tokenizer
 
     record = make_record("x", "Summary", "Evidence sentence one. " * 40, "The park opens in June and has a zoo.",
                          [("opens in June", "Evident Conflict")])
@@ -123,6 +123,7 @@ def test_build_examples_label_response_tokens_only(prepared):
 
 def test_run_info_records_the_commit_a_hub_base_resolved_to(prepared):
     from ragtruth_spans.detectors.token_classification.train import _Prepared, _run_info
+    from ragtruth_spans.training.skeleton import SelectedData
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     base = SimpleNamespace(config=SimpleNamespace(_commit_hash=commit))
@@ -131,7 +132,9 @@ def test_run_info_records_the_commit_a_hub_base_resolved_to(prepared):
                                               model={"name_or_path": "example-org/llama-base", "revision": "main"}))
 
     def info(model, base_path):
-        data = _Prepared(None, base_path, "main", [], [], [], WindowStats(), None, "test")
+        stats = WindowStats()
+        data = _Prepared(None, base_path, "main", [], [], [], stats, None, "test",
+                         SelectedData([], "test", stats, None, None, None))
         return _run_info(recipe, data, model, {}, None, {})["base_model"]
 
     assert info(lora, "example-org/llama-base") == {
@@ -189,8 +192,8 @@ def _long_question_record(rid: str = "qa-long"):
 
 
 def test_build_examples_skip_and_count_records_no_window_fits(prepared):
+    from ragtruth_spans.models.tiny import train_bert_tokenizer
     from ragtruth_spans.reporting.console import training_data_summary
-    from ragtruth_spans.training.tiny import train_bert_tokenizer
 
     records = [*overfit_records(), _long_question_record()]
     tokenizer = train_bert_tokenizer([t for r in records for t in (r.context, r.response, r.question or "")],
@@ -205,7 +208,7 @@ def test_build_examples_skip_and_count_records_no_window_fits(prepared):
 
 
 def test_build_examples_refuse_an_untyped_span_with_typed_labels(prepared):
-    from ragtruth_spans.training.tiny import train_bert_tokenizer
+    from ragtruth_spans.models.tiny import train_bert_tokenizer
 
     record = make_record("sum-9", "Summary", "The council approved a park.", "The council approved a zoo.",
                          [("a zoo", "Evident Baseless Info")])

@@ -22,7 +22,7 @@ from ragtruth_spans.detectors.token_classification.windows import (
 
 @pytest.fixture(scope="module")
 def tiny_bert_tokenizer():
-    from ragtruth_spans.training.tiny import train_bert_tokenizer
+    from ragtruth_spans.models.tiny import train_bert_tokenizer
 
     return train_bert_tokenizer(["The council approved a new park in May. " * 5], vocab_size=300)
 

@@ -26,7 +26,7 @@ def captured_training_records(monkeypatch: pytest.MonkeyPatch, overrides: list[s
         raise Reached
 
     monkeypatch.setattr(twotier_train, "sentence_checks", stop)
-    monkeypatch.setattr("ragtruth_spans.detectors.similarity.encoder.SentenceEncoder", lambda name: None)
+    monkeypatch.setattr("ragtruth_spans.detectors.shared.encoder.SentenceEncoder", lambda name: None)
     recipe = load_recipe("all-minilm-l6-v2/two-tier", ["data.prepared_dir=sample", "data.eval_split=null",
                                                         f"output_dir={tmp_path / 'run'}", *overrides])
     with pytest.raises(Reached):
@@ -54,7 +54,7 @@ def test_revision_and_gguf_file_reach_the_base_model(monkeypatch: pytest.MonkeyP
         calls.append((name_or_path, revision, gguf_file))
         return "resolved", revision
 
-    monkeypatch.setattr("ragtruth_spans.training.hf_models.resolve_base_model", resolve)
+    monkeypatch.setattr("ragtruth_spans.models.hf_models.resolve_base_model", resolve)
     recipe = load_recipe("all-minilm-l6-v2/two-tier", [f"output_dir={tmp_path / 'run'}", *overrides])
     assert twotier_train.base_model_path(recipe, tmp_path, []) == ("resolved", expected[1])
     assert calls == [expected]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ragtruth_spans.detectors.generative.parsing import ParsedItem, canonical_type, parse_generation
+from ragtruth_spans.detectors.shared.parsing import ParsedItem, canonical_type, parse_generation
 
 EC, EB = "Evident Conflict", "Evident Baseless Info"
 TARGET = json.dumps([{"text": "opened in 1998", "type": EC}, {"text": "free parking", "type": EB}],

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from ragtruth_spans.detectors.evidence.facts import content_stems, facts, negations
-from ragtruth_spans.detectors.evidence.hours import claimed_days, claimed_hours
-from ragtruth_spans.detectors.evidence.units import context_units, json_units
+from ragtruth_spans.evidence.facts import content_stems, facts, negations
+from ragtruth_spans.evidence.hours import claimed_days, claimed_hours
+from ragtruth_spans.evidence.units import context_units, json_units
 
 TEXT = ("passage 1: Le Café Zoë opened in 1999 — its owner is Søren.\r\nIt has 120 rooms 🏨 and a spa.\r\n\r\n"
         "passage 2: Rooms cost $1,200 a week.")

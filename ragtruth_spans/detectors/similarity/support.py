@@ -1,12 +1,13 @@
 """The similarity methods' supports (their thresholds-free evidence), each computed once per distinct text.
 
-RAGTruth has six responses per source, and a benchmark runs ``sim-cosine``, ``sim-overlap`` and ``sim-hybrid``
-on the same responses. So: a context's evidence units (:func:`~ragtruth_spans.detectors.sentences.evidence_units`,
-pysbd) and their tokens are kept per context, by a content hash (bounded); a response's sentences are kept per
-response text (bounded); the sentences and units of a whole batch of items are embedded in one encoder call, each
-distinct text once (:meth:`~.encoder.SentenceEncoder.embed`); and each sentence's support with its context
-(cosine or overlap) is kept in a bounded cache shared by every detector of the process, so ``sim-hybrid`` reuses
-what ``sim-cosine`` and ``sim-overlap`` computed. Nothing here depends on a threshold.
+RAGTruth has six responses per source, and a benchmark runs ``sim-cosine``, ``sim-overlap`` and ``sim-hybrid`` on
+the same responses. So: a context's evidence units
+(:func:`~ragtruth_spans.detectors.shared.sentences.evidence_units`, pysbd) and their tokens are kept per context, by
+a content hash (bounded); a response's sentences are kept per response text (bounded); the sentences and units of a
+whole batch of items are embedded in one encoder call, each distinct text once
+(:meth:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder.embed`); and each sentence's support with its
+context (cosine or overlap) is kept in a bounded cache shared by every detector of the process, so ``sim-hybrid``
+reuses what ``sim-cosine`` and ``sim-overlap`` computed. Nothing here depends on a threshold.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ragtruth_spans.detectors.sentences import Interval, evidence_units, split_sentences, tokens
+from ragtruth_spans.detectors.shared.sentences import Interval, evidence_units, split_sentences, tokens
 from ragtruth_spans.detectors.similarity.overlap import overlap_ratio
 
 CONTEXT_CACHE_SIZE = 1024
@@ -92,14 +93,14 @@ def context_evidence(context: str, task: str, question: str | None = None) -> Co
 
 @lru_cache(maxsize=4096)
 def response_sentences(response: str) -> tuple[Interval, ...]:
-    """:func:`~ragtruth_spans.detectors.sentences.split_sentences` of a response, cached by its text."""
+    """:func:`~ragtruth_spans.detectors.shared.sentences.split_sentences` of a response, cached by its text."""
     return tuple(split_sentences(response))
 
 
 def sentence_supports(pairs: Sequence[tuple[ContextEvidence, str]], method: str, encoder: Any = None) -> list[float]:
     """The ``method`` support (``cosine``: highest cosine similarity with a unit; ``overlap``: highest overlap
     ratio) of each ``(context, sentence text)`` pair; 0.0 for a context without units. ``encoder`` (a
-    :class:`~.encoder.SentenceEncoder`) is needed for ``cosine``."""
+    :class:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder`) is needed for ``cosine``."""
     tag = getattr(encoder, "name_or_path", "") if method == "cosine" else ""
     keys = [(method, tag, context.key, text) for context, text in pairs]
     values: list[float | None] = [_supports.get(key) for key in keys]

@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragtruth_spans.core.evidence import Passage, SpanEvidence
-from ragtruth_spans.detectors.evidence.facts import WORD, Fact, content_stems, facts, negations, stem
-from ragtruth_spans.detectors.evidence.hours import claimed_days, hours_conflicts
-from ragtruth_spans.detectors.evidence.index import ContextIndex, key_stems
-from ragtruth_spans.detectors.evidence.units import Unit
+from ragtruth_spans.evidence.facts import WORD, Fact, content_stems, facts, negations, stem
+from ragtruth_spans.evidence.hours import claimed_days, hours_conflicts
+from ragtruth_spans.evidence.index import ContextIndex, key_stems
+from ragtruth_spans.evidence.units import Unit
 
 FALSE_VALUES = (False, "no", "none", "False", "u'no'", "'no'", "u'none'", "'none'")
 TRUE_VALUES = (True, "yes", "free", "True", "u'free'", "'free'", "u'yes'", "'yes'")

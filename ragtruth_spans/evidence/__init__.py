@@ -3,13 +3,13 @@
 :func:`attach_evidence`, :func:`attach_evidence_batch`. Offsets of the evidence are characters of the context,
 half-open ``[start, end)``."""
 
-from ragtruth_spans.detectors.evidence.finder import (
+from ragtruth_spans.evidence.finder import (
     MODES,
     EvidenceFinder,
     attach_evidence,
     attach_evidence_batch,
     claim_of,
 )
-from ragtruth_spans.detectors.evidence.verdict import VerdictSettings
+from ragtruth_spans.evidence.verdict import VerdictSettings
 
 __all__ = ["MODES", "EvidenceFinder", "VerdictSettings", "attach_evidence", "attach_evidence_batch", "claim_of"]

@@ -20,6 +20,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+TINY = "tiny"
+"""``model.name_or_path`` value that builds a tiny random model in code (this module) rather than loading one."""
+BASE_MODEL_DIR = "base_model"
+"""Where a run built on a tiny random model keeps that model (it exists nowhere else)."""
+
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 ROLE_TOKENS = ("<|system|>", "<|user|>", "<|assistant|>", "<|end|>")
 

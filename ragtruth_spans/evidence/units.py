@@ -5,7 +5,7 @@ Offsets are **characters of the context** (Python ``str`` indices), half-open ``
 escapes included).
 
 - A text context (QA passages, a Summary article, a Data2txt context that is not JSON) is cut into trimmed
-  sentences (:func:`ragtruth_spans.detectors.sentences.split_sentences`).
+  sentences (:func:`ragtruth_spans.detectors.shared.sentences.split_sentences`).
 - A Data2txt context that is a JSON object or list gives one unit per scalar field, ``"key": value`` as written in
   the JSON (from the key's opening quote to the value's end); a long string value (a review) gives one unit per
   sentence of its decoded text, mapped back to the raw JSON characters (escapes such as ``\\n``, ``\\"`` and
@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ragtruth_spans.detectors.sentences import LONG_VALUE_CHARS, split_sentences
+from ragtruth_spans.detectors.shared.sentences import LONG_VALUE_CHARS, split_sentences
 
 _WS = re.compile(r"[ \t\n\r]*")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|[_\-]+")

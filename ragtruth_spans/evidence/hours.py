@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from ragtruth_spans.detectors.evidence.facts import WEEKDAYS, facts
-from ragtruth_spans.detectors.evidence.index import ContextIndex
+from ragtruth_spans.evidence.facts import WEEKDAYS, facts
+from ragtruth_spans.evidence.index import ContextIndex
 
 _DAY = (r"((?i:mon)day|(?i:tue)sday|(?i:wed)nesday|(?i:thu)rsday|(?i:fri)day|(?i:sat)urday|(?i:sun)day|"
         r"Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)s?\b\.?")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ragtruth_spans.detectors.generative.align import FUZZY_THRESHOLD, align_spans, normalize
-from ragtruth_spans.detectors.generative.parsing import ParsedItem
+from ragtruth_spans.detectors.shared.align import FUZZY_THRESHOLD, align_spans, normalize
+from ragtruth_spans.detectors.shared.parsing import ParsedItem
 
 EC = "Evident Conflict"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.training import pretrained
-from ragtruth_spans.training.pretrained import MINILM, PackagedModel, packaged_model_dir, resolve_model
+from ragtruth_spans.models import pretrained
+from ragtruth_spans.models.pretrained import MINILM, PackagedModel, packaged_model_dir, resolve_model
 
 
 def test_minilm_resolves_to_the_verified_package_folder():

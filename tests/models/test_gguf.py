@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.training import gguf as gguf_mod
-from ragtruth_spans.training import pretrained
-from ragtruth_spans.training.gguf import SOURCE_FILE, gguf_provenance
-from ragtruth_spans.training.hf_models import resolve_base_model, run_base_model
-from ragtruth_spans.training.pretrained import SMOLLM2, PackagedGGUF, packaged_gguf, resolve_model
+from ragtruth_spans.models import gguf as gguf_mod
+from ragtruth_spans.models import pretrained
+from ragtruth_spans.models.gguf import SOURCE_FILE, gguf_provenance
+from ragtruth_spans.models.hf_models import resolve_base_model, run_base_model
+from ragtruth_spans.models.pretrained import SMOLLM2, PackagedGGUF, packaged_gguf, resolve_model
 
 pytest.importorskip("gguf")
 
@@ -24,7 +24,7 @@ TEXTS = ["The Grand Hotel opened in 1999 on the harbour front.", "Blue Cafe in L
 
 @pytest.fixture(scope="module")
 def tiny_gguf(tmp_path_factory) -> tuple[Path, Path]:
-    from tests.training.tiny_gguf import build_tiny_gguf
+    from tests.models.tiny_gguf import build_tiny_gguf
 
     return build_tiny_gguf(tmp_path_factory.mktemp("gguf"), texts=TEXTS)
 

@@ -14,7 +14,7 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_json
 from ragtruth_spans.detectors.recipes import validate_recipe
 from ragtruth_spans.training.run import claim_on_main_process, whole_run_train_loss
-from ragtruth_spans.training.run_dir import claim_output_dir, run_fingerprint, write_run_files
+from ragtruth_spans.runs.run_dir import claim_output_dir, run_fingerprint, write_run_files
 
 
 def recipe(out, **training):
@@ -127,7 +127,7 @@ def test_a_run_that_wrote_nothing_but_its_fingerprint_restarts_with_new_settings
 
 
 def test_a_failed_new_run_is_released_unless_it_saved_progress(tmp_path):
-    from ragtruth_spans.training.run_dir import release_failed_run
+    from ragtruth_spans.runs.run_dir import release_failed_run
 
     out = tmp_path / "run"
     claim_output_dir(out, run_fingerprint(recipe(out), []))

@@ -13,8 +13,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from ragtruth_spans.detectors.evidence.facts import Fact, content_stems, facts, stem
-from ragtruth_spans.detectors.evidence.units import Unit, context_units, key_words
+from ragtruth_spans.evidence.facts import Fact, content_stems, facts, stem
+from ragtruth_spans.evidence.units import Unit, context_units, key_words
 
 _GENERIC_KEY_TEXT = (
     "attributes good for ambience business parking restaurants restaurant info review stars date text "

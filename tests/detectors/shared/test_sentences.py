@@ -3,8 +3,8 @@ LONG_LINE_CHARS) and cached; ordinary lines are split as before, offsets index t
 
 from __future__ import annotations
 
-from ragtruth_spans.detectors import sentences
-from ragtruth_spans.detectors.sentences import LONG_LINE_CHARS, _pieces, split_sentences
+from ragtruth_spans.detectors.shared import sentences
+from ragtruth_spans.detectors.shared.sentences import LONG_LINE_CHARS, _pieces, split_sentences
 
 SENTENCE = "The hotel in Leeds opened in 1999 and has 120 rooms. "
 

@@ -1,5 +1,5 @@
 """Sentence embeddings for the sentence-level detectors: a sentence-transformers model (all-MiniLM-L6-v2 by
-default, resolved offline and sha256-verified by :func:`ragtruth_spans.training.pretrained.resolve_model`), with
+default, resolved offline and sha256-verified by :func:`ragtruth_spans.models.pretrained.resolve_model`), with
 a cache of context embeddings (the responses of one source share their context) and a bounded cache of sentence
 embeddings by text (:meth:`SentenceEncoder.embed`: each distinct text is encoded once, in one batched call).
 :func:`shared_encoder` loads a model once per process, so several detectors on one encoder share it."""
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ragtruth_spans.training.pretrained import MINILM
+from ragtruth_spans.models.pretrained import MINILM
 
 CONTEXT_CACHE_SIZE = 256
 """Contexts whose unit embeddings are kept (a RAGTruth source has 6 responses to the same context)."""
@@ -24,8 +24,8 @@ class SentenceEncoder:
     """L2-normalised sentence embeddings (so a dot product is the cosine similarity)."""
 
     def __init__(self, name_or_path: str = MINILM, *, device: str | None = None, batch_size: int = 64) -> None:
-        from ragtruth_spans.training.hf_models import is_local_reference, loading
-        from ragtruth_spans.training.pretrained import resolve_model
+        from ragtruth_spans.models.hf_models import is_local_reference, loading
+        from ragtruth_spans.models.pretrained import resolve_model
 
         self.name_or_path = name_or_path
         path, self.revision = resolve_model(name_or_path)

@@ -10,8 +10,8 @@ import pytest
 
 from ragtruth_spans.core.types import Span
 from ragtruth_spans.detectors.base import Detection, DetectItem
-from ragtruth_spans.detectors.evidence import EvidenceFinder, VerdictSettings, attach_evidence, claim_of
 from ragtruth_spans.detectors.loader import load_detector
+from ragtruth_spans.evidence import EvidenceFinder, VerdictSettings, attach_evidence, claim_of
 
 CONTEXT = ("passage 1: Le Café Zoë opened in 1999 — its owner is Søren.\r\nIt has 120 rooms 🏨 and a spa.\r\n\r\n"
            "passage 2: The hotel does not allow pets.")

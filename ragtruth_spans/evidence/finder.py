@@ -23,9 +23,9 @@ import numpy as np
 from ragtruth_spans.core.errors import check_choice
 from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.detectors.base import Detection, DetectItem
-from ragtruth_spans.detectors.evidence.index import ContextIndex
-from ragtruth_spans.detectors.evidence.verdict import Claim, VerdictSettings, decide
-from ragtruth_spans.detectors.sentences import split_sentences
+from ragtruth_spans.detectors.shared.sentences import split_sentences
+from ragtruth_spans.evidence.index import ContextIndex
+from ragtruth_spans.evidence.verdict import Claim, VerdictSettings, decide
 
 MODES: tuple[str, ...] = ("lexical", "encoder")
 INDEX_CACHE_SIZE = 64
@@ -44,7 +44,7 @@ def claim_of(response: str, span: Span, sentences: Sequence[tuple[int, int]] | N
 
 class EvidenceFinder:
     """Attaches evidence to detections (see the module docstring). ``settings``: the verdict's thresholds;
-    ``encoder``: an already loaded :class:`~ragtruth_spans.detectors.similarity.encoder.SentenceEncoder` (encoder
+    ``encoder``: an already loaded :class:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder` (encoder
     mode; loaded on first use otherwise, on ``device``)."""
 
     def __init__(self, mode: str = "lexical", *, settings: VerdictSettings | None = None, encoder: Any = None,
@@ -58,7 +58,7 @@ class EvidenceFinder:
     @property
     def encoder(self) -> Any:
         if self._encoder is None:
-            from ragtruth_spans.detectors.similarity.encoder import SentenceEncoder
+            from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
 
             self._encoder = SentenceEncoder(device=self._device)
         return self._encoder
@@ -67,7 +67,7 @@ class EvidenceFinder:
         """What changes the evidence: the mode, the thresholds and (encoder mode) the encoder."""
         out: dict[str, Any] = {"mode": self.mode, "settings": asdict(self.settings)}
         if self.mode == "encoder":
-            from ragtruth_spans.training.pretrained import MINILM
+            from ragtruth_spans.models.pretrained import MINILM
 
             out["encoder"] = getattr(self._encoder, "name_or_path", MINILM)
         return out

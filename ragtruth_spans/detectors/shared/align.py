@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz
 
 from ragtruth_spans.core.types import Span
-from ragtruth_spans.detectors.generative.parsing import ParsedItem
+from ragtruth_spans.detectors.shared.parsing import ParsedItem
 
 FUZZY_THRESHOLD: float = 90.0
 """Minimum rapidfuzz ``partial_ratio`` score (0-100) to accept a fuzzy alignment."""

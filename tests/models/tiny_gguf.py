@@ -91,7 +91,7 @@ def build_tiny_gguf(folder: Path, *, texts: list[str], name: str = "tiny.gguf") 
     """``(hf_dir, gguf_path)``: a tiny random Llama built in code under ``folder/hf`` and its GGUF
     ``folder/name``."""
     from ragtruth_spans.detectors.generative.prompts import skeleton_texts
-    from ragtruth_spans.training.tiny import build_tiny_llama
+    from ragtruth_spans.models.tiny import build_tiny_llama
 
     hf_dir = build_tiny_llama(folder / "hf", seed=0, texts=texts, skeleton=skeleton_texts(), vocab_size=600,
                               hidden_size=64,

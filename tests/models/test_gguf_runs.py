@@ -26,7 +26,7 @@ TRAINING = {"max_steps": 60, "learning_rate": 1e-2, "lr_scheduler": "constant", 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory) -> tuple[Path, Path, Path]:
     """``(prepared dir, GGUF file, cache root)``; the cache is set for the whole module."""
-    from tests.training.tiny_gguf import build_tiny_gguf
+    from tests.models.tiny_gguf import build_tiny_gguf
 
     root = tmp_path_factory.mktemp("gguf-runs")
     records = overfit_records()

@@ -10,7 +10,7 @@ import pytest
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.recipes import validate_recipe
-from ragtruth_spans.training.run_dir import read_run_info, run_files, verify_run, write_run_files
+from ragtruth_spans.runs.run_dir import read_run_info, run_files, verify_run, write_run_files
 
 
 def _run(tmp_path: Path, **extra) -> Path:

@@ -9,10 +9,18 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.training.recipe import QuantizationSection
+
+
+class FourBitSettings(Protocol):
+    """The 4-bit settings :func:`bitsandbytes_config` reads (a recipe's ``quantization`` section is one)."""
+
+    quant_type: str
+    double_quant: bool
+    compute_dtype: str
+    quant_storage: str
 
 
 def torch_dtype(name: str, device: str | None = None) -> Any:
@@ -25,7 +33,7 @@ def torch_dtype(name: str, device: str | None = None) -> Any:
     return "auto" if name == "auto" else getattr(torch, name)
 
 
-def bitsandbytes_config(quantization: QuantizationSection, device: str | None = None,
+def bitsandbytes_config(quantization: FourBitSettings, device: str | None = None,
                         skip_modules: list[str] | None = None) -> Any:
     """The ``BitsAndBytesConfig`` of a recipe's ``quantization`` section: 4-bit weights (NF4 by default) with
     the section's compute and storage dtypes (compute in float32 on CPU). ``skip_modules``: modules kept in full
@@ -60,12 +68,12 @@ def is_local_reference(name_or_path: str) -> bool:
 def resolve_base_model(name_or_path: str, revision: str | None = None,
                        gguf_file: str | None = None) -> tuple[str, str | None]:
     """``(path_or_id, revision)`` of a recipe's ``model.name_or_path`` (not the tiny model): a packaged model's
-    verified folder and its official revision (:func:`~ragtruth_spans.training.pretrained.resolve_model`; a
+    verified folder and its official revision (:func:`~ragtruth_spans.models.pretrained.resolve_model`; a
     packaged GGUF model's converted folder); with ``gguf_file``, that GGUF file (relative to the folder
-    ``name_or_path``, or absolute) converted once to a cached folder (:mod:`ragtruth_spans.training.gguf`); a local
+    ``name_or_path``, or absolute) converted once to a cached folder (:mod:`ragtruth_spans.models.gguf`); a local
     folder, checked now (a missing one is an :class:`InputError` naming ``model.name_or_path``, not a hub lookup);
     or a hub id with ``revision``."""
-    from ragtruth_spans.training.pretrained import resolve_model
+    from ragtruth_spans.models.pretrained import resolve_model
 
     if gguf_file:
         return _gguf_base(name_or_path, gguf_file), None
@@ -80,7 +88,7 @@ def resolve_base_model(name_or_path: str, revision: str | None = None,
 
 
 def _gguf_base(name_or_path: str, gguf_file: str) -> str:
-    from ragtruth_spans.training.gguf import converted_model_dir, local_gguf
+    from ragtruth_spans.models.gguf import converted_model_dir, local_gguf
 
     return str(converted_model_dir(local_gguf(name_or_path, gguf_file)))
 
@@ -88,7 +96,7 @@ def _gguf_base(name_or_path: str, gguf_file: str) -> str:
 def check_gguf_base(base: str, expected: dict[str, Any] | None) -> None:
     """A run trained on a GGUF base (``expected``: its ``run_info.json`` ``base_model.gguf``) must be reloaded on
     the same file: a converted folder of another SHA-256 is an :class:`InputError`."""
-    from ragtruth_spans.training.gguf import gguf_provenance
+    from ragtruth_spans.models.gguf import gguf_provenance
 
     if not expected or not expected.get("sha256"):
         return
@@ -106,8 +114,8 @@ def run_base_model(saved: Path, name_or_path: str, revision: str | None, gguf_fi
     ``gguf_file``) as a packaged model's verified folder and its official revision, a converted GGUF (whose
     sha256 must be ``gguf["sha256"]``, the run's record), a local folder (checked) or a hub id with
     ``revision``. A tiny run without its saved base is an :class:`InputError`."""
-    from ragtruth_spans.training.pretrained import resolve_model
-    from ragtruth_spans.training.recipe import TINY
+    from ragtruth_spans.models.pretrained import resolve_model
+    from ragtruth_spans.models.tiny import TINY
 
     if (saved / "config.json").is_file():
         check_model_folder(saved, what="base model")
