@@ -61,7 +61,7 @@ from ragtruth_spans.serving.body import (
     without_server_paths,
 )
 from ragtruth_spans.serving.limits import BearerAuth, BodySizeLimit, InFlight, validation_errors
-from ragtruth_spans.serving.models import DetectionOut, DetectMany, DetectOne, DetectorRef, ErrorOut, SelectRequest
+from ragtruth_spans.serving.schemas import DetectionOut, DetectMany, DetectOne, DetectorRef, ErrorOut, SelectRequest
 
 logger = logging.getLogger("ragtruth_spans.serving")
 

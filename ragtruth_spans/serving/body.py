@@ -16,7 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import loads_json
-from ragtruth_spans.serving.models import DetectItemIn, SelectRequest
+from ragtruth_spans.serving.schemas import DetectItemIn, SelectRequest
 
 
 class ServiceError(Exception):

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from ragtruth_spans.cli.detect import read_items
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.base import DetectItem
-from ragtruth_spans.serving.models import DetectItemIn, SelectRequest
+from ragtruth_spans.serving.schemas import DetectItemIn, SelectRequest
 
 BASE = {"context": "The hotel opened in 2001.", "response": "It opened in 2001."}
 
