@@ -97,6 +97,27 @@ def character_scores(detector: Detector, items: Sequence[DetectItem]) -> list[tu
     return out
 
 
+class FoldMean(Detector):
+    """A member trained out of fold and not refitted: its per-character scores are the mean of its fold models'
+    (an item counts as judged only when every fold model judged it)."""
+
+    kind = "fold-mean"
+
+    def __init__(self, folds: Sequence[Detector]) -> None:
+        self.folds = list(folds)
+
+    def character_scores(self, items: Sequence[DetectItem]) -> list[tuple[np.ndarray, bool]]:
+        each = [character_scores(fold, items) for fold in self.folds]
+        return [(np.mean([scores[i][0] for scores in each], axis=0).astype(np.float32),
+                 all(scores[i][1] for scores in each)) for i in range(len(items))]
+
+    def detect_batch(self, items: Sequence[Any]) -> list[Any]:
+        raise NotImplementedError("a fold-mean member only gives character scores to the stacked detector")
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "folds": [fold.describe() for fold in self.folds]}
+
+
 class ColumnBuilder:
     """Builds :class:`ItemColumns` for items; ``encoder`` (a
     :class:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder` or None), ``members``

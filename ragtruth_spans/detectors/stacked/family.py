@@ -22,7 +22,7 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.detectors.recipes import read_finished_run
     from ragtruth_spans.detectors.stacked import combiner, response
-    from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder, build_lm
+    from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, FoldMean, build_encoder, build_lm
     from ragtruth_spans.detectors.stacked.detector import StackedDetector
 
     check_options("stacked", options, OPTIONS)
@@ -31,8 +31,12 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     recipe, info = read_finished_run(run_dir, StackedRecipe, "decision", dict)
     members = {}
     for member in recipe.members:
-        target = run_dir / "members" / member.name / "full" if member.recipe else member.detector
-        members[member.name] = load_detector(target)
+        if member.recipe is None:
+            members[member.name] = load_detector(member.detector)
+        elif member.refit:
+            members[member.name] = load_detector(run_dir / member.run_paths()[0])
+        else:
+            members[member.name] = FoldMean([load_detector(run_dir / path) for path in member.run_paths()])
     builder = ColumnBuilder(build_encoder(recipe.features.encoder, **options), members,
                             build_lm(recipe.features.lm, device=options.get("device")))
     if builder.names != info.get("columns"):

@@ -10,6 +10,7 @@ members:                                            # optional: detectors whose 
     recipe: all-minilm-l6-v2/token-cls             # trained here, out-of-fold on the training split
     overrides: [training.num_epochs=3]
     folds: 2
+    refit: true                                     # false: detect with the mean of the fold models
   - name: numbers
     detector: numbers                               # a named detector (nothing to train)
 combiner: {learning_rate: 0.05, num_leaves: 31, ...}  # LightGBM
@@ -46,6 +47,10 @@ class FeatureSection(Section):
                                                    "cached per record); null: none.")
 
 
+MEMBERS_DIR = "members"
+"""Where a stacked run keeps the members it trains (``members/<name>/{fold-k,full}``)."""
+
+
 class MemberSection(Section):
     """A detector whose per-character scores become columns: trained from ``recipe`` (out-of-fold over ``folds``
     source-disjoint parts of the training split, then on all of it), or the named/run-directory ``detector``."""
@@ -54,8 +59,18 @@ class MemberSection(Section):
     recipe: str | None = Field(None, description="Recipe (shipped name or file) of a member trained here.")
     overrides: list[str] = Field(default_factory=list, description="key=value overrides of the member recipe.")
     folds: int = Field(2, ge=2, le=10, description="Source-disjoint folds of the out-of-fold member scores.")
+    refit: bool = Field(True, description="Train the member once more on the whole training split for the eval "
+                                          "split and detection (true), or use the mean of its fold models' scores "
+                                          "there (false: no extra training; detection runs every fold model).")
     detector: str | None = Field(None, description="A detector name or run directory used as it is. Its scores "
                                                    "on the training split must not come from training on it.")
+
+    def run_paths(self) -> list[str]:
+        """The run folders (relative to the stacked run) detection loads for a member trained here:
+        ``members/<name>/full``, or without ``refit`` every ``members/<name>/fold-k``."""
+        if self.refit:
+            return [f"{MEMBERS_DIR}/{self.name}/full"]
+        return [f"{MEMBERS_DIR}/{self.name}/fold-{k}" for k in range(self.folds)]
 
     @model_validator(mode="after")
     def _one_source(self) -> MemberSection:

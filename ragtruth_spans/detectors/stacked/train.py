@@ -30,14 +30,19 @@ from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import DetectItem, Detector
 from ragtruth_spans.detectors.stacked import combiner, response
-from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, build_encoder, build_lm, character_scores
-from ragtruth_spans.detectors.stacked.recipe import MemberSection, StackedRecipe
+from ragtruth_spans.detectors.stacked.columns import (
+    ColumnBuilder,
+    FoldMean,
+    build_encoder,
+    build_lm,
+    character_scores,
+)
+from ragtruth_spans.detectors.stacked.recipe import MEMBERS_DIR, MemberSection, StackedRecipe
 from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.data import RecordStats, record_origin, record_weight
 from ragtruth_spans.training.run import TrainResult
 from ragtruth_spans.training.skeleton import data_record, select_data
 
-MEMBERS_DIR = "members"
 Scores = list[tuple[np.ndarray, bool]]
 
 
@@ -97,17 +102,22 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
             home = run_dir / MEMBERS_DIR / member.name
             folds = response.source_folds([r.source_id for r in train_records], member.folds, recipe.data.seed)
             scores: list[Any] = [None] * len(train_records)
+            fold_detectors = []
             for k in range(member.folds):
                 console.print(f"member {member.name}: fold {k + 1}/{member.folds}")
                 data = _member_data(home / "data" / f"fold-{k}",
                                     [r for r, f in zip(train_records, folds) if f != k], eval_records)
                 detector = _train_member(member, recipe, data, home / f"fold-{k}", console)
+                fold_detectors.append(detector)
                 held = [i for i, f in enumerate(folds) if f == k]
                 for i, result in zip(held, character_scores(detector, [train_items[i] for i in held])):
                     scores[i] = result
-            console.print(f"member {member.name}: all training responses")
-            data = _member_data(home / "data" / "full", train_records, eval_records)
-            detectors[member.name] = _train_member(member, recipe, data, home / "full", console)
+            if member.refit:
+                console.print(f"member {member.name}: all training responses")
+                data = _member_data(home / "data" / "full", train_records, eval_records)
+                detectors[member.name] = _train_member(member, recipe, data, home / "full", console)
+            else:
+                detectors[member.name] = FoldMean(fold_detectors)
             on_train[member.name] = scores
         on_eval[member.name] = character_scores(detectors[member.name], eval_items)
     return detectors, on_train, on_eval
@@ -221,7 +231,8 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
             "response": None if head is None else head.info(real, every_record),
             **({"response_head_dropped": head_dropped} if head_dropped else {}),
             "members": {m.name: {"recipe": m.recipe, "detector": m.detector,
-                                 "path": f"{MEMBERS_DIR}/{m.name}/full" if m.recipe else None}
+                                 "path": m.run_paths()[0] if m.recipe and m.refit else None,
+                                 **({"fold_paths": m.run_paths()} if m.recipe and not m.refit else {})}
                         for m in recipe.members},
             "tuning": {"responses": len(tuned_records), "training_out_of_fold": len(tuned_records) - len(eval_records),
                        "eval": len(eval_records), "span_f1": chosen["span_f1"], "table": table},

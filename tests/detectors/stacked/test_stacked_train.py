@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from ragtruth_spans.cli import app
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_records
+from ragtruth_spans.detectors.base import DetectItem
 from ragtruth_spans.detectors.loader import load_detector
 from ragtruth_spans.detectors.recipes import validate_recipe
 from ragtruth_spans.detectors.stacked.combiner import decide
@@ -111,6 +112,19 @@ def test_a_trained_member_is_fitted_out_of_fold_and_reloaded(prepared, tmp_path)
     detector = load_detector(out)
     assert list(detector.builder.members) == ["tok"]
     assert len(detector.detect_batch(synthetic_records(2, 3, "test"))) == 4
+
+    # refit: false — no full model; the eval split and detection use the mean of the fold models
+    again = tmp_path / "no-refit"
+    train(validate_recipe(stacked_recipe(prepared, again, [{"name": "tok", "recipe": str(member_recipe),
+                                                            "folds": 2, "refit": False}])))
+    assert not (again / "members" / "tok" / "full").exists()
+    info = json.loads((again / "run_info.json").read_text())
+    assert info["members"]["tok"]["fold_paths"] == ["members/tok/fold-0", "members/tok/fold-1"]
+    mean = load_detector(again).builder.members["tok"]
+    folds = [load_detector(again / "members" / "tok" / f"fold-{k}") for k in range(2)]
+    items = [DetectItem.of(r) for r in synthetic_records(1, 3, "test")]
+    expected = np.mean([folds[k].character_scores(items)[0][0] for k in range(2)], axis=0)
+    np.testing.assert_allclose(mean.character_scores(items)[0][0], expected, rtol=1e-6)
 
 
 def test_predict_and_evaluate_through_the_cli(prepared, tmp_path):
