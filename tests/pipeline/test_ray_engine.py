@@ -25,6 +25,8 @@ from ragtruth_spans.detectors.base import Detection, Detector
 from ragtruth_spans.pipeline.predict import predict_file
 from ragtruth_spans.pipeline.ray_engine import RaySettings, RaySummary, _Writer, check_reachable, predict_ray
 
+pytestmark = pytest.mark.slow  # a local Ray cluster per module: minutes on 2 cores
+
 ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
 
 CITIES = ["Leeds", "Paris", "Oslo", "Rome", "Lima", "Kyoto", "Cairo", "Perth"]
