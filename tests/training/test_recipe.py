@@ -31,12 +31,14 @@ def test_every_shipped_recipe_validates():
     names = shipped_recipes()
     assert set(names) == {"tiny-cpu", "llama-2-13b/qlora", "llama-3.1-8b-instruct/qlora", "mistral-7b-instruct/qlora",
                           "qwen2.5-7b-instruct/qlora", "smollm2-135m-instruct/qlora", *TOKEN_CLS_RECIPES,
-                          *BASELINE_RECIPES, "recommended-cpu"}
+                          *BASELINE_RECIPES, "recommended-cpu", "recommended-cpu-member"}
     for name in names:
         recipe = load_recipe(name)
         assert isinstance(recipe, Recipe)
-        if name == "recommended-cpu":
+        if name.startswith("recommended-cpu"):
             assert recipe.kind == "stacked" and recipe.data.eval_split == "dev"
+            assert [(m.recipe, m.refit) for m in recipe.members] == \
+                ([("all-minilm-l6-v2/token-cls", False)] if name == "recommended-cpu-member" else [])
             continue
         if name in TOKEN_CLS_RECIPES:
             assert recipe.kind == "token-classification"
