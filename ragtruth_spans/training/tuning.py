@@ -122,8 +122,7 @@ def tune_thresholds(records: Sequence[Record], candidates: Sequence[Mapping[str,
         table.append(row)
         if (admissible is None or admissible(row)) and (best is None or value > best[0]):
             best = (value, thresholds)
-    if best is None:  # nothing admissible
-        best = (criterion_value(pooled_figures(records, [getattr(d, "spans", d) for d in detect(candidates[0])]),
-                                criterion), candidates[0])
+    if best is None:  # nothing admissible: the first candidate (its row holds the criterion by name)
+        best = (table[0][criterion], candidates[0])
     return TuningResult(thresholds=dict(best[1]), criterion=criterion, value=best[0], split=split,
                         responses=len(records), table=table)

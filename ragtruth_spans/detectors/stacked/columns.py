@@ -82,7 +82,7 @@ class ItemColumns:
         return np.logical_or.reduce([column[c] for c in RULE_COLUMNS]) | (column["swap_one_side"] & column["is_number"])
 
 
-def character_scores(detector: Detector, items: Sequence[DetectItem]) -> list[tuple[np.ndarray, bool]]:
+def character_scores(detector: Detector | FoldMean, items: Sequence[DetectItem]) -> list[tuple[np.ndarray, bool]]:
     """Per item, a float32 score per response character and whether the member judged it."""
     direct = getattr(detector, "character_scores", None)
     if callable(direct):
@@ -97,9 +97,10 @@ def character_scores(detector: Detector, items: Sequence[DetectItem]) -> list[tu
     return out
 
 
-class FoldMean(Detector):
+class FoldMean:
     """A member trained out of fold and not refitted: its per-character scores are the mean of its fold models'
-    (an item counts as judged only when every fold model judged it)."""
+    (an item counts as judged only when every fold model judged it). Not a detector of its own: it exists only as a
+    stacked member's column source."""
 
     kind = "fold-mean"
 
@@ -111,9 +112,6 @@ class FoldMean(Detector):
         return [(np.mean([scores[i][0] for scores in each], axis=0).astype(np.float32),
                  all(scores[i][1] for scores in each)) for i in range(len(items))]
 
-    def detect_batch(self, items: Sequence[Any]) -> list[Any]:
-        raise NotImplementedError("a fold-mean member only gives character scores to the stacked detector")
-
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "folds": [fold.describe() for fold in self.folds]}
 
@@ -123,7 +121,7 @@ class ColumnBuilder:
     :class:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder` or None), ``members``
     (``{name: detector}``) and ``lm`` (an :class:`~.lm_gain.LMScorer` or None) fix the columns."""
 
-    def __init__(self, encoder: Any | None = None, members: dict[str, Detector] | None = None,
+    def __init__(self, encoder: Any | None = None, members: dict[str, Detector | FoldMean] | None = None,
                  lm: Any | None = None) -> None:
         self.encoder = encoder
         self.members = dict(members or {})

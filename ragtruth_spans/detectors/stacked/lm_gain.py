@@ -23,6 +23,7 @@ mean log-probability with the context, and the mean gain of the word's ±3 neigh
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import re
@@ -42,6 +43,7 @@ Interval = tuple[int, int]
 LM_FEATURES: tuple[str, ...] = ("lm_gain", "lm_gain_min", "lm_logprob", "lm_gain_mean_3")
 """Column names of :func:`lm_columns`, in order."""
 CACHE_VERSION = 1
+"""Part of the cache key: raise it whenever the prompts or what is stored change."""
 _CONTENT = re.compile(r"\w+")
 _PIECES = re.compile(r"[^\n]+?(?:[.!?](?=\s)|$)", re.MULTILINE)
 
@@ -145,8 +147,11 @@ class LMScorer:
             digest = hashlib.sha256(json.dumps([item.context, item.question, item.response]).encode()).hexdigest()
             path = self.cache_dir / digest[:2] / f"{digest}.npz"
             if path.is_file():
-                with np.load(path) as saved:
-                    return TokenScores(saved["offsets"], saved["with_context"], saved["without_context"])
+                try:
+                    with np.load(path) as saved:
+                        return TokenScores(saved["offsets"], saved["with_context"], saved["without_context"])
+                except (OSError, ValueError, KeyError):  # a damaged cache file is scored again and replaced
+                    pass
         encoded = self.tokenizer(item.response, add_special_tokens=False, return_offsets_mapping=True)
         ids = list(encoded["input_ids"])[:self.max_response_tokens]
         offsets = np.asarray(encoded["offset_mapping"][:len(ids)], dtype=np.int32).reshape(-1, 2)
@@ -157,8 +162,6 @@ class LMScorer:
             with_prefix, without_prefix = prompts(item, context)
             scores = TokenScores(offsets, self._logprobs(with_prefix, ids), self._logprobs(without_prefix, ids))
         if path is not None:
-            import io
-
             buffer = io.BytesIO()
             np.savez(buffer, offsets=scores.offsets, with_context=scores.with_context,
                      without_context=scores.without_context)
@@ -180,7 +183,7 @@ def _cache_key(model: str, path: str, max_context_tokens: int, max_response_toke
         identity = [sha256_of(p) for p in weights] or [str(folder.resolve())]
     else:
         identity = [model]
-    settings = [CACHE_VERSION, identity, max_context_tokens, max_response_tokens, prompts.__doc__]
+    settings = [CACHE_VERSION, identity, max_context_tokens, max_response_tokens]
     return hashlib.sha256(json.dumps(settings).encode()).hexdigest()[:24]
 
 

@@ -100,3 +100,13 @@ def test_skipped_items_get_missing_lm_columns_without_a_pass(tiny_lm, tmp_path):
     at = builder.names.index("lm_gain")
     assert not np.isnan(scored.matrix[:, at]).any() and np.isnan(skipped.matrix[:, at]).all()
     assert len(list((tmp_path / "cache" / "lm_gain").rglob("*.npz"))) == 1  # the skipped item was never scored
+
+
+def test_a_damaged_cache_file_is_scored_again_and_replaced(tiny_lm, tmp_path):
+    item = DetectItem(context="The hotel has 120 rooms.", response="It has 120 rooms.", task="QA")
+    first = LMScorer(tiny_lm).score(item)
+    (cached,) = (tmp_path / "cache" / "lm_gain").rglob("*.npz")
+    cached.write_bytes(b"not an npz")
+    again = LMScorer(tiny_lm).score(item)
+    np.testing.assert_allclose(again.gain, first.gain, rtol=1e-5)
+    assert cached.read_bytes().startswith(b"PK")  # rewritten as a real npz
