@@ -45,10 +45,14 @@ class RecordStats:
     extra: list[dict[str, Any]] = field(default_factory=list)
     """One entry per ``data.extra`` source: ``dir``, ``files``, ``records`` read, ``other_tasks`` left out,
     ``kept``, ``with_spans``, ``weight``."""
+    synth: dict[str, Any] = field(default_factory=dict)
+    """What ``data.synth`` generated: ``made`` per edit kind, ``faithful`` transforms, ``skipped`` edits,
+    ``documents``, ``records``."""
 
     def by_origin(self) -> dict[str, int]:
-        """Training records by origin: ``real`` (after task/clean/max filters), ``augmented``, ``extra``."""
-        augmented = sum((self.augmented.get("made") or {}).values())
+        """Training records by origin: ``real`` (after task/clean/max filters), ``augmented`` (generated ones
+        included), ``extra``."""
+        augmented = sum((self.augmented.get("made") or {}).values()) + int(self.synth.get("records", 0))
         extra = sum(int(e.get("kept", 0)) for e in self.extra)
         real = self.records - self.other_tasks - (self.clean - self.clean_kept) - self.over_max_examples
         return {"real": real, "augmented": augmented, "extra": extra}
@@ -121,6 +125,37 @@ def extra_files(data: DataSection) -> list[Path]:
     return [Path(source.dir) / f"{split}.jsonl" for source in data.extra for split in source.splits]
 
 
+def synth_files(data: DataSection) -> list[Path]:
+    """Every file ``data.synth`` reads contexts from, in order (what the run's fingerprint hashes)."""
+    if data.synth is None:
+        return []
+    splits = ["train", "dev"] if data.synth.eval_count else ["train"]
+    return [Path(d) / f"{split}.jsonl" for d in data.synth.documents for split in splits]
+
+
+def synth_records(data: DataSection, own: Sequence[Record], split: str, count: int, stats: RecordStats
+                  ) -> list[Record]:
+    """``count`` records generated (:mod:`ragtruth_spans.data.synth`) from the contexts of ``own`` and of each
+    ``data.synth.documents`` directory's ``split`` file (labels never read), seeded by ``data.synth.seed`` (+1
+    for the eval split); the counts go to ``stats.synth``. A missing file is an :class:`InputError` naming the
+    recipe field."""
+    from ragtruth_spans.data import synth
+
+    assert data.synth is not None
+    docs = synth.documents(own, "prepared")
+    for k, directory in enumerate(data.synth.documents):
+        path = Path(directory) / f"{split}.jsonl"
+        if not path.is_file():
+            raise InputError(f"no such file: {path} (data.synth.documents[{k}] is read for its {split} split)",
+                             field=f"data.synth.documents[{k}]")
+        docs += synth.documents([r for r in read_records(path) if r.task_type in data.tasks], str(directory))
+    seed = data.synth.seed + (0 if split == "train" else 1)
+    made, counts = synth.generate(docs, count, seed=seed, kinds=data.synth.kinds,
+                                  edited_share=data.synth.edited_share, split=split)
+    stats.synth = counts.to_dict() | {"documents": len(docs), "records": len(made)}
+    return made
+
+
 def load_extra_records(data: DataSection, stats: RecordStats) -> list[Record]:
     """The records of every ``data.extra`` source, marked (module docstring) and filtered to the source's tasks
     (``tasks``, else ``data.tasks``); each source's counts go to ``stats.extra``. A missing file is an
@@ -165,6 +200,10 @@ def selected_training_records(data: DataSection, stats: RecordStats) -> tuple[li
                               rounds=data.augment.rounds)
         stats.augmented = counts.to_dict()
         records = records + new
+    if data.synth is not None:
+        generated = synth_records(data, records, "train", data.synth.count, stats)
+        records = records + generated
+        source += f" + {len(generated)} generated"
     if data.extra:
         extra = load_extra_records(data, stats)
         records = records + extra

@@ -36,6 +36,7 @@ from ragtruth_spans.training.data import (
     load_eval_records,
     select_records,
     selected_training_records,
+    synth_records,
 )
 from ragtruth_spans.training.recipe import DataSection, ModelSection
 
@@ -63,7 +64,12 @@ def eval_records(data: DataSection, stats: RecordStats | None = None, *,
         return None
     records, source = loaded
     rule = data if as_training else data.model_copy(update={"clean_fraction": 1.0, "max_examples": None})
-    return select_records(records, rule, stats if stats is not None else RecordStats()), source
+    stats = stats if stats is not None else RecordStats()
+    kept = select_records(records, rule, stats)
+    if data.synth is not None and data.synth.eval_count:
+        generated = synth_records(data, kept, "dev", data.synth.eval_count, stats)
+        return kept + generated, f"{source} + {len(generated)} generated"
+    return kept, source
 
 
 def select_data(data: DataSection, stats: RecordStats, eval_stats: RecordStats | None = None, *,

@@ -62,7 +62,8 @@ def column_names(members: Sequence[str], lm: bool = False) -> list[str]:
 
 RULE_COLUMNS = ("swap", "negation_added", "negation_dropped", "number_near")
 """The conflict columns whose words the decision's ``conflict_rule`` always flags (:func:`~.features.conflicts`),
-with ``swap_one_side`` on numbers (a changed number at the end of a copied phrase)."""
+with ``swap_one_side`` on numbers and on closed-class words whose class-mate the context holds there (a changed
+number or unit at the end of a copied phrase: ``weighs 12 [pounds]`` against ``weighs 12 kilograms``)."""
 
 
 @dataclass
@@ -78,8 +79,9 @@ class ItemColumns:
         if not len(self.words):
             return np.zeros(0, dtype=bool)
         column = {name: self.matrix[:, BASE_FEATURES.index(name)] > 0
-                  for name in (*RULE_COLUMNS, "swap_one_side", "is_number")}
-        return np.logical_or.reduce([column[c] for c in RULE_COLUMNS]) | (column["swap_one_side"] & column["is_number"])
+                  for name in (*RULE_COLUMNS, "swap_one_side", "is_number", "contrast_in_context")}
+        one_side = column["swap_one_side"] & (column["is_number"] | column["contrast_in_context"])
+        return np.logical_or.reduce([column[c] for c in RULE_COLUMNS]) | one_side
 
 
 def character_scores(detector: Detector | FoldMean, items: Sequence[DetectItem]) -> list[tuple[np.ndarray, bool]]:
@@ -122,8 +124,9 @@ class ColumnBuilder:
     (``{name: detector}``) and ``lm`` (an :class:`~.lm_gain.LMScorer` or None) fix the columns."""
 
     def __init__(self, encoder: Any | None = None, members: dict[str, Detector | FoldMean] | None = None,
-                 lm: Any | None = None) -> None:
+                 lm: Any | None = None, drop: Sequence[str] = ()) -> None:
         self.encoder = encoder
+        self.dropped = [BASE_FEATURES.index(name) for name in drop]
         self.members = dict(members or {})
         self.lm = lm
         self._indexes: OrderedDict[tuple[str, str | None], ContextIndex] = OrderedDict()
@@ -185,6 +188,7 @@ class ColumnBuilder:
             spans = words(item.response)
             base = word_features(item.response, spans, self.index(item), task=item.task, sentences=cuts[i],
                                  sentence_cosine=cosines[i])
+            base[:, self.dropped] = 0.0
             blocks, failed = [base], []
             if lm_scores is not None:
                 from ragtruth_spans.detectors.stacked.lm_gain import lm_columns

@@ -38,7 +38,7 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
         else:
             members[member.name] = FoldMean([load_detector(run_dir / path) for path in member.run_paths()])
     builder = ColumnBuilder(build_encoder(recipe.features.encoder, **options), members,
-                            build_lm(recipe.features.lm, device=options.get("device")))
+                            build_lm(recipe.features.lm, device=options.get("device")), drop=recipe.features.drop)
     if builder.names != info.get("columns"):
         raise InputError("run_info.json columns differ from the recipe's (edited after training?)", path=run_dir)
     decision = combiner.Decision.from_dict(info["decision"])

@@ -163,7 +163,8 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     seconds["members"] = time.perf_counter() - started
 
     tick = time.perf_counter()
-    builder = ColumnBuilder(build_encoder(recipe.features.encoder), detectors, build_lm(recipe.features.lm))
+    builder = ColumnBuilder(build_encoder(recipe.features.encoder), detectors, build_lm(recipe.features.lm),
+                            drop=recipe.features.drop)
     train_cols = _columns(builder, train_records, on_train, "columns (training)",
                           lm_augmented=recipe.features.lm is None or recipe.features.lm.augmented)
     eval_cols = _columns(builder, eval_records, on_eval, "columns (eval)")
@@ -192,7 +193,8 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     every_cols = train_cols + eval_cols
     bounds = np.cumsum([0, *(len(c.words) for c in every_cols)])
     every_probs = [flat[bounds[i]:bounds[i + 1]] for i in range(len(every_record))]
-    real = [i for i, r in enumerate(every_record) if record_origin(r) == "real"]  # tune on real data only
+    # tune on real data and the whole eval split (which holds data.synth's generated held-out records, if any)
+    real = [i for i, r in enumerate(every_record) if record_origin(r) == "real" or i >= len(train_records)]
     tuned_records = [every_record[i] for i in real]
     tuned_words = [every_cols[i].words for i in real]
     probabilities = [every_probs[i] for i in real]
