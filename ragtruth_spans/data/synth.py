@@ -10,7 +10,8 @@ for a share of the records, applies one edit of :data:`~.augment.ALL_KINDS`, who
 only gold span (``response[start:end] == span.text``, half-open, characters). Records keep their document's
 ``source_id`` (source-disjoint folds stay disjoint) and get the id
 ``<source_id>#aug-syn-<seed>-<i>-<kind>~<faithful transforms>``, so they count as augmented data. Everything
-is drawn from one ``random.Random(seed)``: the same documents and seed give the same records. Counts of what was made and skipped are returned.
+is drawn from one ``random.Random(seed)``: the same documents and seed give the same records. Counts of what
+was made and skipped are returned.
 
 >>> docs = [Document("d1", "Summary", "The bridge opened in 1932. It carries 40,000 cars a day.", None, "demo"),
 ...         Document("d2", "Summary", "Maria Lopez chairs the board. The firm sells tea.", None, "demo")]
