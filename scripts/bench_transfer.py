@@ -37,7 +37,6 @@ from typing import Any
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import read_records, write_records
 from ragtruth_spans.core.types import Record
-from ragtruth_spans.data import synth
 from ragtruth_spans.detectors.base import DetectItem
 from ragtruth_spans.detectors.loader import load_detector
 from ragtruth_spans.evaluation.evaluator import evaluate
@@ -58,7 +57,9 @@ def load_set(spec: str, max_per_set: int | None, seed: int) -> tuple[str, list[R
 
 
 def generated_set(files: list[str], n: int, seed: int, out: Path) -> list[Record]:
-    docs: list[synth.Document] = []
+    from ragtruth_spans.data import synth
+
+    docs: list[Any] = []
     for file in files:
         docs += synth.documents(read_records(Path(file)), Path(file).parent.name)
     records, _ = synth.generate(docs, n, seed=seed)

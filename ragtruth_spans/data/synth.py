@@ -201,8 +201,8 @@ def generate(docs: Sequence[Document], n: int, *, seed: int = 0, kinds: Sequence
     documents only); a kind that never applies is counted in ``skipped`` and the record stays faithful."""
     rng = random.Random(seed)
     stats = SynthStats()
-    donors = [Record(d.source_id, d.source_id, d.task, "synthetic", split, "good", "", d.context, d.question)
-              for d in docs]
+    donors = [Record(d.source_id, d.source_id, d.task, "synthetic", split, "good", (d.answers or ("",))[0],
+                     d.context, d.question) for d in docs]  # an answer of another source: the clause kind's donor
     json_docs = [i for i, d in enumerate(docs) if d.context.lstrip().startswith("{")]
     out: list[Record] = []
     while len(out) < n:
