@@ -135,7 +135,7 @@ def _paraphrase(text: str, rng: random.Random) -> str | None:
 
 def _number_format(text: str, rng: random.Random) -> str | None:
     big = list(_BIG_NUMBER.finditer(text))
-    if big and rng.random() < 0.6:
+    if big:
         m = rng.choice(big)
         groups = m.group(2).count(",")
         scale = {1: "thousand", 2: "million", 3: "billion"}.get(groups)
