@@ -57,6 +57,12 @@ def test_the_shipped_suite_is_large_typed_and_every_group_has_a_faithful_answer(
         assert any(not row["spans"] for row in members), group  # a faithful answer in every group
         assert len({(row["task"], row["context"], row["question"]) for row in members}) == 1, group
     assert sum(any(row["kind"] == "faithful-paraphrase" for row in members) for members in groups.values()) >= 30
+    first = {row["group"] for row in _old_pairs(rows)}
+    for group, members in groups.items():  # a new group holds a faithful answer other than a copy
+        assert group in first or any(row["kind"].startswith("faithful-") and row["kind"] != "faithful-copy"
+                                     for row in members), group
+    per_faithful_kind = Counter(row["kind"] for row in rows if not row["spans"])
+    assert all(per_faithful_kind[kind] >= 5 for kind in bench_obvious.FAITHFUL_KINDS), per_faithful_kind
     long_contexts = {row["context"] for row in rows if bench_obvious.length_bucket(row["context"]) == "long"}
     assert len(long_contexts) >= 5 and all(300 <= len(c.split()) <= 600 for c in long_contexts)
 
