@@ -30,7 +30,8 @@ the detector could not judge (``Detection.error``) are counted as ``errors`` and
 runs the rule references (``numbers``, ``flag-all``, ``absent-words``) on the same cases and prints the catch and
 false-alarm rates beside the model's; ``--breakdown`` prints the per-kind rates per task and per context length;
 ``--cases`` prints every case's outcome. ``--out`` writes all of it, every case's outcome included, as JSON with
-the detectors' descriptions and the cases file's SHA-256.
+the detectors' descriptions and the cases file's SHA-256. ``--check`` (no ``--model``) only validates the cases
+and prints how many edited and faithful cases each kind, task and context length holds.
 
 Exit status: 0, unless ``--require-catch-rate`` or ``--max-false-alarm-rate`` is given and not met (1, with one
 line saying which), or the input is bad (2, one line naming file, line and field).
@@ -399,6 +400,42 @@ def render_cases(result: dict[str, Any], print_: Callable[[Any], None]) -> None:
     print_(table)
 
 
+def census(cases: Sequence[Case]) -> dict[str, Any]:
+    """What the suite holds: cases, edited and faithful, per kind, task and context length; groups, and the groups
+    without a faithful case (which a suite should not have)."""
+    def count(key: Callable[[Case], str], order: Sequence[str]) -> dict[str, dict[str, int]]:
+        rows: dict[str, dict[str, int]] = {}
+        for case in cases:
+            row = rows.setdefault(key(case), {"edited": 0, "faithful": 0})
+            row["edited" if case.edited else "faithful"] += 1
+        return {k: rows[k] for k in [*[o for o in order if o in rows], *sorted(set(rows) - set(order))]}
+
+    groups: dict[str, list[Case]] = {}
+    for case in cases:
+        groups.setdefault(case.group or case.id, []).append(case)
+    return {"cases": len(cases), "edited": sum(c.edited for c in cases),
+            "faithful": sum(not c.edited for c in cases), "groups": len(groups),
+            "groups_without_faithful": sorted(g for g, members in groups.items() if all(c.edited for c in members)),
+            "by_kind": count(lambda c: c.kind, KINDS),
+            "by_task": count(lambda c: c.task, ("QA", "Summary", "Data2txt")),
+            "by_length": count(lambda c: length_bucket(c.context), LENGTHS)}
+
+
+def render_census(found: dict[str, Any], print_: Callable[[Any], None]) -> None:
+    """The census as one rich table: edited and faithful cases per kind, task and context length."""
+    from rich.table import Table
+
+    table = Table(title=f"{found['cases']} cases ({found['edited']} edited, {found['faithful']} faithful) in "
+                        f"{found['groups']} groups; groups without a faithful case: "
+                        f"{', '.join(found['groups_without_faithful']) or 'none'}")
+    for name in ("kind / task / context", "edited", "faithful"):
+        table.add_column(name, justify="left" if name.startswith("kind") else "right")
+    for section in ("by_kind", "by_task", "by_length"):
+        for name, row in found[section].items():
+            table.add_row(name, str(row["edited"]), str(row["faithful"]), end_section=name == list(found[section])[-1])
+    print_(table)
+
+
 def check_gates(overall: dict[str, Any], catch: float | None, alarms: float | None) -> str | None:
     """The one-line failure of the ``--require-catch-rate`` / ``--max-false-alarm-rate`` gates, or None."""
     if catch is not None and (overall["catch_rate"] or 0.0) < catch:
@@ -413,7 +450,9 @@ def check_gates(overall: dict[str, Any], catch: float | None, alarms: float | No
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv``, run, print, write ``--out``; the exit status (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, help="a run directory or a detector name (numbers, flag-all, ...)")
+    parser.add_argument("--model", help="a run directory or a detector name (numbers, flag-all, ...)")
+    parser.add_argument("--check", action="store_true", help="only validate the cases and print what they hold "
+                                                              "(no detector)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a detector option")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the cases (default: %(default)s)")
     parser.add_argument("--out", type=Path, help="write the result here as JSON")
@@ -425,6 +464,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--require-catch-rate", type=float, metavar="X", help="exit 1 if fewer edited cases caught")
     parser.add_argument("--max-false-alarm-rate", type=float, metavar="Y", help="exit 1 if more clean cases flagged")
     args = parser.parse_args(argv)
+    if args.model is None and not args.check:
+        parser.error("--model is required (or --check)")
 
     from ragtruth_spans.cli.common import parse_options
     from ragtruth_spans.core.errors import InputError
@@ -435,6 +476,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure("normal")  # the libraries' warnings and progress bars off, as on the command line
     console = make_console()
     try:
+        if args.check:
+            render_census(census(read_cases(args.data)), console.print)
+            return 0
         if args.out is not None:
             check_output_path(args.out, field="--out")
         result = bench(args.model, args.data, parse_options(args.option), baselines=args.baselines)

@@ -274,3 +274,21 @@ def test_a_stacked_run_exposes_the_word_score_of_the_changed_text(tmp_path):
     assert all(c["word_score"] is None for c in result["cases"] if not c["edited"])
     year = [c["word_score"] for c in edited if c["kind"] == "year"]
     assert result["by_kind"]["year"]["mean_word_score"] == pytest.approx(sum(year) / len(year), abs=1e-4)
+
+
+def test_check_validates_and_counts_without_a_detector(tmp_path, capsys):
+    assert bench_obvious.main(["--check"]) == 0
+    printed = capsys.readouterr().out
+    rows = _rows()
+    assert f"{len(rows)} cases" in printed and "groups without a faithful case: none" in printed
+    found = bench_obvious.census(bench_obvious.read_cases(CASES))
+    assert found["by_kind"]["faithful-copy"] == {"edited": 0, "faithful": Counter(r["kind"] for r in rows)[
+        "faithful-copy"]}
+    assert sum(row["edited"] for row in found["by_length"].values()) == found["edited"]
+    only_edits = tmp_path / "edits.jsonl"
+    only_edits.write_text("".join(json.dumps(row) + "\n" for row in _by_id("lighthouse-year", "ferry-count")))
+    assert bench_obvious.census(bench_obvious.read_cases(only_edits))["groups_without_faithful"] == [
+        "ferry", "lighthouse"]
+    with pytest.raises(SystemExit) as exit_:
+        bench_obvious.main([])
+    assert exit_.value.code == 2 and "--model is required (or --check)" in capsys.readouterr().err
