@@ -1,5 +1,6 @@
-"""scripts/obvious_cases.jsonl is a sound suite (exact offsets, one real edit per pair, faithful twins), and
-scripts/bench_obvious.py counts what rule detectors and a tiny stacked run catch on it, in process."""
+"""scripts/obvious_cases.jsonl is a sound suite (≥ 150 cases, every edit kind ≥ 8 times, a faithful answer in every
+group, exact offsets, one real edit per case against its faithful twin), and scripts/bench_obvious.py validates it
+strictly and counts what rule detectors (and their baselines) and a tiny stacked run catch on it, in process."""
 
 from __future__ import annotations
 
