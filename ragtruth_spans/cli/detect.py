@@ -130,7 +130,7 @@ def _write(rows: list[tuple[dict[str, Any], str]], view: bool, stream: TextIO) -
 @app.command("detect")
 def detect_command(
     model: str = typer.Option(..., "--model", help="A run directory written by `train`, or a detector name "
-                              "(numbers, flag-all, flag-none)."),
+                              "(numbers, absent-words, flag-all, flag-none)."),
     context: Optional[str] = typer.Option(None, "--context", help="The context (passages, article or data), or "
                                           "@FILE."),
     question: Optional[str] = typer.Option(None, "--question", help="The question (QA), or @FILE."),

@@ -31,8 +31,8 @@ from ragtruth_spans.core.errors import InputError, check_choice
 @app.command("predict")
 def predict_command(
     model: str = typer.Option(..., "--model", help="Run directory written by `train` (or a judge directory), or "
-                              "a detector name (numbers, flag-all, flag-none, sim-cosine, sim-overlap, sim-hybrid, "
-                              "keyword-match, llm-judge)."),
+                              "a detector name (numbers, absent-words, flag-all, flag-none, sim-cosine, sim-overlap, "
+                              "sim-hybrid, keyword-match, llm-judge)."),
     data: Path = typer.Option(..., "--data", help="Prepared split file, e.g. OUT/test.jsonl."),
     out_path: Path = typer.Option(..., "--out", help="Predictions JSONL to write; ids already in it are skipped."),
     chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="Responses per detect_batch call, "

@@ -41,7 +41,7 @@ def api_key_from_env(variable: str | None) -> str | None:
 @app.command("serve")
 def serve_command(
     model: str = typer.Option(..., "--model", help="A run directory written by `train`, or a detector name "
-                              "(numbers, flag-all, flag-none)."),
+                              "(numbers, absent-words, flag-all, flag-none)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port to listen on."),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Require 'Authorization: Bearer KEY' "
