@@ -104,12 +104,32 @@ def _counts_table(counts: Mapping[str, Any]) -> Table:
     return table
 
 
+def overlap_table(report: Mapping[str, Any]) -> Table | None:
+    """Overall figures beside those on the responses that do not overlap the detector's training data
+    (``report["overlap"]["rest"]``); None when there is no such split."""
+    overlap = report.get("overlap") or {}
+    rest = overlap.get("rest")
+    if not rest:
+        return None
+    table = Table(title=f"Without the {overlap['overlapping']} responses that overlap the training data "
+                        f"({rest['responses']} of {overlap['gold_responses']} left)")
+    table.add_column("level")
+    for column in ("P all", "R all", "F1 all", "P rest", "R rest", "F1 rest"):
+        table.add_column(column, justify="right")
+    for level, label in (("span", "span (characters)"), ("response", "response (has a span)")):
+        table.add_row(label, *(_fmt(report["overall"][level][m]) for m in PRF),
+                      *(_fmt(rest["overall"][level][m]) for m in PRF))
+    table.add_row("AUROC (response)", _fmt(report["overall"]["auroc"]), "", "", _fmt(rest["overall"]["auroc"]), "", "")
+    return table
+
+
 def evaluation_tables(report: Mapping[str, Any]) -> list[Table]:
-    """The tables of an evaluation report (``Report.to_dict()``): overall, by task, by model, type recall,
-    counts."""
-    return [_overall_table(report), _group_table(report["by_task"], "task", "By task"),
-            _group_table(report["by_model"], "model", "By generating model"), _type_table(report),
-            _counts_table(report["counts"])]
+    """The tables of an evaluation report (``Report.to_dict()``): overall, without the training overlap (when
+    some), by task, by model, type recall, counts."""
+    tables = [_overall_table(report), overlap_table(report), _group_table(report["by_task"], "task", "By task"),
+              _group_table(report["by_model"], "model", "By generating model"), _type_table(report),
+              _counts_table(report["counts"])]
+    return [table for table in tables if table is not None]
 
 
 def print_evaluation(report: Mapping[str, Any], console: Console | None = None) -> None:
