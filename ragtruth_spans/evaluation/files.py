@@ -33,11 +33,13 @@ def diagnostics_notes(diagnostics: dict[str, Any]) -> list[str]:
 
 def evaluate_files(gold: str | Path, pred: str | Path, *, ignore_implicit_true: bool = False,
                    ignore_due_to_null: bool = False, allow_missing: bool = False, bootstrap: int = 0,
-                   seed: int = 0, training: TrainingData | None = None, drop_overlap: bool = False) -> Report:
+                   seed: int = 0, training: TrainingData | None = None, drop_overlap: bool = False,
+                   also_drop: Collection[str] = ()) -> Report:
     """The :class:`Report` of the predictions file ``pred`` against ``gold`` (a prepared split file or a RAGTruth
     directory, see :func:`~ragtruth_spans.evaluation.load_gold`), with the gold source, the predictions'
     diagnostics and the notes they call for. ``training``: what the detector trained on (its overlap with the
-    gold is reported, and with ``drop_overlap`` left out; :mod:`ragtruth_spans.evaluation.overlap`)."""
+    gold is reported, and with ``drop_overlap`` left out; :mod:`ragtruth_spans.evaluation.overlap`);
+    ``also_drop``: more gold ids to leave out (the overlap of the other detectors a benchmark compares)."""
     from ragtruth_spans.core.predictions import read_prediction_file
     from ragtruth_spans.evaluation.gold import load_gold
     from ragtruth_spans.evaluation.overlap import count_overlap
@@ -48,10 +50,11 @@ def evaluate_files(gold: str | Path, pred: str | Path, *, ignore_implicit_true: 
     return evaluate_prediction_file(records, pred_file, pred, gold_info=gold_info,
                                     ignore_implicit_true=ignore_implicit_true, ignore_due_to_null=ignore_due_to_null,
                                     allow_missing=allow_missing, bootstrap=bootstrap, seed=seed, overlap=overlap,
-                                    drop=overlap.ids if overlap is not None and drop_overlap else ())
+                                    drop=set(also_drop) | (overlap.ids if overlap is not None and drop_overlap
+                                                           else set()))
 
 
-def _only(pred_file: PredictionFile, ids: Collection[str]) -> PredictionFile:
+def restrict_predictions(pred_file: PredictionFile, ids: Collection[str]) -> PredictionFile:
     """``pred_file`` restricted to the lines of ``ids`` (its diagnostics stay those of the whole file)."""
     from ragtruth_spans.core.predictions import PredictionFile
 
@@ -88,7 +91,7 @@ def evaluate_prediction_file(records: Sequence[Record], pred_file: PredictionFil
         if not kept:
             raise InputError(f"all {len(records)} gold responses overlap the training data: --drop-overlap leaves "
                              "nothing to evaluate", field="--drop-overlap")
-        report = _scored(kept, _only(pred_file, {r.id for r in kept}), source, **options)
+        report = _scored(kept, restrict_predictions(pred_file, {r.id for r in kept}), source, **options)
         report.notes.append(f"--drop-overlap: {len(records) - len(kept)} of {len(records)} gold responses that "
                             "share a source or a response with the training data are left out; every figure is on "
                             f"the other {len(kept)}")
@@ -115,6 +118,7 @@ def overlap_section(records: Sequence[Record], pred_file: PredictionFile, source
     section = overlap.to_dict() | {"dropped": len(set(drop) & {r.id for r in records}), "rest": None}
     if overlap.ids and not drop and len(overlap.ids) < len(records):
         rest = without(records, overlap.ids)
-        scored = _scored(rest, _only(pred_file, {r.id for r in rest}), source, **(options | {"bootstrap": 0}))
+        scored = _scored(rest, restrict_predictions(pred_file, {r.id for r in rest}), source,
+                         **(options | {"bootstrap": 0}))
         section["rest"] = {"responses": len(rest), "overall": scored.overall, "by_task": scored.by_task}
     return section

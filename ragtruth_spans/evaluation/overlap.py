@@ -146,7 +146,7 @@ class Overlap:
 
     def to_dict(self) -> dict[str, Any]:
         known = self.status != "unknown"
-        return {"status": self.status, "detector": self.detector, "reason": self.reason,
+        return {"status": self.status, "detector": self.detector, "reason": self.reason, "summary": self.words(),
                 "gold_responses": self.responses, "shared_source": self.shared_source if known else None,
                 "shared_response": self.shared_response if known else None,
                 "overlapping": len(self.ids) if known else None}

@@ -6,7 +6,8 @@ directory and fingerprint of the detector that wrote the file. Then:
 
 - a run directory with ``trained_on.json``: ``known``;
 - a detector with no run directory (a rule, a named detector with its published thresholds, a judge):
-  ``untrained`` — ragtruth-spans trained it on nothing (what a pretrained model saw is not known);
+  ``untrained`` — ragtruth-spans trained it on nothing (what a pretrained model saw is not known); one whose
+  thresholds ``benchmark`` tuned on a dev split (``NAME@dev``) is ``unknown`` here, known to that benchmark;
 - anything else is ``unknown``, with the reason: a run written before runs recorded their training data, a
   predictions file with no sidecar, a run directory that moved or was re-trained since it wrote the predictions
   (its fingerprint differs).
@@ -14,12 +15,13 @@ directory and fingerprint of the detector that wrote the file. Then:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.evaluation.overlap import TrainedOn, TrainingData
+from ragtruth_spans.core.types import Record
+from ragtruth_spans.evaluation.overlap import Overlap, TrainedOn, TrainingData, count_overlap
 
 
 def run_training_data(run_dir: str | Path, *, fingerprint: str | None = None) -> TrainingData:
@@ -57,6 +59,10 @@ def described_training_data(described: dict[str, Any]) -> TrainingData:
     run_dir = described.get("run_dir")
     name = str(described.get("name") or described.get("kind") or "the detector")
     if not isinstance(run_dir, str):
+        tuned = str(described.get("thresholds_from") or "")
+        if tuned.startswith("tuned on"):  # benchmark's NAME@dev: the description does not say on which file
+            return TrainingData("unknown", name, f"{name}'s thresholds were {tuned}, a file its predictions do not "
+                                "name (the benchmark that tuned it reports that overlap)")
         return TrainingData("untrained", name, f"{name} has no run directory: ragtruth-spans did not train it")
     fingerprint = described.get("fingerprint")
     return run_training_data(run_dir, fingerprint=fingerprint if isinstance(fingerprint, str) else None)
@@ -90,3 +96,17 @@ def tuned_on(training: TrainingData, records: Iterable[Any], what: str) -> Train
     reason = f"{training.detector}, tuned on {what}" if training.status == "untrained" else \
         f"{training.reason}, then tuned on {what}"
     return TrainingData("known", training.detector, reason, merged)
+
+
+def overlaps_to_drop(gold: Sequence[Record], trainings: Sequence[TrainingData], *,
+                     drop_overlap: bool) -> tuple[list[Overlap], frozenset[str], list[str]]:
+    """Each detector's overlap with ``gold``, the ids ``--drop-overlap`` leaves out for all of them (the union, so
+    every detector is scored on the same responses; none without the flag) and the notes it calls for (a detector
+    whose overlap is unknown has nothing dropped)."""
+    overlaps = [count_overlap(gold, training) for training in trainings]
+    if not drop_overlap:
+        return overlaps, frozenset(), []
+    dropped = frozenset().union(*(o.ids for o in overlaps))
+    notes = [f"--drop-overlap: the overlap of {o.detector} is unknown, so none of its training data could be "
+             "left out" for o in overlaps if o.status == "unknown"]
+    return overlaps, dropped, notes

@@ -153,9 +153,9 @@ def _reduction(random_rate: float, rate: float) -> float | None:
     return None if not random_rate or math.isnan(random_rate) else (random_rate - rate) / random_rate
 
 
-def selection_table(report: Mapping[str, Any]) -> Table:
+def selection_table(report: Mapping[str, Any], title_prefix: str = "") -> Table:
     """A selection report (``SelectionReport.to_dict()``) laid out like RAGTruth Table 7: each model alone,
-    random, selected, oracle."""
+    random, selected, oracle (``title_prefix`` before its title)."""
     ci = report.get("ci") or {}
 
     def interval(key: str) -> str:
@@ -163,7 +163,7 @@ def selection_table(report: Mapping[str, Any]) -> Table:
         return "" if not bounds else f"[{_pct(bounds[0])}, {_pct(bounds[1])}]"
 
     sources = report["sources"]
-    table = Table(title=user_text(f"Best-of-{len(report['models'])} selection: {report['strategy']} "
+    table = Table(title=user_text(f"{title_prefix}Best-of-{len(report['models'])} selection: {report['strategy']} "
                                   f"(tie-break {report['tie_break']}, seed {report['seed']}) on {sources['used']} "
                                   f"sources ({sources['skipped']} skipped)"))
     for column, justify in (("Answer from", "left"), ("Halluc. rate %", "right"), ("95% CI", "right"),

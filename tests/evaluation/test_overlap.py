@@ -171,3 +171,73 @@ def test_a_changed_fingerprint_file_is_refused(trained, tmp_path):
     (copy / TRAINED_ON_FILE).write_text(json.dumps(data | {"responses": []}))
     with pytest.raises(InputError, match="changed since the run was written"):
         read_trained_on(copy)
+
+
+def test_report_shows_the_overlap_and_drops_it_for_every_detector(trained):
+    out = trained / "report.html"
+    args = ["report", "--gold", str(trained / "test.jsonl"), "--pred", str(trained / "pred.jsonl"), "--pred",
+            str(trained / "pred.jsonl"), "--name", "run", "--name", "as-numbers", "--model", str(trained / "run"),
+            "--model", "numbers", "--out", str(out), "--bootstrap", "0"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    html = out.read_text(encoding="utf-8")
+    assert 'id="overlap"' in html and "<td>2 of 4</td><td>1</td><td>1</td><td>0</td>" in html
+    assert "<td>0 of 4</td>" in html and "(4 responses" in result.output
+    result = CliRunner().invoke(app, [*args, "--drop-overlap"])
+    assert result.exit_code == 0 and "(2 responses" in result.output
+    assert "<td>2 of 4</td><td>1</td><td>1</td><td>2</td>" in out.read_text(encoding="utf-8")
+    result = CliRunner().invoke(app, [*args[:-6], "--out", str(out), "--bootstrap", "0"])  # one --model, two --pred
+    assert result.exit_code == 2 and "one --model per --pred" in result.output
+
+
+def test_benchmark_counts_each_detectors_overlap_and_drops_the_union(trained, tmp_path):
+    from ragtruth_spans.pipeline.benchmark import parse_detectors, run_benchmark
+
+    specs = parse_detectors(f"{trained / 'run'},numbers")
+    payload = run_benchmark(trained / "test.jsonl", specs, tmp_path / "bench", bootstrap=0, progress=False)
+    overlaps = {e["label"]: e["report"]["overlap"] for e in payload["detectors"]}
+    assert overlaps["run"]["overlapping"] == 2 and overlaps["run"]["rest"]["responses"] == 2
+    assert overlaps["numbers"]["status"] == "untrained" and overlaps["numbers"]["overlapping"] == 0
+    assert "## Overlap with each detector's training data" in (tmp_path / "bench" / "leaderboard.md").read_text()
+    dropped = run_benchmark(trained / "test.jsonl", specs, tmp_path / "dropped", bootstrap=0, progress=False,
+                            drop_overlap=True)
+    assert {e["report"]["counts"]["responses"] for e in dropped["detectors"]} == {2}  # the same rows for both
+    assert dropped["dropped_overlap"] == 2
+    tuned = run_benchmark(trained / "test.jsonl", parse_detectors("sim-overlap@dev"), tmp_path / "tuned",
+                          dev=trained / "data" / "dev.jsonl", bootstrap=0, progress=False)
+    assert tuned["detectors"][0]["report"]["overlap"]["overlapping"] == 2  # tuned on dev: it saw the hotel
+
+
+def selection_records():
+    """Two models per source: both hotel answers share a source with the run's data, museum-a repeats response a."""
+    from dataclasses import replace
+
+    bridge = "The bridge is 300 metres long and opened in 1932."
+    pairs = [("hotel", HOTEL, "It has 121 rooms.", "It has 120 rooms."),
+             ("museum", MUSEUM, "It has 120 rooms and a rooftop pool.", "It holds 5,000 paintings."),
+             ("park", PARK, "The park has two lakes.", "The park covers 50 hectares."),
+             ("bridge", bridge, "The bridge opened in 1933.", "The bridge is 300 metres long.")]
+    return [replace(make_record(f"{name}-{model}", "Summary", context, response, [], split="test"),
+                    source_id=name, model=model)
+            for name, context, first, second in pairs for model, response in (("A", first), ("B", second))]
+
+
+def test_select_reports_the_overlap_and_the_rest(trained):
+    from ragtruth_spans.pipeline.predict import predict_file
+
+    write_records(trained / "selection.jsonl", selection_records())
+    predict_file(trained / "run", trained / "selection.jsonl", trained / "selection-pred.jsonl", progress=False)
+    out = trained / "select.json"
+    args = ["select", "--data", str(trained / "selection.jsonl"), "--pred", str(trained / "selection-pred.jsonl"),
+            "--models", "A,B", "--bootstrap", "0", "--json", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    overlap = report["overlap"]
+    assert (overlap["shared_source"], overlap["shared_response"], overlap["overlapping"]) == (2, 1, 3)
+    assert report["sources"]["used"] == 4 and overlap["rest"]["sources"]["used"] == 2
+    assert "Without the 3 responses" in result.output and "3 of 8 gold responses overlap" in result.output
+    result = CliRunner().invoke(app, [*args, "--drop-overlap"])
+    assert result.exit_code == 0, result.output
+    dropped = json.loads(out.read_text())
+    assert dropped["sources"]["used"] == 2 and dropped["overlap"]["dropped"] == 3 and dropped["overlap"]["rest"] is None
