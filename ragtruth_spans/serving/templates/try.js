@@ -93,15 +93,15 @@
     if (!spans.length) { box.append(el("p", {"class": "meta"}, "No span flagged.")); return; }
     const body = el("tbody", {});
     spans.forEach((span, i) => {
-      const why = el("td", {});
+      const why = el("td", {"class": "why"});
       if (span.verdict) why.append(el("span", {"class": "verdict-" + span.verdict}, span.verdict), span.reason ? " — " + span.reason : "");
       if (span.evidence && span.evidence.length) why.append(el("ul", {"class": "passages"}, ...span.evidence.map((p) => passageNode(context, p))));
       if (!why.childNodes.length) why.append(el("span", {"class": "hint"}, "no evidence asked for"));
       body.append(el("tr", {"data-index": String(i)}, el("td", {}, span.text), el("td", {}, span.type || "–"),
                      el("td", {"class": "num"}, fmt(span.score)), el("td", {"class": "num"}, span.start + "–" + span.end), why));
     });
-    box.append(el("table", {}, el("caption", {}, spans.length + " span" + (spans.length > 1 ? "s" : "") + " (offsets: characters of the answer, half-open)"),
-                  el("thead", {}, el("tr", {}, ...["text", "type", "score", "characters", "evidence"].map((h) => el("th", {scope: "col"}, h)))), body));
+    box.append(el("div", {"class": "scroll"}, el("table", {}, el("caption", {}, spans.length + " span" + (spans.length > 1 ? "s" : "") + " (offsets: characters of the answer, half-open)"),
+                  el("thead", {}, el("tr", {}, ...["text", "type", "score", "characters", "evidence"].map((h) => el("th", {scope: "col"}, h)))), body)));
   }
 
   function renderVerdict(answer, task) {
