@@ -41,7 +41,7 @@ from ragtruth_spans.detectors.stacked.recipe import MEMBERS_DIR, MemberSection, 
 from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.data import RecordStats, record_origin, record_weight
 from ragtruth_spans.training.run import TrainResult
-from ragtruth_spans.training.skeleton import data_record, select_data
+from ragtruth_spans.training.skeleton import data_record, select_data, trained_on
 
 Scores = list[tuple[np.ndarray, bool]]
 
@@ -243,7 +243,7 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
             "feature_gain": {name: round(value, 1) for name, value in top},
             "data": data_record(selected, eval_split=recipe.data.eval_split),
             "seconds": {k: round(v, 1) for k, v in seconds.items()}}
-    write_run_files(run_dir, recipe, info, fingerprint=fingerprint)
+    write_run_files(run_dir, recipe, info, fingerprint=fingerprint, trained_on=trained_on(selected))
     head_words = "" if head is None else f"; response head AUROC {info['response']['auroc']} (out of fold)"
     console.print(f"[bold green]done[/]: {rounds} boosting rounds{head_words}; {combiner.describe(decision)}; "
                   f"span F1 {chosen['span_f1']:.3f} / response F1 {chosen['response_f1']:.3f} on "
