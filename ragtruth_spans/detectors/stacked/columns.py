@@ -118,14 +118,33 @@ class FoldMean:
         return {"kind": self.kind, "folds": [fold.describe() for fold in self.folds]}
 
 
+def _per_word(words_of: Sequence[Interval], starts: list[np.ndarray], ends: list[np.ndarray],
+              best: list[np.ndarray]) -> np.ndarray:
+    """Each word's mean over the pieces inside it of ``best`` (pieces given by their character intervals); 0 for
+    a word no piece covers (past the encoder's length limit)."""
+    out = np.zeros(len(words_of), dtype=np.float32)
+    if not best:
+        return out
+    start, end, value = np.concatenate(starts), np.concatenate(ends), np.concatenate(best)
+    order = np.argsort(start, kind="stable")
+    start, end, value = start[order], end[order], value[order]
+    for k, (a, b) in enumerate(words_of):
+        lo, hi = np.searchsorted(start, a, side="left"), np.searchsorted(start, b, side="left")
+        inside = value[lo:hi][end[lo:hi] <= b]
+        if len(inside):
+            out[k] = inside.mean()
+    return out
+
+
 class ColumnBuilder:
     """Builds :class:`ItemColumns` for items; ``encoder`` (a
     :class:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder` or None), ``members``
     (``{name: detector}``) and ``lm`` (an :class:`~.lm_gain.LMScorer` or None) fix the columns."""
 
     def __init__(self, encoder: Any | None = None, members: dict[str, Detector | FoldMean] | None = None,
-                 lm: Any | None = None, drop: Sequence[str] = ()) -> None:
+                 lm: Any | None = None, drop: Sequence[str] = (), token_support: bool = False) -> None:
         self.encoder = encoder
+        self.token_support = token_support
         self.dropped = [BASE_FEATURES.index(name) for name in drop]
         self.members = dict(members or {})
         self.lm = lm
@@ -165,6 +184,29 @@ class ColumnBuilder:
             at += len(cut)
         return out
 
+    def _soft_support(self, items: Sequence[DetectItem], cuts: Sequence[list[Interval]],
+                      spans: Sequence[list[Interval]]) -> list[np.ndarray | None]:
+        """Per item, each word's soft support (None unless the builder has an encoder and ``token_support``):
+        the mean over the word's pieces of the piece's highest cosine with any token of the context, from the
+        encoder's contextual token embeddings — high for a copied or paraphrased word (``inhabitants`` for
+        ``residents``), low for a word nothing in the context is like (``King Edward``)."""
+        if self.encoder is None or not self.token_support:
+            return [None] * len(items)
+        texts = [item.response[a:b] for item, cut in zip(items, cuts) for a, b in cut]
+        pieces = iter(self.encoder.token_embeddings(texts))
+        out: list[np.ndarray | None] = []
+        for item, cut, words_of in zip(items, cuts, spans):
+            units = evidence_units(item.context, item.task, item.question, split=sentences)
+            context = self.encoder.context_tokens(units)
+            starts, ends, best = [], [], []
+            for (a, _), (offsets, embeddings) in zip(cut, [next(pieces) for _ in cut]):
+                if len(offsets) and len(context):
+                    starts.append(offsets[:, 0] + a)
+                    ends.append(offsets[:, 1] + a)
+                    best.append((embeddings @ context.T).max(axis=1))
+            out.append(_per_word(words_of, starts, ends, best))
+        return out
+
     def build(self, items: Sequence[DetectItem],
               member_scores: dict[str, list[tuple[np.ndarray, bool]]] | None = None,
               skip_lm: Sequence[bool] | None = None) -> list[ItemColumns]:
@@ -177,6 +219,8 @@ class ColumnBuilder:
                 scores[name] = character_scores(detector, items)
         cuts = [sentences(item.response) for item in items]
         cosines = self._cosines(items, cuts)
+        spans_of = [words(item.response) for item in items]
+        soft = self._soft_support(items, cuts, spans_of)
         lm_scores = None
         if self.lm is not None:
             from ragtruth_spans.detectors.stacked.lm_gain import EMPTY
@@ -185,9 +229,9 @@ class ColumnBuilder:
             lm_scores = [EMPTY if skipped else self.lm.score(item) for item, skipped in zip(items, skip)]
         out = []
         for i, item in enumerate(items):
-            spans = words(item.response)
+            spans = spans_of[i]
             base = word_features(item.response, spans, self.index(item), task=item.task, sentences=cuts[i],
-                                 sentence_cosine=cosines[i])
+                                 sentence_cosine=cosines[i], soft_support=soft[i])
             base[:, self.dropped] = 0.0
             blocks, failed = [base], []
             if lm_scores is not None:

@@ -47,6 +47,7 @@ BASE_FEATURES: tuple[str, ...] = (
     *(f"task_{task}" for task in TASK_TYPES),
     "swap", "swap_one_side", "negation_added", "negation_dropped", "sentence_conflict", "number_near",
     "synonym_in_context", "contrast_in_context", "antonym_in_context",
+    "soft_support", "soft_support_3", "sentence_soft_support",
 )
 """Column names of :func:`word_features`, in order."""
 
@@ -237,10 +238,11 @@ def sentence_ids(spans: Sequence[Interval], sentences: Sequence[Interval]) -> np
 
 
 def word_features(response: str, spans: Sequence[Interval], index: ContextIndex, *, task: str,
-                  sentences: Sequence[Interval], sentence_cosine: Sequence[float] | None = None) -> np.ndarray:
+                  sentences: Sequence[Interval], sentence_cosine: Sequence[float] | None = None,
+                  soft_support: np.ndarray | None = None) -> np.ndarray:
     """``(len(spans), len(BASE_FEATURES))`` float32 features of the response words ``spans`` (see the module
-    docstring); ``sentences`` are the response's sentence intervals and ``sentence_cosine`` one similarity per
-    sentence (0.0 everywhere when None)."""
+    docstring); ``sentences`` are the response's sentence intervals, ``sentence_cosine`` one similarity per
+    sentence and ``soft_support`` one token-alignment similarity per word (0.0 everywhere when None)."""
     n = len(spans)
     out = np.zeros((n, len(BASE_FEATURES)), dtype=np.float32)
     if n == 0:
@@ -306,6 +308,11 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     columns.update(conflict)
     columns["sentence_conflict"] = sentence_conflict
     columns["number_near"] = [conflict_signals.near_number(t, index.numbers) for t in tokens]
+    soft = np.zeros(n, dtype=np.float32) if soft_support is None else np.asarray(soft_support, dtype=np.float32)
+    columns["soft_support"] = soft
+    columns["soft_support_3"] = _window_mean(soft, content, 3)
+    columns["sentence_soft_support"] = [soft[(sid == s) & (content > 0)].mean() if ((sid == s) & (content > 0)).any()
+                                        else 0.0 for s in sid]
     columns["synonym_in_context"] = _synonym_support(tokens, numbers, index)
     columns["contrast_in_context"] = [t not in index.words and (c := lexicon.contrast_class(t)) is not None
                                       and any(o in index.words for o in lexicon.class_members(c) if o != t)

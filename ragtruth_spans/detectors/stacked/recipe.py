@@ -45,6 +45,9 @@ class FeatureSection(Section):
                                                      "context-unit cosine is a feature; null leaves it at 0.")
     lm: LMSection | None = Field(None, description="Causal-LM support columns (two LM passes per response, "
                                                    "cached per record); null: none.")
+    token_support: bool = Field(False, description="With an encoder: per-word soft support from its contextual "
+                                "token embeddings (each word piece's best cosine with the context's tokens), "
+                                "robust to paraphrase; one more encoder pass over responses and contexts.")
     drop: list[str] = Field(default_factory=list, description="Base feature columns held at 0 (LightGBM "
                             "then never splits on them), e.g. the lengths and positions that encode one data "
                             "set's habits: [word_position, sentence_position, log_response_words, ...].")

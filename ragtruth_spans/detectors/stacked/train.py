@@ -164,7 +164,7 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
 
     tick = time.perf_counter()
     builder = ColumnBuilder(build_encoder(recipe.features.encoder), detectors, build_lm(recipe.features.lm),
-                            drop=recipe.features.drop)
+                            drop=recipe.features.drop, token_support=recipe.features.token_support)
     train_cols = _columns(builder, train_records, on_train, "columns (training)",
                           lm_augmented=recipe.features.lm is None or recipe.features.lm.augmented)
     eval_cols = _columns(builder, eval_records, on_eval, "columns (eval)")

@@ -251,7 +251,11 @@ def test_an_unfinished_or_foreign_run_is_refused(prepared, tmp_path):
     info["columns"] = info["columns"][:-1]
     del info["files_sha256"]
     (edited / "run_info.json").write_text(json.dumps(info))
-    with pytest.raises(InputError, match="columns differ"), pytest.warns(UserWarning):
+    with pytest.raises(InputError, match="columns .* differ from the combiner's"), pytest.warns(UserWarning):
+        load_detector(edited)  # fewer columns than the combiner reads
+    info["columns"] = [*info["columns"][:-1], "no_such_column"]
+    (edited / "run_info.json").write_text(json.dumps(info))
+    with pytest.raises(InputError, match="not columns this version computes"), pytest.warns(UserWarning):
         load_detector(edited)
 
 
