@@ -80,7 +80,7 @@ def test_each_transfer_kind_edits_a_clean_record(kind):
 def test_the_old_kinds_are_unchanged_by_the_new_ones():
     records = [make_record(f"r{i}", "Summary", NEWS, "The bridge opened in March 1932. It carries 40,000 cars.", [])
                for i in range(5)]
-    new, stats = augment(records, seed=3)  # the default kinds: the five of before
+    _, stats = augment(records, seed=3)  # the default kinds: the five of before
     assert set(stats.made) | set(stats.skipped) <= {"number", "entity", "negation", "clause", "qualifier"}
     assert all(k in ALL_KINDS for k in stats.made)
 
