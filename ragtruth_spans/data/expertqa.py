@@ -25,7 +25,7 @@ from typing import Any
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import iter_jsonl
-from ragtruth_spans.core.types import Record, Span
+from ragtruth_spans.core.types import Record, Span, canonical_spans
 from ragtruth_spans.data.imported import ImportReport, stable_id
 
 SUPPORT_TYPES = {"Missing": "Evident Baseless Info", "Partial": "Subtle Baseless Info",
@@ -105,7 +105,7 @@ def _record(question: str, system: str, answer: Any, path: Path, line: int, repo
         spans.append(Span(found[0], found[1], kind, response[found[0]:found[1]]))
     return Record(id=record_id, source_id=f"expertqa-{stable_id(question)}",
                   task_type="QA", model=system, split="", quality="good", response=response, context=context,
-                  question=question, spans=sorted(set(spans)))
+                  question=question, spans=canonical_spans(spans))
 
 
 def locate_claim(response: str, claim: str, report: ImportReport) -> tuple[int, int] | None:

@@ -32,7 +32,7 @@ from typing import Any
 from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.core.fields import check_id, check_text
 from ragtruth_spans.core.jsonl import iter_jsonl
-from ragtruth_spans.core.types import HALLUCINATION_TYPES, SPLITS, TASK_TYPES, Record, Span
+from ragtruth_spans.core.types import HALLUCINATION_TYPES, SPLITS, TASK_TYPES, Record, Span, canonical_spans
 from ragtruth_spans.data.imported import ImportReport
 
 FIELDS: tuple[str, ...] = ("context", "response", "spans", "question", "task", "id", "source_id", "model", "split")
@@ -113,15 +113,12 @@ def _record(obj: dict[str, Any], path: Path, line: int, report: ImportReport) ->
         check_choice(split, SPLITS, "split", field="split", **where)
     if not isinstance(obj["spans"], list):
         raise InputError("must be a list of {start, end, type?} objects ([] for none)", **where, field="spans")
-    spans: list[Span] = []
-    for i, raw in enumerate(obj["spans"]):
-        span = _span(raw, response, where, f"spans[{i}]")
-        if span in spans:
-            report.repair("duplicate span merged")
-            continue
-        spans.append(span)
+    given = [_span(raw, response, where, f"spans[{i}]") for i, raw in enumerate(obj["spans"])]
+    spans = canonical_spans(given)
+    if len(spans) < len(given):
+        report.repair("duplicate span merged", len(given) - len(spans))
     return Record(id=record_id, source_id=source_id, task_type=task, model=model, split=split, quality="good",
-                  response=response, context=context, question=question, spans=sorted(spans))
+                  response=response, context=context, question=question, spans=spans)
 
 
 def _span(raw: Any, response: str, where: dict[str, Any], name: str) -> Span:
