@@ -25,6 +25,7 @@ from typing import Any
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import read_records
+from ragtruth_spans.core.text import normal_record
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.training.recipe import SAMPLE, DataSection
 
@@ -71,7 +72,9 @@ def training_file(data: DataSection) -> Path | None:
 def load_split(data: DataSection, split: str, *, field: str = "data.split") -> tuple[list[Record], str]:
     """The records of one split and a description of where they came from: ``<prepared_dir>/<split>.jsonl``
     written by ``ragtruth-spans prepare``, or, with ``prepared_dir: sample``, the embedded sample's RAGTruth split
-    (``train`` or ``test``; it has no dev split). ``field``: the recipe field that named ``split`` (for errors)."""
+    (``train`` or ``test``; it has no dev split), every text in NFC with its gold spans moved onto it
+    (:func:`~ragtruth_spans.core.text.normal_record`: training reads the text detection reads). ``field``: the
+    recipe field that named ``split`` (for errors)."""
     path = split_file(data, split)
     if path is None:
         from ragtruth_spans.data.ragtruth import RAGTRUTH_SPLITS, load_ragtruth, sample_data_dir
@@ -80,8 +83,9 @@ def load_split(data: DataSection, split: str, *, field: str = "data.split") -> t
             raise InputError(f"the embedded sample has the splits {' and '.join(RAGTRUTH_SPLITS)}, not {split!r} "
                              "(prepare it with `ragtruth-spans prepare --sample` for a dev split)",
                              field=field)
-        return load_ragtruth(sample_data_dir(), split=split), f"embedded sample ({sample_data_dir()}), split {split}"
-    return read_records(path), str(path)
+        records, source = load_ragtruth(sample_data_dir(), split=split), f"embedded sample ({sample_data_dir()})"
+        return [normal_record(r) for r in records], f"{source}, split {split}"
+    return [normal_record(r) for r in read_records(path)], str(path)
 
 
 def load_training_records(data: DataSection) -> tuple[list[Record], str]:
@@ -180,7 +184,7 @@ def load_extra_records(data: DataSection, stats: RecordStats,
                                  field=f"data.extra[{k}].split")
             guard.check_file(path, k)
             files.append(str(path))
-            records = read_records(path)
+            records = [normal_record(r) for r in read_records(path)]
             guard.check_records(records, path, k)
             read.extend(records)
         kept = [replace(r, id=f"{r.id}{EXTRA_ID}{k}", source_id=f"{EXTRA_SOURCE}{k}:{r.source_id}")
