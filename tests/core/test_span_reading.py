@@ -87,3 +87,10 @@ def test_an_empty_span_is_refused_by_the_importer_and_for_a_candidate(tmp_path):
     assert error.value.field == "candidates[1].spans[0]"
     with pytest.raises(InputError, match="empty span"):
         as_candidate({"response": RESPONSE, "spans": [Span(2, 2)]}, 0)
+
+
+def test_an_empty_predicted_span_is_refused_too(tmp_path):
+    gold = _lines(tmp_path / "gold.jsonl", [_record([])])
+    pred = _lines(tmp_path / "pred.jsonl", [{"id": "r1", "spans": [{"start": 4, "end": 4}]}])
+    result = CliRunner().invoke(app, ["evaluate", "--gold", str(gold), "--pred", str(pred)])
+    assert result.exit_code == 2 and "pred.jsonl:1" in result.output and "empty span" in result.output
