@@ -16,6 +16,7 @@ span covers whole characters and never cuts a letter from its accents.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass, replace
@@ -108,19 +109,40 @@ def normal_record(record: Record) -> Record:
                    spans=canonical_spans(spans))
 
 
-def _segments(text: str) -> list[tuple[int, int]]:
-    """``[a, b)`` runs of a character of combining class 0 and the combining marks after it."""
-    cuts = [i for i in range(1, len(text)) if not unicodedata.combining(text[i])]
-    bounds = [0, *cuts, len(text)]
+def _segments(text: str, start: int, stop: int) -> list[tuple[int, int]]:
+    """``[a, b)`` runs of ``text[start:stop]``: a character of combining class 0 and the combining marks after it."""
+    cuts = [i for i in range(start + 1, stop) if not unicodedata.combining(text[i])]
+    bounds = [start, *cuts, stop]
     return [(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1) if bounds[k + 1] > bounds[k]]
 
 
+_ASCII_RUN = re.compile(r"[\x00-\x7f]+")
+
+
 def _normal_groups(text: str) -> list[tuple[int, int, str]]:
-    """``(a, b, NFC of text[a:b])`` for consecutive groups covering ``text``: a segment joins the group before it
-    when normalising them together differs from normalising them apart (a starter that composes with the one
-    before, as Hangul jamo do)."""
+    """``(a, b, NFC of text[a:b])`` for consecutive groups covering ``text``. ASCII never composes with the
+    character before it nor changes, so a run of ASCII is one unchanged group but for its last character, which
+    may take the combining marks after it; the rest goes through :func:`_grouped`."""
     groups: list[tuple[int, int, str]] = []
-    for a, b in _segments(text):
+    done = 0
+    for run in _ASCII_RUN.finditer(text):
+        a, b = run.span()
+        if a > done:
+            groups.extend(_grouped(text, done, a))
+        end = b if b == len(text) else b - 1  # the run's last character may carry the marks after it
+        if end > a:
+            groups.append((a, end, text[a:end]))
+        done = end
+    if done < len(text):
+        groups.extend(_grouped(text, done, len(text)))
+    return groups
+
+
+def _grouped(text: str, start: int, stop: int) -> list[tuple[int, int, str]]:
+    """The groups of ``text[start:stop]``: a segment joins the group before it when normalising them together
+    differs from normalising them apart (a starter that composes with the one before, as Hangul jamo do)."""
+    groups: list[tuple[int, int, str]] = []
+    for a, b in _segments(text, start, stop):
         normal = normalise(text[a:b])
         if groups:
             ga, _, g_normal = groups[-1]
