@@ -207,13 +207,19 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     scores = word_max
     if recipe.response is not None:
         console.print("stacked: response head (cross-validated by source, calibrated on out-of-fold responses)")
-        head = response.train_head(recipe.response, decision, builder.names, every_record, every_cols, every_probs,
-                                   len(train_records))
-        head_scores = [float(head.scores[i]) for i in real]
-        kept, head_dropped = response.keep_head(head_scores, word_max, [bool(r.spans) for r in tuned_records])
+        try:
+            head = response.train_head(recipe.response, decision, builder.names, every_record, every_cols,
+                                       every_probs, len(train_records))
+        except response.HeadNotFitted as exc:  # one source, one class, too few responses to cross-validate
+            head, head_dropped = None, {"reason": str(exc)}
+            console.print(f"stacked: response head dropped ({exc})", highlight=False)
+        kept = False
+        if head is not None:
+            head_scores = [float(head.scores[i]) for i in real]
+            kept, head_dropped = response.keep_head(head_scores, word_max, [bool(r.spans) for r in tuned_records])
         if kept:
             scores, head_dropped = head_scores, None
-        else:  # too little data for the head to rank better than the top word probability (tiny sets)
+        elif head is not None:  # too little data for the head to rank better than the top word probability
             console.print(f"stacked: response head dropped ({head_dropped['reason']})", highlight=False)
             head_dropped |= head.info(real, every_record)
             head = None
@@ -225,6 +231,8 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     combiner.save(booster, run_dir)
     if head is not None:
         response.save(head.booster, run_dir, head.rounds)
+    else:
+        response.discard(run_dir)  # a head of an earlier try in this directory (--resume) is not this run's
     importance = booster.feature_importance("gain", iteration=rounds)
     top = sorted(zip(builder.names, importance.tolist()), key=lambda kv: -kv[1])
     chosen = next(row for row in table if "response_f1" in row

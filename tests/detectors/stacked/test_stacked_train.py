@@ -261,7 +261,8 @@ def test_an_unfinished_or_foreign_run_is_refused(prepared, tmp_path):
 
 def test_extra_training_sources_are_weighted_rows_never_tuned_on(prepared, tmp_path):
     extra = tmp_path / "extra"
-    write_records(extra / "train.jsonl", synthetic_records(8, 5, "train"))
+    other = [r.__class__(**{**r.__dict__, "id": f"other-{r.id}"}) for r in synthetic_records(8, 5, "train")]
+    write_records(extra / "train.jsonl", other)  # other ids and contexts: data.extra may not overlap the run's
     out = tmp_path / "run"
     recipe = stacked_recipe(prepared, out)
     recipe["data"]["extra"] = [{"dir": str(extra), "weight": 0.5}]
