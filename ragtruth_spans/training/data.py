@@ -152,7 +152,8 @@ def synth_records(data: DataSection, own: Sequence[Record], split: str, count: i
         if not path.is_file():
             raise InputError(f"no such file: {path} (data.synth.documents[{k}] is read for its {split} split)",
                              field=f"data.synth.documents[{k}]")
-        docs += synth.documents([r for r in read_records(path) if r.task_type in data.tasks], str(directory))
+        docs += synth.documents([normal_record(r) for r in read_records(path) if r.task_type in data.tasks],
+                                str(directory))
     seed = data.synth.seed + (0 if split == "train" else 1)
     made, counts = synth.generate(docs, count, seed=seed, kinds=data.synth.kinds,
                                   edited_share=data.synth.edited_share, split=split)
