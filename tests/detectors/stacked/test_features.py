@@ -164,3 +164,19 @@ def test_a_changed_unit_or_reversed_finding_reads_as_a_conflict():
                           "The survey found that most oppose shorter days.")
     assert finding["oppose"]["antonym_in_context"] == 1 and finding["oppose"]["swap"] == 1
     assert finding["most"]["contrast_in_context"] == 0  # the context has this very word
+
+
+def test_soft_support_comes_from_the_real_minilm_token_embeddings():
+    from ragtruth_spans.detectors.base import DetectItem
+    from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
+    from ragtruth_spans.detectors.stacked.columns import ColumnBuilder
+
+    item = DetectItem(context="The town has 1,500,000 residents. The castle was completed in 1240.",
+                      response="The town has 1.5 million inhabitants. The castle was built in 1240 by King Edward I.",
+                      task="Summary")
+    (cols,) = ColumnBuilder(SentenceEncoder(), token_support=True).build([item])
+    soft = dict(zip([item.response[a:b] for a, b in cols.words], cols.matrix[:, BASE_FEATURES.index("soft_support")]))
+    assert soft["town"] > 0.8 and soft["inhabitants"] > 0.5  # copied, paraphrased
+    assert soft["King"] < 0.4 and soft["Edward"] < 0.4 and soft["inhabitants"] > soft["Edward"] + 0.2
+    (plain,) = ColumnBuilder(SentenceEncoder()).build([item])  # off unless the recipe asks for it
+    assert not plain.matrix[:, BASE_FEATURES.index("soft_support")].any()
