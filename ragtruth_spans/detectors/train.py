@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 
 from rich.console import Console
 
@@ -41,7 +42,9 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     unfinished run of the same fingerprint resumes, anything else is refused unless ``overwrite`` (start over) or
     ``resume`` (continue a run of other settings). The family's train function gets ``resume`` (continue from
     the last checkpoint of ``output_dir``) and the ``fingerprint`` to record in ``run_info.json``. A new run
-    that fails before saving a checkpoint leaves nothing behind (:func:`release_failed_run`).
+    that fails before saving a checkpoint leaves nothing behind (:func:`release_failed_run`). The run directory
+    is locked for the whole run (``OUTPUT_DIR.lock``): a second ``train`` into it is refused at once, naming
+    this one (:func:`~ragtruth_spans.training.run.claim_on_main_process`).
     """
     from ragtruth_spans.core.logs import quiet_libraries
 
@@ -57,11 +60,13 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     data_files.extend(extra_files(recipe.data))
     data_files.extend(synth_files(recipe.data))
     fingerprint = run_fingerprint(recipe, data_files)
-    resuming = claim_on_main_process(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume)
-    try:
-        return family.train(recipe, console=console or Console(stderr=True), resume=resuming,
-                            fingerprint=fingerprint)
-    except BaseException:
-        if not resuming and int(os.environ.get("RANK", "0")) == 0:
-            release_failed_run(recipe.output_dir)  # nothing saved: a retry (fixed data, other settings) starts
-        raise
+    with ExitStack() as lock:  # the run directory's lock, held (main process) until the run ends
+        resuming = claim_on_main_process(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume,
+                                         lock=lock)
+        try:
+            return family.train(recipe, console=console or Console(stderr=True), resume=resuming,
+                                fingerprint=fingerprint)
+        except BaseException:
+            if not resuming and int(os.environ.get("RANK", "0")) == 0:
+                release_failed_run(recipe.output_dir)  # nothing saved: a retry (fixed data, other settings) starts
+            raise
