@@ -159,8 +159,12 @@ def _acquire_exclusive(path: Path, lock: Path, wait_for_readers: float, what: st
         except OSError:
             os.close(fd)
             holder = _holder(lock)
-            if holder is not None or time.monotonic() >= deadline:
-                raise _busy(path, holder, what) from None  # a writer: refused at once; readers: waited for
+            if holder is not None:
+                raise _busy(path, holder, what) from None  # a writer: refused at once
+            if time.monotonic() >= deadline:  # readers: waited for, up to the deadline
+                raise InputError(f"other processes are still reading this {what} after {wait_for_readers:g} s (lock "
+                                 f"{lock.name} is held shared, e.g. by a predict loading it); wait for them to "
+                                 "finish", path=path) from None
             time.sleep(0.05)
             continue
         if _current(lock, fd):

@@ -40,11 +40,12 @@ from typing import Any
 from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.extras import require
-from ragtruth_spans.core.files import atomic_write_bytes, check_output_path, exclusive_output
+from ragtruth_spans.core.files import append_text, atomic_write_bytes, check_output_path, exclusive_output
 from ragtruth_spans.core.jsonl import read_records
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import Detection, Detector, operating_point_of
 from ragtruth_spans.pipeline.predict import (
+    RESUME_HINT,
     PredictSummary,
     check_meta,
     detect_isolated,
@@ -238,14 +239,16 @@ class _Writer:
         before = len(self.written)
         if not self.summary.first_batch_seconds:
             self.summary.first_batch_seconds = time.perf_counter() - self.started
-        with self.out.open("a", encoding="utf-8") as fh:
-            for record_id, line in zip(ids, lines):
-                if record_id in self.written:
-                    self.summary.duplicates_dropped += 1
-                    continue
-                fh.write(line)
-                self.written.add(record_id)
-                self.summary.add_row(json.loads(line))
+        new: dict[str, str] = {}
+        for record_id, line in zip(ids, lines):
+            if record_id in self.written or record_id in new:
+                self.summary.duplicates_dropped += 1
+                continue
+            new[record_id] = line
+        append_text(self.out, "".join(new.values()), hint=RESUME_HINT)
+        for record_id, line in new.items():
+            self.written.add(record_id)
+            self.summary.add_row(json.loads(line))
         for pid, rss in zip(batch["worker"], batch["peak_rss_mb"]):
             key = str(pid)
             self.summary.worker_peak_rss_mb[key] = max(self.summary.worker_peak_rss_mb.get(key, 0.0), float(rss))
@@ -257,8 +260,7 @@ class _Writer:
         detection = Detection(spans=[], diagnostics={"worker_died": True},
                               error=f"the worker process died each time it ran this record ({tries} attempt(s))")
         line = prediction_line(record.id, detection)
-        with self.out.open("a", encoding="utf-8") as fh:
-            fh.write(line)
+        append_text(self.out, line, hint=RESUME_HINT)
         self.written.add(record.id)
         self.summary.add_row(json.loads(line))
 
