@@ -57,17 +57,18 @@ def _check_inputs(given: Path, real: Path, inputs: Iterable[tuple[str, str | Pat
 
 
 def check_output_dir(path: str | Path, *, field: str | None = None,
-                     inputs: Iterable[tuple[str, str | Path | None]] = (), writes: Collection[str] = ()) -> Path:
+                     inputs: Iterable[tuple[str, str | Path | None]] = (),
+                     writes: Collection[str] | None = ()) -> Path:
     """The output policy of a folder written whole (module docstring): the resolved path of ``path``, or an
     :class:`InputError` saying why not. ``inputs``: ``(flag, path)`` of what the command reads (files or
     folders); ``writes``: the names of the files the command writes in it (an existing folder holding anything
-    else is refused)."""
+    else is refused; None: the writer has its own rules for what it finds, as ``train``'s run directory)."""
     given = Path(path)
     real = real_path(given)
     if real.exists() and not real.is_dir():
         raise InputError("the output path exists and is not a directory", path=given, field=field)
     _check_inputs(given, real, inputs, field)
-    if real.is_dir():
+    if real.is_dir() and writes is not None:
         try:
             names = sorted(p.name for p in real.iterdir())
         except OSError as exc:
