@@ -98,7 +98,7 @@ def replace_directory(path: str | Path, *, field: str | None = None,
     :class:`InputError` naming the folder."""
     inputs = list(inputs)
     target = check_output_dir(path, field=field, inputs=inputs, writes=writes)
-    with exclusive_output(target):
+    with exclusive_output(target, what="folder"):
         target = check_output_dir(target, field=field, inputs=inputs, writes=writes)  # as it is now we hold it
         _remove_leftovers(target)
         try:

@@ -120,18 +120,19 @@ def _current(lock: Path, fd: int) -> bool:
 
 
 @contextlib.contextmanager
-def exclusive_output(path: str | Path, *, wait_for_readers: float = 60.0) -> Iterator[Path]:
+def exclusive_output(path: str | Path, *, wait_for_readers: float = 60.0, what: str | None = None) -> Iterator[Path]:
     """Hold the exclusive lock of output ``path`` (a file or a folder) while the block runs: one writer per output
     (module docstring). A second writer (another process, or another block of this one) gets :class:`InputError`
     at once, naming the holder; readers are waited for up to ``wait_for_readers`` seconds. The lock file is
-    removed on release. Yields the resolved path."""
+    removed on release. ``what`` names the output in messages ("file", "folder"; default: what is there now).
+    Yields the resolved path."""
     path = real_path(path)
     lock = lock_path(path)
     try:
         lock.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
-    what = "folder" if path.is_dir() else "file"
+    what = what or ("folder" if path.is_dir() else "file")
     fd = _acquire_exclusive(path, lock, wait_for_readers, what)
     _held_paths()[path] = "write"
     try:

@@ -44,7 +44,7 @@ def claim_on_main_process(output_dir: str | Path, fingerprint: dict[str, Any], *
     lock) are refused while it is written, and waited for before ``overwrite`` deletes it."""
     def claim() -> bool:
         if lock is not None:
-            lock.enter_context(exclusive_output(output_dir))
+            lock.enter_context(exclusive_output(output_dir, what="folder"))
         return claim_output_dir(output_dir, fingerprint, overwrite=overwrite, resume=resume)
 
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:

@@ -136,9 +136,9 @@ def test_a_second_writer_of_a_prepared_directory_is_refused_with_the_holder_name
     out = tmp_path / "prepared"
     with exclusive_output(out):
         result = _import(src, out)
-        _one_line_exit_2(result, "another process is writing", f"pid {os.getpid()}")
+        _one_line_exit_2(result, "another process is writing this folder", f"pid {os.getpid()}")
         result = runner.invoke(app, ["prepare", "--sample", "--out", str(out), "--dev-per-task", "1"])
-        _one_line_exit_2(result, "another process is writing", f"pid {os.getpid()}")
+        _one_line_exit_2(result, "another process is writing this folder", f"pid {os.getpid()}")
     assert not out.exists()
     assert _import(src, out).exit_code == 0 and not lock_path(out).exists()
 
