@@ -40,7 +40,7 @@ def _inside(inner: Path, outer: Path) -> bool:
 
 
 def _check_inputs(given: Path, real: Path, inputs: Iterable[tuple[str, str | Path | None]],
-                  field: str | None) -> None:
+                  field: str | None, inside_ok: bool) -> None:
     for flag, source in inputs:
         if source is None:
             continue
@@ -48,7 +48,7 @@ def _check_inputs(given: Path, real: Path, inputs: Iterable[tuple[str, str | Pat
         if source_real == real or (real.exists() and os.path.exists(source) and os.path.samefile(real, source)):
             raise InputError(f"is the input given as {flag}: an output never replaces an input; choose another "
                              "folder", path=given, field=field)
-        if _inside(real, source_real):
+        if _inside(real, source_real) and not inside_ok:
             raise InputError(f"is inside the input given as {flag} ({source_real}): an output is never written into "
                              "an input folder; choose a folder outside it", path=given, field=field)
         if _inside(source_real, real):
@@ -58,7 +58,7 @@ def _check_inputs(given: Path, real: Path, inputs: Iterable[tuple[str, str | Pat
 
 def check_output_dir(path: str | Path, *, field: str | None = None,
                      inputs: Iterable[tuple[str, str | Path | None]] = (),
-                     writes: Collection[str] | None = ()) -> Path:
+                     writes: Collection[str] | None = (), inside_inputs: bool = False) -> Path:
     """The output policy of a folder written whole (module docstring): the resolved path of ``path``, or an
     :class:`InputError` saying why not. ``inputs``: ``(flag, path)`` of what the command reads (files or
     folders); ``writes``: the names of the files the command writes in it (an existing folder holding anything
@@ -67,7 +67,7 @@ def check_output_dir(path: str | Path, *, field: str | None = None,
     real = real_path(given)
     if real.exists() and not real.is_dir():
         raise InputError("the output path exists and is not a directory", path=given, field=field)
-    _check_inputs(given, real, inputs, field)
+    _check_inputs(given, real, inputs, field, inside_inputs)
     if real.is_dir() and writes is not None:
         try:
             names = sorted(p.name for p in real.iterdir())

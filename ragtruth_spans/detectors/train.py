@@ -37,7 +37,7 @@ def check_extra_sources(recipe: Recipe, family: Family) -> None:
 
 
 def run_inputs(recipe: Recipe) -> list[tuple[str, str | Path]]:
-    """What a run reads that its ``output_dir`` may not be, lie inside or hold (``--overwrite`` deletes it whole):
+    """What a run reads that its ``output_dir`` may not be or hold (``--overwrite`` deletes it whole):
     the prepared directory, every ``data.extra`` directory and a local base model folder."""
     inputs: list[tuple[str, str | Path]] = []
     if recipe.data.prepared_dir != SAMPLE:
@@ -53,14 +53,15 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
           resume: bool = False) -> TrainResult:
     """Train the detector that ``recipe`` describes (its family's train function) into ``recipe.output_dir``.
 
-    ``output_dir`` is checked first, before any data is read: not an input of the run, inside one or holding one
+    ``output_dir`` is checked first, before any data is read: not an input of the run, not holding one
     (:func:`run_inputs`), in a writable folder. Then the run directory rules (:mod:`ragtruth_spans.runs.run_dir`)
     are applied: a new run starts, an unfinished run of the same fingerprint resumes, anything else is refused
-    unless ``overwrite`` (start over) or ``resume`` (continue a run of other settings). The family's train function gets ``resume`` (continue from
-    the last checkpoint of ``output_dir``) and the ``fingerprint`` to record in ``run_info.json``. A new run
-    that fails before saving a checkpoint leaves nothing behind (:func:`release_failed_run`). The run directory
-    is locked for the whole run (``OUTPUT_DIR.lock``): a second ``train`` into it is refused at once, naming
-    this one (:func:`~ragtruth_spans.training.run.claim_on_main_process`).
+    unless ``overwrite`` (start over) or ``resume`` (continue a run of other settings). The family's train
+    function gets ``resume`` (continue from the last checkpoint of ``output_dir``) and the ``fingerprint`` to
+    record in ``run_info.json``. A new run that fails before saving a checkpoint leaves nothing behind
+    (:func:`release_failed_run`). The run directory is locked for the whole run (``OUTPUT_DIR.lock``): a second
+    ``train`` into it is refused at once, naming this one
+    (:func:`~ragtruth_spans.training.run.claim_on_main_process`).
     """
     from ragtruth_spans.core.logs import quiet_libraries
 
@@ -70,7 +71,8 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
         raise InputError(f"detectors of kind {recipe.kind!r} are not trained", field="kind")
     require("train", "training")
     check_extra_sources(recipe, family)
-    check_output_dir(recipe.output_dir, field="output_dir", inputs=run_inputs(recipe), writes=None)
+    check_output_dir(recipe.output_dir, field="output_dir", inputs=run_inputs(recipe), writes=None,
+                     inside_inputs=True)
     data_files = [training_file(recipe.data)] if recipe.reads_key("data.split") else []
     if recipe.data.eval_split is not None:
         data_files.append(split_file(recipe.data, recipe.data.eval_split))
