@@ -38,11 +38,14 @@ def check_extra_sources(recipe: Recipe, family: Family) -> None:
 
 def run_inputs(recipe: Recipe) -> list[tuple[str, str | Path]]:
     """What a run reads that its ``output_dir`` may not be or hold (``--overwrite`` deletes it whole):
-    the prepared directory, every ``data.extra`` directory and a local base model folder."""
+    the prepared directory, every ``data.extra`` and ``data.synth.documents`` directory and a local base model
+    folder."""
     inputs: list[tuple[str, str | Path]] = []
     if recipe.data.prepared_dir != SAMPLE:
         inputs.append(("data.prepared_dir", recipe.data.prepared_dir))
     inputs.extend((f"data.extra[{k}].dir", source.dir) for k, source in enumerate(recipe.data.extra))
+    if recipe.data.synth is not None:
+        inputs.extend((f"data.synth.documents[{k}]", d) for k, d in enumerate(recipe.data.synth.documents))
     model = getattr(getattr(recipe, "model", None), "name_or_path", None)
     if isinstance(model, str) and Path(model).expanduser().is_dir():
         inputs.append(("model.name_or_path", Path(model).expanduser()))
