@@ -203,8 +203,12 @@ def shared_reading(path: str | Path) -> Iterator[Path]:
         os.close(fd)
 
 
-def _acquire_shared(path: Path, lock: Path) -> int | None:
-    for _ in range(100):
+def _acquire_shared(path: Path, lock: Path, patience: float = 5.0) -> int | None:
+    """A file descriptor holding ``lock`` shared (None: no lock file can be made or opened). Refused at once while
+    a writer recorded in the file holds it; a moment without a recorded writer (another reader removing the file
+    as it leaves, a writer between its lock and its record) is waited out, up to ``patience`` seconds."""
+    deadline = time.monotonic() + patience
+    while True:
         try:
             fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
         except OSError as exc:
@@ -218,9 +222,12 @@ def _acquire_shared(path: Path, lock: Path) -> int | None:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            raise InputError(f"another process is writing this ({_who(_holder(lock))}lock {lock.name}): it cannot be "
-                             "read until that ends; wait for it and try again", path=path) from None
+            holder = _holder(lock)
+            if holder is not None or time.monotonic() >= deadline:
+                raise InputError(f"another process is writing this ({_who(holder)}lock {lock.name}): it cannot be "
+                                 "read until that ends; wait for it and try again", path=path) from None
+            time.sleep(0.02)
+            continue
         if _current(lock, fd):
             return fd
         os.close(fd)
-    raise InputError(f"the lock {lock.name} kept changing; try again", path=path)  # pragma: no cover

@@ -90,3 +90,27 @@ def test_a_thread_never_waits_for_its_own_lock_on_a_folder_above(tmp_path: Path)
     (run / "members" / "m").mkdir(parents=True)
     with exclusive_output(run), shared_reading(run / "members" / "m"):
         assert not lock_path(run / "members" / "m").exists()  # covered by the lock this thread holds
+
+
+def test_many_readers_at_once_are_never_refused(tmp_path: Path) -> None:
+    """Readers that come and go together (Ray actors loading one run): one leaving removes the lock file under an
+    exclusive lock for a moment, which the others wait out instead of reading it as a writer."""
+    run = tmp_path / "run"
+    run.mkdir()
+    errors: list[BaseException] = []
+
+    def read_many() -> None:
+        try:
+            for _ in range(200):
+                with shared_reading(run):
+                    pass
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=read_many) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors, errors[:2]
+    assert not lock_path(run).exists()
