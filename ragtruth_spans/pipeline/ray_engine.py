@@ -76,9 +76,8 @@ class RaySettings:
     max_retries: int = 3
     num_cpus: int | None = None
     start_timeout: float = 900.0
-    """Seconds the workers may take to start (placed and detector loaded) before the run stops with one line: a
-    safety net for a cluster whose resources other jobs hold (what no node can place is refused before, by
-    :func:`check_placement`)."""
+    """Seconds the one worker that only checks the detector (nothing left to do) may take to start before the run
+    stops with one line (what no node can place is refused before, by :func:`check_placement`)."""
 
     def check(self) -> None:
         """Raise :class:`InputError` naming the option that is out of range."""
@@ -408,7 +407,6 @@ class _Job:
         context = DataContext.get_current()
         context.enable_progress_bars = False
         context.max_errored_blocks = -1  # a batch that failed every retry: its records are retried alone
-        context.wait_for_min_actors_s = max(1, int(self.settings.start_timeout))  # never wait forever
         # every worker gets work on a small input too (Ray Data bundles rows up to batch_size into one task)
         batch_size = 1 if alone else max(1, min(self.batch_size, -(-len(todo) // self.workers)))
         rows = [{"id": r.id, "record": json.dumps(r.to_dict(), ensure_ascii=False)} for r in todo]
@@ -416,11 +414,8 @@ class _Job:
         with warnings.catch_warnings():  # max_restarts / max_task_retries: still the way in the pinned 2.60
             warnings.simplefilter("ignore", DeprecationWarning)
             dataset = self._pipeline(from_items(rows, override_num_blocks=blocks), batch_size, alone)
-        try:
-            for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
-                bar.update(writer.write_batch({key: list(value) for key, value in batch.items()}))
-        except TimeoutError:  # Ray's GetTimeoutError: the actors did not start in time
-            raise self._not_started() from None
+        for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
+            bar.update(writer.write_batch({key: list(value) for key, value in batch.items()}))
 
     def _not_started(self) -> InputError:
         each = _count(self.cpus, "CPU") + (f" and {_count(self.gpus, 'GPU')}" if self.gpus else "")
