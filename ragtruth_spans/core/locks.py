@@ -62,8 +62,14 @@ def _covered(path: Path) -> bool:
     return any(path == held or held in path.parents for held in _held_paths())
 
 
+def _program() -> str:
+    """How this process was started, as a person would type it (``ragtruth-spans``, ``python -m ragtruth_spans``)."""
+    first = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path("python")
+    return f"python -m {first.parent.name}" if first.name == "__main__.py" else first.name
+
+
 def _me() -> str:
-    command = " ".join([Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python", *sys.argv[1:]])
+    command = " ".join([_program(), *sys.argv[1:]])
     return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": command[:300]})
 
 
