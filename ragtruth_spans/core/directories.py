@@ -123,10 +123,13 @@ def _umask() -> int:
 
 def _remove_leftovers(target: Path) -> None:
     """Building and old folders of ``target`` left by a killed writer (we hold the lock: no one else uses them)."""
-    for prefix in (BUILDING, OLD):
-        for stale in target.parent.glob(f".{target.name}{prefix}*"):
-            if stale.is_dir() and not stale.is_symlink() and not stale.name.endswith(LOCK_SUFFIX):
-                shutil.rmtree(stale, ignore_errors=True)
+    if not target.parent.is_dir():
+        return
+    prefixes = tuple(f".{target.name}{prefix}" for prefix in (BUILDING, OLD))
+    for stale in target.parent.iterdir():
+        if stale.name.startswith(prefixes) and stale.is_dir() and not stale.is_symlink() \
+                and not stale.name.endswith(LOCK_SUFFIX):
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 def _sync(folder: Path) -> None:

@@ -133,6 +133,15 @@ def test_a_failed_import_leaves_the_previous_directory_whole(tmp_path: Path, mon
     assert json.loads((out / "stats.json").read_text(encoding="utf-8"))["input"] == 30
 
 
+def test_a_building_folder_left_by_a_killed_import_is_removed_by_the_next(tmp_path: Path) -> None:
+    out = tmp_path / "my [data]"  # a name with glob characters
+    left = tmp_path / ".my [data].building-x1y2"
+    left.mkdir()
+    (left / "train.jsonl").write_text("half", encoding="utf-8")
+    assert _import(_jsonl(tmp_path / "mine.jsonl", _rows(6)), out).exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.jsonl", "my [data]"]
+
+
 def test_a_second_writer_of_a_prepared_directory_is_refused_with_the_holder_named(tmp_path: Path) -> None:
     src = _jsonl(tmp_path / "mine.jsonl", _rows(6))
     out = tmp_path / "prepared"
