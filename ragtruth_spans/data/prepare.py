@@ -128,40 +128,49 @@ def prepare(ragtruth_dir: str | Path, out_dir: str | Path, *, dev_per_task: int 
         records, report = convert_ragtruth(ragtruth_dir)
         if not records:
             raise InputError("no responses: the file is empty", path=response_path)
-        kept = [r for r in records if quality is None or r.quality in quality]
-        dropped = [r for r in records if not (quality is None or r.quality in quality)]
-        warnings: list[str] = []
-        by_split, dev_ids, split_ids = assign_splits(kept, dev_per_task=dev_per_task, seed=seed,
-                                                     split_spec=split_by_source, warnings=warnings)
-        for name in SPLITS:
-            write_records(building / f"{name}.jsonl", by_split[name])
-            if not by_split[name]:
-                hint = ("; if every response carries one RAGTruth split (e.g. a slice of its test split), re-split "
-                        "them by source: --split-by-source train=0.7,dev=0.1,test=0.2"
-                        if name == "train" and split_by_source is None else "")
-                warnings.append(f"split '{name}' has no records ({name}.jsonl is empty){hint}")
-        labels = report.to_dict()
-        labels["spans_written"] = sum(len(r.spans) for rs in by_split.values() for r in rs)
-        labels["spans_in_filtered_responses"] = sum(len(r.spans) for r in dropped)
-        labels["implicit_true_written"] = sum(s.implicit_true for rs in by_split.values() for r in rs
-                                              for s in r.spans)
-        labels["due_to_null_written"] = sum(s.due_to_null for rs in by_split.values() for r in rs for s in r.spans)
-        stats = PrepareStats(
-            ragtruth_dir=str(response_path.parent), out_dir=str(out_dir), seed=seed, dev_per_task=dev_per_task,
-            keep_quality=list(quality) if quality is not None else None,
-            input_responses=len(records), input_sources=len({r.source_id for r in records}),
-            quality_counts=dict(sorted(Counter(r.quality for r in records).items())),
-            filtered=dict(sorted(Counter(r.quality for r in dropped).items())),
-            filtered_by_split={s: sum(r.split == s for r in dropped) for s in ("train", "test")},
-            splits={name: SplitStats.of(by_split[name]) for name in SPLITS},
-            dev_source_ids=dev_ids, split_source_ids=split_ids,
-            split_by_source=dict(split_by_source) if split_by_source else None,
-            labels=labels, warnings=warnings,
-        )
-        _check_accounting(stats)
+        stats = _split_and_write(building, records, report, quality=quality, dev_per_task=dev_per_task, seed=seed,
+                                 split_by_source=split_by_source)
+        stats.ragtruth_dir, stats.out_dir = str(response_path.parent), str(out_dir)
         write_json(building / "stats.json", stats.to_dict())
-    for message in warnings:
+    for message in stats.warnings:
         pywarnings.warn(message, UserWarning, stacklevel=2)
+    return stats
+
+
+def _split_and_write(building: Path, records: list[Record], report: Any, *, quality: Sequence[str] | None,
+                     dev_per_task: int, seed: int, split_by_source: Mapping[str, float] | None) -> PrepareStats:
+    """Filter by quality, split and write ``building/{train,dev,test}.jsonl``; the stats (accounting checked),
+    ``ragtruth_dir``/``out_dir`` left for the caller to name."""
+    kept = [r for r in records if quality is None or r.quality in quality]
+    dropped = [r for r in records if not (quality is None or r.quality in quality)]
+    warnings: list[str] = []
+    by_split, dev_ids, split_ids = assign_splits(kept, dev_per_task=dev_per_task, seed=seed,
+                                                 split_spec=split_by_source, warnings=warnings)
+    for name in SPLITS:
+        write_records(building / f"{name}.jsonl", by_split[name])
+        if not by_split[name]:
+            hint = ("; if every response carries one RAGTruth split (e.g. a slice of its test split), re-split them "
+                    "by source: --split-by-source train=0.7,dev=0.1,test=0.2"
+                    if name == "train" and split_by_source is None else "")
+            warnings.append(f"split '{name}' has no records ({name}.jsonl is empty){hint}")
+    labels = report.to_dict()
+    labels["spans_written"] = sum(len(r.spans) for rs in by_split.values() for r in rs)
+    labels["spans_in_filtered_responses"] = sum(len(r.spans) for r in dropped)
+    labels["implicit_true_written"] = sum(s.implicit_true for rs in by_split.values() for r in rs for s in r.spans)
+    labels["due_to_null_written"] = sum(s.due_to_null for rs in by_split.values() for r in rs for s in r.spans)
+    stats = PrepareStats(
+        ragtruth_dir="", out_dir="", seed=seed, dev_per_task=dev_per_task,
+        keep_quality=list(quality) if quality is not None else None,
+        input_responses=len(records), input_sources=len({r.source_id for r in records}),
+        quality_counts=dict(sorted(Counter(r.quality for r in records).items())),
+        filtered=dict(sorted(Counter(r.quality for r in dropped).items())),
+        filtered_by_split={s: sum(r.split == s for r in dropped) for s in ("train", "test")},
+        splits={name: SplitStats.of(by_split[name]) for name in SPLITS},
+        dev_source_ids=dev_ids, split_source_ids=split_ids,
+        split_by_source=dict(split_by_source) if split_by_source else None,
+        labels=labels, warnings=warnings,
+    )
+    _check_accounting(stats)
     return stats
 
 
