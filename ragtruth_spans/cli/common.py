@@ -10,6 +10,7 @@ own warnings, load reports and progress bars); see :mod:`ragtruth_spans.core.log
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -79,13 +80,23 @@ def fail(exc: Exception) -> NoReturn:
     raise typer.Exit(code=2)
 
 
+FILE_SYSTEM_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT})
+"""Failures of the file system (a full disk, a file-size limit, a read-only file system, a permission, a quota):
+the user's to fix, so one line naming the file rather than a traceback, wherever they arise."""
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn :class:`InputError` (bad input, named by file, line and field) into :func:`fail`."""
+    """Turn :class:`InputError` (bad input, named by file, line and field) into :func:`fail`, and so an ``OSError``
+    of the file system (:data:`FILE_SYSTEM_ERRNOS`) that a writer did not already name (a library's own write)."""
     try:
         yield
     except InputError as exc:
         fail(exc)
+    except OSError as exc:
+        if exc.errno not in FILE_SYSTEM_ERRNOS:
+            raise
+        fail(InputError(exc.strerror or str(exc), path=exc.filename))
 
 
 def argument_text(value: str | None, option: str) -> str | None:

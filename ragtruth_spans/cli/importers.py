@@ -21,15 +21,20 @@ SPLIT_HELP = ("Seeded re-split by source, per task: shares 'train=0.7,dev=0.15,t
               "'dev=10,test=20'; 'train=1' puts everything in train.")
 
 
-def _run(read: Callable[[], tuple[list[Any], Any]], out_dir: Path, split_by_source: str | None, seed: int) -> None:
-    from ragtruth_spans.data.imported import write_prepared
+def _run(read: Callable[[], tuple[list[Any], Any]], in_path: Path, out_dir: Path, split_by_source: str | None,
+         seed: int) -> None:
+    """Import: ``--out`` checked and locked before ``--in`` is read, the prepared directory swapped in whole
+    (:func:`~ragtruth_spans.data.prepare.prepared_output`)."""
+    from ragtruth_spans.data.imported import write_splits
+    from ragtruth_spans.data.prepare import prepared_output
     from ragtruth_spans.data.splits import parse_split_spec
     from ragtruth_spans.reporting.console import import_summary
 
     with user_errors():
         spec = parse_split_spec(split_by_source) if split_by_source is not None else None
-        records, report = read()
-        stats = write_prepared(out_dir, records, report, split_spec=spec, seed=seed)
+        with prepared_output(out_dir, field="--out", inputs=[("--in", in_path)]) as building:
+            records, report = read()
+            stats = write_splits(building, records, report, split_spec=spec, seed=seed, out_dir=out_dir)
     out.print(import_summary(stats))
     note(f"wrote {out_dir}/{{train,dev,test}}.jsonl and {out_dir}/stats.json")
 
@@ -46,7 +51,7 @@ def import_jsonl(
     """Your own annotated data in the minimal format; every defaulted field is counted."""
     from ragtruth_spans.data.own_jsonl import read_own_jsonl
 
-    _run(lambda: read_own_jsonl(in_file), out_dir, split_by_source, seed)
+    _run(lambda: read_own_jsonl(in_file), in_file, out_dir, split_by_source, seed)
 
 
 @import_app.command("summedits")
@@ -59,7 +64,7 @@ def import_summedits(
     """SummEdits (Apache-2.0): spans = the words an inconsistent summary changed against its original."""
     from ragtruth_spans.data.summedits import read_summedits
 
-    _run(lambda: read_summedits(in_dir), out_dir, split_by_source, seed)
+    _run(lambda: read_summedits(in_dir), in_dir, out_dir, split_by_source, seed)
 
 
 @import_app.command("xsum-hallucinations")
@@ -74,7 +79,7 @@ def import_xsum(
     """XSum hallucination annotations (Maynez et al. 2020, CC BY 4.0): spans marked by --min-votes annotators."""
     from ragtruth_spans.data.xsum_hallucinations import read_xsum_hallucinations
 
-    _run(lambda: read_xsum_hallucinations(in_dir, min_votes=min_votes), out_dir, split_by_source, seed)
+    _run(lambda: read_xsum_hallucinations(in_dir, min_votes=min_votes), in_dir, out_dir, split_by_source, seed)
 
 
 @import_app.command("expertqa")
@@ -91,4 +96,5 @@ def import_expertqa(
     """ExpertQA (MIT): claims whose cited evidence does not support them become spans."""
     from ragtruth_spans.data.expertqa import read_expertqa
 
-    _run(lambda: read_expertqa(in_dir, min_context=min_context, partial=partial), out_dir, split_by_source, seed)
+    _run(lambda: read_expertqa(in_dir, min_context=min_context, partial=partial), in_dir, out_dir, split_by_source,
+         seed)

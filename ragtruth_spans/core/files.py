@@ -4,7 +4,8 @@
   the same folder, flush it to disk, then ``os.replace`` it over the target: a reader (or a crash) sees the old
   file or the new one, never a torn mix.
 - :func:`exclusive_output` holds an advisory lock (``PATH.lock``, ``flock`` where the platform has it) for as long as
-  one process writes ``PATH``; a second writer is refused at once with an :class:`InputError`.
+  one process writes ``PATH``; a second writer is refused at once with an :class:`InputError` naming the holder
+  (:mod:`ragtruth_spans.core.locks`, which also has the readers' lock).
 - :func:`check_output_path` is the one output policy of every command that writes, applied before any work: the
   path is resolved (symbolic links followed: a link is written *through*, its target replaced and the link kept);
   an output that resolves to an input of the command (also through ``./``, links or hard links) is refused; so is
@@ -12,7 +13,9 @@
   or ``/dev/stdout``, a socket), a folder, or a place where no file can be created. It returns the resolved path,
   which is what the writer then locks and replaces.
 
-Every failure to write is an :class:`InputError` (one line naming the file), never an ``OSError`` traceback.
+Every failure to write is an :class:`InputError` (one line naming the file), never an ``OSError`` traceback; a
+writer that appends (``predict``) does so through :func:`append_text`.
+Folders written whole (a prepared directory) follow :mod:`ragtruth_spans.core.directories`.
 """
 
 from __future__ import annotations
@@ -27,13 +30,22 @@ from pathlib import Path
 from typing import IO, Any
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.locks import LOCK_SUFFIX, exclusive_output, lock_path, real_path, shared_reading
 
-try:  # POSIX
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: the lock file is created exclusively instead
-    fcntl = None  # type: ignore[assignment]
-
-LOCK_SUFFIX = ".lock"
+__all__ = [
+    "LOCK_SUFFIX",
+    "append_text",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "atomic_writer",
+    "check_output_path",
+    "exclusive_output",
+    "lock_path",
+    "real_path",
+    "same_file",
+    "shared_reading",
+]
 
 
 def _kind_of(mode: int) -> str | None:
@@ -52,11 +64,6 @@ def _mode(path: Path) -> int | None:
         return os.stat(path).st_mode
     except OSError:
         return None
-
-
-def real_path(path: str | Path) -> Path:
-    """``path`` with every symbolic link, ``.`` and ``..`` resolved (a dangling link resolves to its target)."""
-    return Path(os.path.realpath(Path(path).expanduser()))
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
@@ -173,60 +180,15 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
-def lock_path(path: str | Path) -> Path:
-    """The advisory lock file of an output: ``PATH.lock``."""
-    return Path(str(path) + LOCK_SUFFIX)
 
 
-def _busy(path: Path) -> InputError:
-    return InputError(f"another process is writing this file (lock {lock_path(path).name} is held); wait for it "
-                      "to finish or choose another output", path=path)
-
-
-@contextlib.contextmanager
-def exclusive_output(path: str | Path) -> Iterator[Path]:
-    """Hold the advisory lock of output ``path`` while the block runs: one writer per output. A second writer
-    (another process, or another block of this one) gets :class:`InputError` at once. The lock file is removed on
-    release. The lock is keyed on the resolved path: two writers naming one file through different paths (a
-    symbolic link, ``./``) exclude each other."""
-    path = real_path(path)
-    lock = lock_path(path)
+def append_text(path: str | Path, text: str, *, hint: str = "") -> None:
+    """Append ``text`` (UTF-8) to ``path`` and flush it. A failure to write (a full disk, a file-size limit, a
+    read-only file system, a permission) is one :class:`InputError` naming the file, followed by ``hint`` (what to
+    do then, e.g. how to resume); what was appended before the failure stays, at most its last line cut."""
     try:
-        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
     except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
-    fd = _acquire(path, lock)
-    try:
-        yield path
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(lock)  # still holding the lock: a waiting opener re-checks the inode (see _acquire)
-        os.close(fd)
-
-
-def _acquire(path: Path, lock: Path) -> int:
-    if fcntl is None:  # pragma: no cover
-        try:
-            return os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            raise _busy(path) from None
-        except OSError as exc:
-            raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
-    for _ in range(100):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_WRONLY, 0o644)
-        except OSError as exc:
-            raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise _busy(path) from None
-        try:  # the holder may have removed the file between our open and our flock: lock the current one
-            if os.stat(lock).st_ino == os.fstat(fd).st_ino:
-                os.write(fd, f"{os.getpid()}\n".encode())
-                return fd
-        except FileNotFoundError:
-            pass
-        os.close(fd)
-    raise _busy(path)  # pragma: no cover - the lock file kept changing under us
+        raise InputError(f"cannot write: {exc.strerror or exc}{hint}", path=path) from None

@@ -104,16 +104,28 @@ def _csv_row(reader: Any, path: str | Path, start: int) -> list[str] | None:
 
 def write_prepared(out_dir: str | Path, records: Sequence[Record], report: ImportReport, *,
                    split_spec: Mapping[str, float] | None = None, seed: int = 0) -> dict[str, Any]:
-    """Split ``records`` by source and write ``out_dir/{train,dev,test}.jsonl`` and ``stats.json``; return the
-    stats written. Records that all carry a split keep it (``split_spec`` must then be None); otherwise the
-    seeded re-split ``split_spec`` (default :data:`DEFAULT_SPLIT`) assigns every source. An empty split is a
-    warning in the stats, not an error."""
+    """Split ``records`` by source and write the prepared directory ``out_dir`` (``{train,dev,test}.jsonl`` and
+    ``stats.json``) whole, through :func:`~ragtruth_spans.data.prepare.prepared_output` (checked, locked, built
+    beside and swapped in; ``report.input_path`` is an input it may not replace); return the stats written. The
+    command line checks and locks the output before reading the input (:func:`write_splits` inside
+    ``prepared_output``)."""
+    from ragtruth_spans.data.prepare import prepared_output
+
+    with prepared_output(out_dir, field=None, inputs=[("input", report.input_path)]) as building:
+        return write_splits(building, records, report, split_spec=split_spec, seed=seed, out_dir=out_dir)
+
+
+def write_splits(building: Path, records: Sequence[Record], report: ImportReport, *,
+                 split_spec: Mapping[str, float] | None = None, seed: int = 0,
+                 out_dir: str | Path | None = None) -> dict[str, Any]:
+    """Split ``records`` by source and write ``building/{train,dev,test}.jsonl`` and ``stats.json`` (which names
+    ``out_dir``, where the folder goes); return the stats written. Records that all carry a split keep it
+    (``split_spec`` must then be None); otherwise the seeded re-split ``split_spec`` (default
+    :data:`DEFAULT_SPLIT`) assigns every source. An empty split is a warning in the stats, not an error."""
     from ragtruth_spans.data.prepare import SplitStats
     from ragtruth_spans.data.splits import assign_splits
 
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError("the output path exists and is not a directory", path=out)
+    out = Path(out_dir if out_dir is not None else building)
     if not records:
         raise InputError(f"no {report.unit} left to write (read {report.input}; skipped: "
                          f"{dict(report.skipped) or 'none'})", path=report.input_path)
@@ -133,9 +145,8 @@ def write_prepared(out_dir: str | Path, records: Sequence[Record], report: Impor
     else:
         spec = dict(split_spec or DEFAULT_SPLIT)
         by_split, _, _ = assign_splits(list(records), dev_per_task=0, seed=seed, split_spec=spec, warnings=warnings)
-    out.mkdir(parents=True, exist_ok=True)
     for name in SPLITS:
-        write_records(out / f"{name}.jsonl", by_split[name])
+        write_records(building / f"{name}.jsonl", by_split[name])
         if not by_split[name]:
             warnings.append(f"split '{name}' has no records ({name}.jsonl is empty)")
     written = sum(len(rs) for rs in by_split.values())
@@ -153,5 +164,5 @@ def write_prepared(out_dir: str | Path, records: Sequence[Record], report: Impor
                                                  for s in r.spans).items()))},
         "details": report.details, "warnings": warnings,
     }
-    write_json(out / "stats.json", stats)
+    write_json(building / "stats.json", stats)
     return stats

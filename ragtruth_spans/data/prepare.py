@@ -15,17 +15,22 @@ from __future__ import annotations
 
 import warnings as pywarnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragtruth_spans.core.directories import replace_directory
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.core.files import check_output_path
 from ragtruth_spans.core.jsonl import write_json, write_records
 from ragtruth_spans.core.types import HALLUCINATION_TYPES, SPLITS, TASK_TYPES, Record
 from ragtruth_spans.data.ragtruth import convert_ragtruth, normalize_quality, resolve_files
 from ragtruth_spans.data.splits import assign_splits
+
+PREPARED_FILES = (*(f"{split}.jsonl" for split in SPLITS), "stats.json")
+"""What a prepared directory holds (``prepare``, ``import``): an existing output folder holding anything else is
+refused, never replaced."""
 
 
 @dataclass
@@ -108,44 +113,53 @@ def prepare(ragtruth_dir: str | Path, out_dir: str | Path, *, dev_per_task: int 
     ``split_by_source`` (e.g. ``{"train": 0.7, "dev": 0.1, "test": 0.2}``) re-splits every kept record by source
     instead of using RAGTruth's split (:mod:`ragtruth_spans.data.splits`). Returns the :class:`PrepareStats` also
     written to ``stats.json``. Raises :class:`InputError` on malformed input, a directory without responses, an
-    output path that is a file, or a negative ``dev_per_task``. An empty split (or a task whose train sources all
-    went to dev) is not an error: it is listed in ``stats.warnings`` and emitted as a :class:`UserWarning`.
+    output refused by :func:`prepared_output` (checked before any input is read), or a negative ``dev_per_task``.
+    The directory is swapped in whole: a failure leaves the previous one as it was. An empty split (or a task
+    whose train sources all went to dev) is not an error: it is listed in ``stats.warnings`` and emitted as a
+    :class:`UserWarning`.
     """
     if dev_per_task < 0:
         raise InputError(f"must be >= 0, got {dev_per_task}", field="dev_per_task")
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError("the output path exists and is not a directory", path=out)
     quality = normalize_quality(keep_quality)
     response_path, source_path = resolve_files(ragtruth_dir)
-    inputs = [("--ragtruth-dir", response_path), ("--ragtruth-dir", source_path)]
-    for name in (*(f"{s}.jsonl" for s in SPLITS), "stats.json"):  # the output policy, before any work
-        check_output_path(out / name, field="--out", inputs=inputs)
-    records, report = convert_ragtruth(ragtruth_dir)
-    if not records:
-        raise InputError("no responses: the file is empty", path=response_path)
+    inputs = [("--ragtruth-dir", ragtruth_dir), ("--ragtruth-dir", response_path),
+              ("--ragtruth-dir", source_path)]
+    with prepared_output(out_dir, field="--out", inputs=inputs) as building:  # the output policy, before any work
+        records, report = convert_ragtruth(ragtruth_dir)
+        if not records:
+            raise InputError("no responses: the file is empty", path=response_path)
+        stats = _split_and_write(building, records, report, quality=quality, dev_per_task=dev_per_task, seed=seed,
+                                 split_by_source=split_by_source)
+        stats.ragtruth_dir, stats.out_dir = str(response_path.parent), str(out_dir)
+        write_json(building / "stats.json", stats.to_dict())
+    for message in stats.warnings:
+        pywarnings.warn(message, UserWarning, stacklevel=2)
+    return stats
 
+
+def _split_and_write(building: Path, records: list[Record], report: Any, *, quality: Sequence[str] | None,
+                     dev_per_task: int, seed: int, split_by_source: Mapping[str, float] | None) -> PrepareStats:
+    """Filter by quality, split and write ``building/{train,dev,test}.jsonl``; the stats (accounting checked),
+    ``ragtruth_dir``/``out_dir`` left for the caller to name."""
     kept = [r for r in records if quality is None or r.quality in quality]
     dropped = [r for r in records if not (quality is None or r.quality in quality)]
     warnings: list[str] = []
-    by_split, dev_ids, split_ids = assign_splits(kept, dev_per_task=dev_per_task, seed=seed, split_spec=split_by_source,
-                                        warnings=warnings)
-    out.mkdir(parents=True, exist_ok=True)
+    by_split, dev_ids, split_ids = assign_splits(kept, dev_per_task=dev_per_task, seed=seed,
+                                                 split_spec=split_by_source, warnings=warnings)
     for name in SPLITS:
-        write_records(out / f"{name}.jsonl", by_split[name])
+        write_records(building / f"{name}.jsonl", by_split[name])
         if not by_split[name]:
             hint = ("; if every response carries one RAGTruth split (e.g. a slice of its test split), re-split them "
                     "by source: --split-by-source train=0.7,dev=0.1,test=0.2"
                     if name == "train" and split_by_source is None else "")
             warnings.append(f"split '{name}' has no records ({name}.jsonl is empty){hint}")
-
     labels = report.to_dict()
     labels["spans_written"] = sum(len(r.spans) for rs in by_split.values() for r in rs)
     labels["spans_in_filtered_responses"] = sum(len(r.spans) for r in dropped)
     labels["implicit_true_written"] = sum(s.implicit_true for rs in by_split.values() for r in rs for s in r.spans)
     labels["due_to_null_written"] = sum(s.due_to_null for rs in by_split.values() for r in rs for s in r.spans)
     stats = PrepareStats(
-        ragtruth_dir=str(response_path.parent), out_dir=str(out), seed=seed, dev_per_task=dev_per_task,
+        ragtruth_dir="", out_dir="", seed=seed, dev_per_task=dev_per_task,
         keep_quality=list(quality) if quality is not None else None,
         input_responses=len(records), input_sources=len({r.source_id for r in records}),
         quality_counts=dict(sorted(Counter(r.quality for r in records).items())),
@@ -157,10 +171,15 @@ def prepare(ragtruth_dir: str | Path, out_dir: str | Path, *, dev_per_task: int 
         labels=labels, warnings=warnings,
     )
     _check_accounting(stats)
-    write_json(out / "stats.json", stats.to_dict())
-    for message in warnings:
-        pywarnings.warn(message, UserWarning, stacklevel=2)
     return stats
+
+
+def prepared_output(out_dir: str | Path, *, field: str | None = "--out",
+                    inputs: Iterable[tuple[str, str | Path | None]] = ()) -> AbstractContextManager[Path]:
+    """The one way a prepared directory is written (``prepare``, every ``import``): the output checked before any
+    input is read, locked, built beside and swapped in whole (:func:`~ragtruth_spans.core.directories.
+    replace_directory`); an existing folder is replaced only when it holds nothing but :data:`PREPARED_FILES`."""
+    return replace_directory(out_dir, field=field, inputs=inputs, writes=PREPARED_FILES)
 
 
 def _check_accounting(stats: PrepareStats) -> None:

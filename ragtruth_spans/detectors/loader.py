@@ -3,7 +3,9 @@
 - A **run directory** (what ``ragtruth-spans train`` wrote): first verified against its manifest
   (:func:`~ragtruth_spans.runs.run_dir.verify_run`: a changed or missing file, or an edited ``run_info.json``,
   is an error naming the file), then its ``kind`` is read from ``run_info.json`` (runs written before kinds existed
-  are generative) and the family of that kind loads it.
+  are generative) and the family of that kind loads it. All of it under the run's shared lock
+  (:func:`~ragtruth_spans.core.locks.shared_reading`), the lock ``train`` holds while it writes the run: a run
+  being written is one error naming the writer, and ``train --overwrite`` waits for a load in progress.
 - A **name** of a detector that needs no training (``numbers``, ``flag-all``, ``flag-none``, ...): built by the
   family that offers it.
 
@@ -20,6 +22,7 @@ from typing import Any
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.extras import require
+from ragtruth_spans.core.locks import shared_reading
 from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.family import get_family, named_detectors
 from ragtruth_spans.runs.run_dir import run_kind, verify_run
@@ -49,13 +52,14 @@ def load_detector(path_or_name: str | Path, **options: Any) -> Detector:
 def _load(path_or_name: str | Path, options: dict[str, Any]) -> Detector:
     path = Path(path_or_name)
     if path.is_dir():
-        verify_run(path)
-        family = get_family(run_kind(path))
-        if family.load is None:
-            raise InputError(f"detectors of kind {family.kind!r} are not loaded from a directory", path=path)
-        if family.extra:
-            require(family.extra, f"a {family.kind} detector")
-        return family.load(path, **options)
+        with shared_reading(path):  # the lock train takes: never a run half-deleted by train --overwrite
+            verify_run(path)
+            family = get_family(run_kind(path))
+            if family.load is None:
+                raise InputError(f"detectors of kind {family.kind!r} are not loaded from a directory", path=path)
+            if family.extra:
+                require(family.extra, f"a {family.kind} detector")
+            return family.load(path, **options)
     named = named_detectors()
     if str(path_or_name) in named:
         family, factory = named[str(path_or_name)]

@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
+from pathlib import Path
 
 from rich.console import Console
 
+from ragtruth_spans.core.directories import check_output_dir
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.extras import require
 from ragtruth_spans.detectors.family import Family, get_family
 from ragtruth_spans.runs.run_dir import release_failed_run, run_fingerprint
-from ragtruth_spans.training.data import extra_files, split_file, synth_files, training_file
+from ragtruth_spans.training.data import SAMPLE, extra_files, split_file, synth_files, training_file
 from ragtruth_spans.training.recipe import Recipe
 from ragtruth_spans.training.run import TrainResult, claim_on_main_process
 
@@ -33,15 +36,35 @@ def check_extra_sources(recipe: Recipe, family: Family) -> None:
                                  f"{source.weight})", field=f"data.extra[{k}].weight")
 
 
+def run_inputs(recipe: Recipe) -> list[tuple[str, str | Path]]:
+    """What a run reads that its ``output_dir`` may not be or hold (``--overwrite`` deletes it whole):
+    the prepared directory, every ``data.extra`` and ``data.synth.documents`` directory and a local base model
+    folder."""
+    inputs: list[tuple[str, str | Path]] = []
+    if recipe.data.prepared_dir != SAMPLE:
+        inputs.append(("data.prepared_dir", recipe.data.prepared_dir))
+    inputs.extend((f"data.extra[{k}].dir", source.dir) for k, source in enumerate(recipe.data.extra))
+    if recipe.data.synth is not None:
+        inputs.extend((f"data.synth.documents[{k}]", d) for k, d in enumerate(recipe.data.synth.documents))
+    model = getattr(getattr(recipe, "model", None), "name_or_path", None)
+    if isinstance(model, str) and Path(model).expanduser().is_dir():
+        inputs.append(("model.name_or_path", Path(model).expanduser()))
+    return inputs
+
+
 def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = False,
           resume: bool = False) -> TrainResult:
     """Train the detector that ``recipe`` describes (its family's train function) into ``recipe.output_dir``.
 
-    The run directory rules (:mod:`ragtruth_spans.runs.run_dir`) are applied first: a new run starts, an
-    unfinished run of the same fingerprint resumes, anything else is refused unless ``overwrite`` (start over) or
-    ``resume`` (continue a run of other settings). The family's train function gets ``resume`` (continue from
-    the last checkpoint of ``output_dir``) and the ``fingerprint`` to record in ``run_info.json``. A new run
-    that fails before saving a checkpoint leaves nothing behind (:func:`release_failed_run`).
+    ``output_dir`` is checked first, before any data is read: not an input of the run, not holding one
+    (:func:`run_inputs`), in a writable folder. Then the run directory rules (:mod:`ragtruth_spans.runs.run_dir`)
+    are applied: a new run starts, an unfinished run of the same fingerprint resumes, anything else is refused
+    unless ``overwrite`` (start over) or ``resume`` (continue a run of other settings). The family's train
+    function gets ``resume`` (continue from the last checkpoint of ``output_dir``) and the ``fingerprint`` to
+    record in ``run_info.json``. A new run that fails before saving a checkpoint leaves nothing behind
+    (:func:`release_failed_run`). The run directory is locked for the whole run (``OUTPUT_DIR.lock``): a second
+    ``train`` into it is refused at once, naming this one
+    (:func:`~ragtruth_spans.training.run.claim_on_main_process`).
     """
     from ragtruth_spans.core.logs import quiet_libraries
 
@@ -51,17 +74,21 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
         raise InputError(f"detectors of kind {recipe.kind!r} are not trained", field="kind")
     require("train", "training")
     check_extra_sources(recipe, family)
+    check_output_dir(recipe.output_dir, field="output_dir", inputs=run_inputs(recipe), writes=None,
+                     inside_inputs=True)
     data_files = [training_file(recipe.data)] if recipe.reads_key("data.split") else []
     if recipe.data.eval_split is not None:
         data_files.append(split_file(recipe.data, recipe.data.eval_split))
     data_files.extend(extra_files(recipe.data))
     data_files.extend(synth_files(recipe.data))
     fingerprint = run_fingerprint(recipe, data_files)
-    resuming = claim_on_main_process(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume)
-    try:
-        return family.train(recipe, console=console or Console(stderr=True), resume=resuming,
-                            fingerprint=fingerprint)
-    except BaseException:
-        if not resuming and int(os.environ.get("RANK", "0")) == 0:
-            release_failed_run(recipe.output_dir)  # nothing saved: a retry (fixed data, other settings) starts
-        raise
+    with ExitStack() as lock:  # the run directory's lock, held (main process) until the run ends
+        resuming = claim_on_main_process(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume,
+                                         lock=lock)
+        try:
+            return family.train(recipe, console=console or Console(stderr=True), resume=resuming,
+                                fingerprint=fingerprint)
+        except BaseException:
+            if not resuming and int(os.environ.get("RANK", "0")) == 0:
+                release_failed_run(recipe.output_dir)  # nothing saved: a retry (fixed data, other settings) starts
+            raise

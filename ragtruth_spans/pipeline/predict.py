@@ -35,7 +35,11 @@ The output follows the policy of :func:`~ragtruth_spans.core.files.check_output_
 is written through and locked by its target.
 
 One writer per output: ``predict`` holds the advisory lock ``OUT.lock`` for the whole run, so a second ``predict``
-on the same ``--out`` is refused at once (one line, exit 2) instead of writing every id twice.
+on the same ``--out`` is refused at once (one line naming the holder, exit 2) instead of writing every id twice.
+
+A failure to write (a full disk, a file-size limit, a read-only file system, a permission) is one
+:class:`InputError` naming the file, never an ``OSError`` traceback; the lines written before it stay (at most the
+last one cut, which the resume removes), so the same command resumes once the cause is gone.
 """
 
 from __future__ import annotations
@@ -48,13 +52,16 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.core.files import atomic_write_bytes, check_output_path, exclusive_output
+from ragtruth_spans.core.files import append_text, atomic_write_bytes, check_output_path, exclusive_output
 from ragtruth_spans.core.jsonl import file_sha256, loads_json, read_json_file, read_records
 from ragtruth_spans.core.predictions import count_diagnostics, prediction_row
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import Detection, Detector, operating_point
 
 META_SUFFIX = ".meta.json"
+RESUME_HINT = ("; the lines written so far are kept: free some space (or lift the limit) and run the same command "
+               "again to resume")
+"""What a failure to append to the predictions file (a full disk, a file-size limit) tells the user to do."""
 
 
 def meta_path(out: str | Path) -> Path:
@@ -311,15 +318,15 @@ def _predict_locked(records: list[Record], model: str | Path | None, data: str |
         return summary
     chunk_size = chunk_size or detector.preferred_chunk_size
     out.parent.mkdir(parents=True, exist_ok=True)
+    append_text(out, "", hint=RESUME_HINT)  # the file exists (and takes appends) before the first detection
     started = time.perf_counter()
-    with progress_bar(len(todo), enabled=progress) as bar, out.open("a", encoding="utf-8") as fh:
+    with progress_bar(len(todo), enabled=progress) as bar:
         for i in range(0, len(todo), chunk_size):
             chunk = todo[i:i + chunk_size]
             detections = detect_isolated(detector, chunk, evidence)
-            for record, detection in zip(chunk, detections):
-                fh.write(prediction_line(record.id, detection))
+            append_text(out, "".join(prediction_line(r.id, d) for r, d in zip(chunk, detections)), hint=RESUME_HINT)
+            for detection in detections:
                 summary.add(detection)
-            fh.flush()
             bar.update(len(chunk))
     summary.predict_seconds = time.perf_counter() - started
     return summary

@@ -40,11 +40,12 @@ from typing import Any
 from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.extras import require
-from ragtruth_spans.core.files import atomic_write_bytes, check_output_path, exclusive_output
+from ragtruth_spans.core.files import append_text, atomic_write_bytes, check_output_path, exclusive_output
 from ragtruth_spans.core.jsonl import read_records
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import Detection, Detector, operating_point_of
 from ragtruth_spans.pipeline.predict import (
+    RESUME_HINT,
     PredictSummary,
     check_meta,
     detect_isolated,
@@ -74,12 +75,16 @@ class RaySettings:
     batch_size: int | None = None
     max_retries: int = 3
     num_cpus: int | None = None
+    start_timeout: float = 900.0
+    """Seconds the one worker that only checks the detector (nothing left to do) may take to start before the run
+    stops with one line (what no node can place is refused before, by :func:`check_placement`)."""
 
     def check(self) -> None:
         """Raise :class:`InputError` naming the option that is out of range."""
         for name, value, low in (("--workers", self.workers, 1), ("--cpus-per-worker", self.cpus_per_worker, 0),
                                  ("--gpus-per-worker", self.gpus_per_worker, 0), ("--chunk-size", self.batch_size, 1),
-                                 ("max_retries", self.max_retries, 0), ("num_cpus", self.num_cpus, 1)):
+                                 ("max_retries", self.max_retries, 0), ("num_cpus", self.num_cpus, 1),
+                                 ("start_timeout", self.start_timeout, 1)):
             if value is not None and value < low:
                 raise InputError(f"must be >= {low}, got {value}", field=name)
 
@@ -201,6 +206,61 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
                          field="--address") from None
 
 
+def _count(value: float, unit: str) -> str:
+    return f"{value:g} {unit}{'' if value == 1 else 's'}"
+
+
+def _holds(node: Mapping[str, float], cpus: float, gpus: float) -> float:
+    """How many actors of ``cpus`` CPUs and ``gpus`` GPUs one node holds at once (inf: they reserve nothing)."""
+    fits = [node.get("CPU", 0.0) / cpus] if cpus else []
+    if gpus:
+        fits.append(node.get("GPU", 0.0) / gpus)
+    return min(fits, default=float("inf"))
+
+
+def placement_capacity(nodes: list[Mapping[str, float]], *, cpus: float, gpus: float) -> int | None:
+    """How many actors of ``cpus`` CPUs and ``gpus`` GPUs the ``nodes`` (each node's total resources, as Ray
+    reports them) hold at once; None when the actors reserve nothing (no limit)."""
+    if not cpus and not gpus:
+        return None
+    return sum(int(_holds(node, cpus, gpus) + 1e-9) for node in nodes)
+
+
+def check_placement(nodes: list[Mapping[str, float]], *, cpus: float, gpus: float, workers: int | None) -> None:
+    """Refuse, before any work, actors that the cluster cannot place: one :class:`InputError` naming the option
+    (a worker that needs GPUs on a cluster without any, more CPUs or GPUs than any one node has, or more workers
+    than the nodes hold at once). Ray would otherwise wait for them forever, printing nothing."""
+    if not nodes:
+        raise InputError("the cluster has no live node", field="--address")
+    most_cpus = max(node.get("CPU", 0.0) for node in nodes)
+    most_gpus = max(node.get("GPU", 0.0) for node in nodes)
+    if gpus and most_gpus == 0:
+        raise InputError(f"{_count(gpus, 'GPU')} per worker, but the cluster has no GPU: no worker could ever start; "
+                         "pass --gpus-per-worker 0 (or run on a cluster with GPUs)", field="--gpus-per-worker")
+    if gpus > most_gpus:
+        raise InputError(f"no node has {_count(gpus, 'GPU')} (the most on one node: {most_gpus:g}): no worker could "
+                         "ever start; ask for fewer", field="--gpus-per-worker")
+    if cpus > most_cpus:
+        raise InputError(f"no node has {_count(cpus, 'CPU')} (the most on one node: {most_cpus:g}): no worker could "
+                         "ever start; ask for fewer", field="--cpus-per-worker")
+    if not any(_holds(node, cpus, gpus) >= 1 - 1e-9 for node in nodes):
+        raise InputError(f"no node has {_count(cpus, 'CPU')} and {_count(gpus, 'GPU')} together: no worker could "
+                         "ever start; ask for fewer CPUs per worker", field="--cpus-per-worker")
+    capacity = placement_capacity(nodes, cpus=cpus, gpus=gpus)
+    if workers is not None and capacity is not None and workers > capacity:
+        each = _count(cpus, "CPU") + (f" and {_count(gpus, 'GPU')}" if gpus else "")
+        raise InputError(f"the cluster holds at most {capacity} worker(s) of {each} at once, not {workers}: the "
+                         "others would never start; ask for fewer", field="--workers")
+
+
+def cluster_nodes(ray: Any) -> list[dict[str, float]]:
+    """The total resources of each live node of the connected cluster."""
+    try:
+        return [dict(node.get("Resources") or {}) for node in ray.nodes() if node.get("Alive")]
+    except Exception:  # pragma: no cover - a client without the node table: the cluster as one node
+        return [dict(ray.cluster_resources())]
+
+
 class _Writer:
     """The one writer of ``out``: checks each actor's detector against the sidecar, appends each id once."""
 
@@ -238,14 +298,16 @@ class _Writer:
         before = len(self.written)
         if not self.summary.first_batch_seconds:
             self.summary.first_batch_seconds = time.perf_counter() - self.started
-        with self.out.open("a", encoding="utf-8") as fh:
-            for record_id, line in zip(ids, lines):
-                if record_id in self.written:
-                    self.summary.duplicates_dropped += 1
-                    continue
-                fh.write(line)
-                self.written.add(record_id)
-                self.summary.add_row(json.loads(line))
+        new: dict[str, str] = {}
+        for record_id, line in zip(ids, lines):
+            if record_id in self.written or record_id in new:
+                self.summary.duplicates_dropped += 1
+                continue
+            new[record_id] = line
+        append_text(self.out, "".join(new.values()), hint=RESUME_HINT)
+        for record_id, line in new.items():
+            self.written.add(record_id)
+            self.summary.add_row(json.loads(line))
         for pid, rss in zip(batch["worker"], batch["peak_rss_mb"]):
             key = str(pid)
             self.summary.worker_peak_rss_mb[key] = max(self.summary.worker_peak_rss_mb.get(key, 0.0), float(rss))
@@ -257,8 +319,7 @@ class _Writer:
         detection = Detection(spans=[], diagnostics={"worker_died": True},
                               error=f"the worker process died each time it ran this record ({tries} attempt(s))")
         line = prediction_line(record.id, detection)
-        with self.out.open("a", encoding="utf-8") as fh:
-            fh.write(line)
+        append_text(self.out, line, hint=RESUME_HINT)
         self.written.add(record.id)
         self.summary.add_row(json.loads(line))
 
@@ -315,22 +376,25 @@ class _Job:
                  factory: Callable[[], Detector] | None, evidence: Any, settings: RaySettings) -> None:
         self.ray, self.settings, self.evidence = ray, settings, evidence
         self.model, self.options, self.factory = (str(model) if model is not None else None), options, factory
-        resources = ray.cluster_resources()
+        nodes = cluster_nodes(ray)
         gpus = settings.gpus_per_worker
         if gpus is None:
-            on_gpu = resources.get("GPU", 0) > 0 and str(options.get("device") or "cuda") != "cpu"
+            on_gpu = any(node.get("GPU", 0) > 0 for node in nodes) and str(options.get("device") or "cuda") != "cpu"
             gpus = 1.0 if on_gpu and factory is None and self.model and Path(self.model).is_dir() else 0.0
         self.gpus, self.cpus = gpus, settings.cpus_per_worker
-        fits = [resources.get("CPU", 1) / self.cpus] if self.cpus else []
-        if gpus:
-            fits.append(resources.get("GPU", 0) / gpus)
-        self.workers = settings.workers or max(1, int(min(fits, default=1)))
+        check_placement(nodes, cpus=self.cpus, gpus=gpus, workers=settings.workers)  # before any work
+        capacity = placement_capacity(nodes, cpus=self.cpus, gpus=gpus)
+        self.workers = settings.workers or max(1, capacity or 1)
         self.batch_size = settings.batch_size or DEFAULT_BATCH_SIZE
 
     def describe(self) -> str:
         """The detector's ``describe()`` (JSON), loaded once in a worker with the actors' resources."""
         remote = self.ray.remote(num_cpus=self.cpus, num_gpus=self.gpus)(_describe_remote)
-        describe, fatal = self.ray.get(remote.remote(self.model, self.options, self.factory))
+        try:
+            describe, fatal = self.ray.get(remote.remote(self.model, self.options, self.factory),
+                                           timeout=self.settings.start_timeout)
+        except TimeoutError:
+            raise self._not_started() from None
         if fatal:
             raise InputError(fatal)
         return describe
@@ -352,6 +416,13 @@ class _Job:
             dataset = self._pipeline(from_items(rows, override_num_blocks=blocks), batch_size, alone)
         for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
             bar.update(writer.write_batch({key: list(value) for key, value in batch.items()}))
+
+    def _not_started(self) -> InputError:
+        each = _count(self.cpus, "CPU") + (f" and {_count(self.gpus, 'GPU')}" if self.gpus else "")
+        return InputError(f"the workers ({self.workers} of {each}) did not start within "
+                          f"{self.settings.start_timeout:g} s: the cluster's resources are taken (by other jobs?) or "
+                          "the detector takes longer to load; what was written is kept, run the command again to "
+                          "resume", field="--workers")
 
     def _pipeline(self, dataset: Any, batch_size: int, alone: bool) -> Any:
         from ray.data import ActorPoolStrategy

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.locks import exclusive_output
 from ragtruth_spans.runs.run_dir import claim_output_dir
 
 
@@ -29,13 +31,24 @@ class TrainResult:
 
 
 def claim_on_main_process(output_dir: str | Path, fingerprint: dict[str, Any], *, overwrite: bool,
-                           resume: bool) -> bool:
+                           resume: bool, lock: ExitStack | None = None) -> bool:
     """:func:`claim_output_dir` once per run: under accelerate/torchrun (``WORLD_SIZE`` > 1) only the main process
     claims (and may delete or write) the directory; the other ranks wait for its answer, a refusal included, so
     that every rank raises the same :class:`InputError`. Claiming on every rank would race (one rank could delete
-    the directory another had just started) and make the later ranks resume the run rank 0 had just started."""
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+    the directory another had just started) and make the later ranks resume the run rank 0 had just started.
+
+    With ``lock``, the main process first takes the run directory's lock
+    (:func:`~ragtruth_spans.core.locks.exclusive_output`) and keeps it on that stack for the whole run: a second
+    ``train`` into the same directory is refused at once with the holder named (whatever its settings, since a
+    running run holds only ``fingerprint.json`` for a while), and loads of the run (which read under the same
+    lock) are refused while it is written, and waited for before ``overwrite`` deletes it."""
+    def claim() -> bool:
+        if lock is not None:
+            lock.enter_context(exclusive_output(output_dir, what="folder"))
         return claim_output_dir(output_dir, fingerprint, overwrite=overwrite, resume=resume)
+
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return claim()
     from accelerate import PartialState
     from accelerate.utils import broadcast_object_list, parse_flag_from_env
 
@@ -43,7 +56,7 @@ def claim_on_main_process(output_dir: str | Path, fingerprint: dict[str, Any], *
     # the state the trainer will use (on CPU, accelerate needs ACCELERATE_USE_CPU, as TrainingArguments does)
     if PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).is_main_process:
         try:
-            answer[0] = claim_output_dir(output_dir, fingerprint, overwrite=overwrite, resume=resume)
+            answer[0] = claim()
         except InputError as e:
             answer[0] = {"message": e.message, "path": e.path, "line": e.line, "field": e.field}
     broadcast_object_list(answer)  # the other ranks wait here for the main process's answer

@@ -208,7 +208,8 @@ def test_cli_bad_outputs_and_inputs_are_one_line_errors(tmp_path):
     a_file = tmp_path / "taken"
     a_file.write_text("not a folder")
     result = runner.invoke(app, ["prepare", "--sample", "--out", str(a_file)], terminal_width=300)
-    assert result.exit_code == 2 and "taken: the output path exists and is not a directory" in result.output
+    assert result.exit_code == 2
+    assert "taken, field '--out': the output path exists and is not a directory" in result.output
     empty = tmp_path / "empty"
     empty.mkdir()
     shutil.copy(sample_data_dir() / "source_info.jsonl", empty)

@@ -279,6 +279,25 @@ def test_a_killed_run_resumes_without_redoing_finished_ids(cluster, data, tmp_pa
     assert lines_by_id(out) == lines_by_id(tmp_path / "local.jsonl")
 
 
+def test_workers_no_node_can_place_are_one_line_before_any_work(cluster, data, tmp_path):
+    """Issue 34 (defect 14): GPUs per worker without GPUs, more CPUs per worker than a node has, or more workers
+    than the cluster holds: one line naming the option at once, instead of a run that prints nothing and never
+    ends (the check itself: test_ray_placement.py)."""
+    from ragtruth_spans.cli import app
+
+    out = tmp_path / "pred.jsonl"
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["predict", "--engine", "ray", "--model", "numbers", "--data", str(data),
+                                      "--out", str(out), "--gpus-per-worker", "1"])
+    assert result.exit_code == 2 and "field '--gpus-per-worker'" in result.output, result.output
+    assert result.output.count("error:") == 1 and "the cluster has no GPU" in result.output
+    for settings, message in ((RaySettings(cpus_per_worker=3), "no node has 3 CPUs"),
+                              (RaySettings(workers=5), r"at most 2 worker\(s\) of 1 CPU at once, not 5")):
+        with pytest.raises(InputError, match=message):
+            predict_ray("numbers", data, out, settings=settings, progress=False)
+    assert time.monotonic() - started < 60 and not (out.exists() and out.read_text())
+
+
 def test_the_writer_drops_a_batch_that_ray_ran_twice(tmp_path):
     out = tmp_path / "pred.jsonl"
     summary = RaySummary(responses=2, skipped_done=0, out_path=str(out))
