@@ -223,6 +223,9 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     from ragtruth_spans.core.jsonl import file_sha256, write_records
 
     files = input_files(args.data_dir)
+    import torch
+
+    torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="build-default-detector-") as tmp:
         work = Path(tmp)
         train, evaluation, prepared = read_splits(args.data_dir, work / "prepared")
@@ -251,11 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    import torch
-
     from ragtruth_spans.core.errors import InputError
 
-    torch.set_num_threads(args.threads)
     args.data_dir = Path(args.data_dir)
     started = time.perf_counter()
     try:
