@@ -3,6 +3,8 @@
     python scripts/build_default_detector.py --data-dir ../shared/data            # the shipped build (~6-10 min)
     python scripts/build_default_detector.py --data-dir ../shared/data --out /tmp/d --subset 36 \\
         --set features.encoder=null                                                # a small build (tests)
+    python scripts/build_default_detector.py --data-dir ../shared/data --out /tmp/default-minus-test \\
+        --hold-out-test                                    # trained the same way, the pool's test part left out
 
 The only way the shipped files are made. It reads ``DATA_DIR/ragtruth_pool`` and ``DATA_DIR/ragtruth_sample``
 (RAGTruth's ``response.jsonl`` + ``source_info.jsonl``), trains the ``recommended-cpu`` recipe (``kind: stacked``,
@@ -13,7 +15,9 @@ decision on an eval split. That eval split is the pool's documented source-disjo
 --split-by-source train=0.7,dev=0.1,test=0.2 --seed 0``: 155 responses of 26 sources); everything else (the pool's
 train and test parts and the whole sample: 1,471 responses) is training data. The decision is tuned on the
 out-of-fold training probabilities plus that dev split, as for any stacked run. So the shipped detector has no
-figure of its own: docs/MODEL_CARD.md gives the figures of a run trained the same way without the measured split.
+figure of its own: docs/MODEL_CARD.md gives the figures of a run trained the same way without the measured split
+(``--hold-out-test``: the pool's test part, 298 responses of 50 sources, is left out of training; measure that run
+on it with ``prepare --split-by-source train=0.7,dev=0.1,test=0.2 --seed 0`` of the pool, its ``test.jsonl``).
 
 **Reproducible.** Seeds are fixed by the recipe (data, augmentation, folds, LightGBM), LightGBM runs with
 ``deterministic: true``, ``force_row_wise`` and one thread, torch with ``--threads`` threads. The work happens in a
@@ -66,9 +70,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="A recipe override (repeatable), e.g. features.encoder=null.")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (the sentence encoder).")
+    parser.add_argument("--hold-out-test", action="store_true", help="Leave the pool's test part out of training "
+                        "(a run to measure the shipped recipe on it; needs an --out of its own).")
     args = parser.parse_args(argv)
     if args.subset is not None and args.subset < 1:
         parser.error("--subset must be >= 1")
+    if args.hold_out_test and args.out.resolve() == DEFAULT_DIR:
+        parser.error("--hold-out-test builds a run for measuring, never the shipped detector: give --out")
     return args
 
 
@@ -84,9 +92,11 @@ def input_files(data_dir: Path) -> dict[str, Path]:
     return files
 
 
-def read_splits(data_dir: Path, work: Path) -> tuple[list[Any], list[Any], dict[str, Any]]:
+def read_splits(data_dir: Path, work: Path, hold_out_test: bool = False
+                ) -> tuple[list[Any], list[Any], dict[str, Any]]:
     """``(train records, eval records, prepare counts)``: the pool re-split by source (its dev part: eval; its
-    train and test parts: training) and the whole sample (training), each through ``prepare``."""
+    train and test parts: training, the test part left out with ``hold_out_test``) and the whole sample
+    (training), each through ``prepare``."""
     from ragtruth_spans.core.jsonl import read_records
     from ragtruth_spans.data.prepare import prepare
 
@@ -94,8 +104,8 @@ def read_splits(data_dir: Path, work: Path) -> tuple[list[Any], list[Any], dict[
         warnings.simplefilter("ignore", UserWarning)
         pool = prepare(data_dir / POOL, work / "pool", split_by_source=POOL_SPLIT, seed=SPLIT_SEED)
         sample = prepare(data_dir / SAMPLE, work / "sample", split_by_source={"train": 1.0}, seed=SPLIT_SEED)
-    train = [*read_records(work / "pool" / "train.jsonl"), *read_records(work / "pool" / "test.jsonl"),
-             *read_records(work / "sample" / "train.jsonl")]
+    held = [] if hold_out_test else read_records(work / "pool" / "test.jsonl")
+    train = [*read_records(work / "pool" / "train.jsonl"), *held, *read_records(work / "sample" / "train.jsonl")]
     evaluation = read_records(work / "pool" / "dev.jsonl")
     counts = {name: {"responses_input": s.input_responses, "responses_filtered": sum(s.filtered.values()),
                      "labels": {k: v for k, v in s.labels.items() if isinstance(v, int)}}
@@ -213,6 +223,8 @@ def command(args: argparse.Namespace) -> list[str]:
     words = ["python", "scripts/build_default_detector.py", "--data-dir", str(args.data_dir)]
     if args.subset is not None:
         words += ["--subset", str(args.subset)]
+    if args.hold_out_test:
+        words.append("--hold-out-test")
     for item in args.overrides:
         words += ["--set", item]
     return [*words, "--threads", str(args.threads)]
@@ -228,7 +240,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="build-default-detector-") as tmp:
         work = Path(tmp)
-        train, evaluation, prepared = read_splits(args.data_dir, work / "prepared")
+        train, evaluation, prepared = read_splits(args.data_dir, work / "prepared", args.hold_out_test)
         if args.subset is not None:
             train = whole_sources(train, args.subset, SPLIT_SEED)
             evaluation = whole_sources(evaluation, max(args.subset // 4, 1), SPLIT_SEED)
@@ -240,7 +252,8 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
             "recipe": RECIPE, "overrides": list(args.overrides),
             "training_fingerprint": info["training_fingerprint"],
             "inputs_sha256": {name: file_sha256(path) for name, path in files.items()},
-            "split": {"train": f"{POOL} train+test parts and all of {SAMPLE}", "eval": f"{POOL} dev part",
+            "split": {"train": f"{POOL} train{'' if args.hold_out_test else '+test'} parts and all of {SAMPLE}",
+                      "eval": f"{POOL} dev part", **({"held_out": f"{POOL} test part"} if args.hold_out_test else {}),
                       "pool_split_by_source": POOL_SPLIT, "seed": SPLIT_SEED, "subset": args.subset},
             "data": {"train": describe(train), "eval": describe(evaluation), "prepare": prepared},
             "libraries": library_versions(), "torch_threads": args.threads, "command": command(args),
