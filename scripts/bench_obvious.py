@@ -1,27 +1,37 @@
-"""Obvious hallucinations a detector must catch: a crafted suite of unambiguous single edits, and their clean twins.
+"""Obvious hallucinations a detector must catch: a crafted suite of unambiguous single edits, and faithful answers.
 
 Usage::
 
     python scripts/bench_obvious.py --model RUN_DIR_OR_NAME [--option KEY=VALUE ...] [--data CASES.jsonl]
-                                    [--out RESULT.json] [--cases] [--require-catch-rate 0.9]
-                                    [--max-false-alarm-rate 0.2]
+                                    [--out RESULT.json] [--cases] [--baselines] [--breakdown]
+                                    [--require-catch-rate 0.9] [--max-false-alarm-rate 0.2]
 
 The cases (default: ``scripts/obvious_cases.jsonl``, next to this script) are one JSON object a line: ``id``,
-``kind`` (year, percent, count, name-new, name-swap, negation-added, negation-removed, antonym), ``task``,
+``kind`` (see :data:`EDITED_KINDS` and :data:`FAITHFUL_KINDS`; a ``faithful-*`` kind has no span), ``task``,
 ``context``, ``question`` (QA; else null), ``response``, ``spans`` (``[{start, end, type}]``, half-open character
-offsets of the response; ``[]`` for a clean twin), and optionally ``original`` (the faithful text the span replaced)
-and ``twin`` (the id of the other case of the pair). Each edited response copies or paraphrases its context except
-for one injected error; its clean twin is the same response without it.
+offsets of the response, ``type`` one of RAGTruth's four; ``[]`` for a faithful case), optionally ``original``
+(the faithful text the span replaced, ``""`` for an insertion), ``twin`` (the id of the faithful case an edit was
+made from, or of the edited case of an old pair) and ``group`` (the id of the context and question the case
+shares with others). A group holds one context (and question), faithful responses (copied, compressed,
+paraphrased, numbers and dates reformatted, JSON fields in words) and edited variants, each faithful except for
+**one** injected error. Read strictly: a bad line is one error naming the file, the line and the field (exit 2),
+and an edited case whose twin is in the file must be that twin's response with ``original`` in place of its span
+(for an insertion, less one adjoining space).
 
-Per kind (then per task and overall) it prints: **caught** (an edited case whose gold span overlaps a predicted
-span), **missed**, **false alarms** (a clean twin with any predicted span), **response accuracy** (edited cases
-with any span plus clean cases with none, over all cases), the mean response score (``Detection.score``) of edited
-and of clean cases, and, where the detector exposes word probabilities (the stacked family), the mean of the
-highest probability among the words of the changed text; **pair order**: over the edited cases whose ``twin`` is
-in the file, the share whose response score is above their clean twin's (ties count half: the AUROC within pairs,
-what best-of-2 selection by score would get right). Cases the detector could not judge (``Detection.error``) are
-counted as ``errors`` and have no spans; ``--cases`` prints every case's outcome too. ``--out`` writes all of it,
-every case's outcome included, as JSON with the detector's description and the cases file's SHA-256.
+Per kind, per task, per context length (``short``: at most 40 words, ``medium``: at most 250, ``long``, and
+``structured``: a JSON object) and overall it prints: **caught** (an edited case whose gold span overlaps a
+predicted span) and the catch rate, **false alarms** (a faithful case with any predicted span) and their rate,
+**response accuracy** (edited cases with any span plus faithful cases with none, over all cases), the mean
+response score (``Detection.score``) of edited and of faithful cases, and, where the detector exposes word
+probabilities (the stacked family), the mean of the highest probability among the words of the changed text;
+**pair order**: over the edited cases whose ``twin`` is in the file, the share whose response score is above
+their twin's (ties count half: the AUROC within pairs, what best-of-2 selection by score would get right). Cases
+the detector could not judge (``Detection.error``) are counted as ``errors`` and have no spans. ``--baselines``
+runs the rule references (``numbers``, ``flag-all``, ``absent-words``) on the same cases and prints the catch and
+false-alarm rates beside the model's; ``--breakdown`` prints the per-kind rates per task and per context length;
+``--cases`` prints every case's outcome. ``--out`` writes all of it, every case's outcome included, as JSON with
+the detectors' descriptions and the cases file's SHA-256. ``--check`` (no ``--model``) only validates the cases
+and prints how many edited and faithful cases each kind, task and context length holds.
 
 Exit status: 0, unless ``--require-catch-rate`` or ``--max-false-alarm-rate`` is given and not met (1, with one
 line saying which), or the input is bad (2, one line naming file, line and field).
@@ -30,6 +40,7 @@ line saying which), or the input is bad (2, one line naming file, line and field
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,16 +50,32 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 DEFAULT_DATA = Path(__file__).resolve().with_name("obvious_cases.jsonl")
-KINDS = ("year", "percent", "count", "name-new", "name-swap", "negation-added", "negation-removed", "antonym")
+EDITED_KINDS = (
+    "year", "date", "percent", "count", "unit", "quantity-word",  # a changed number, date, unit or quantity word
+    "name-new", "name-swap",  # a name, place or organisation: a new one, or another that the context holds
+    "negation-added", "negation-removed", "antonym", "comparison",  # reversed meaning, finding, comparison, trend
+    "added-clause", "added-sentence", "added-attribution", "added-figure", "added-recommendation",  # baseless
+    "json-wrong", "json-invented")  # a JSON record's field rendered wrong, or a field it does not have
+"""The kinds of injected error, in report order (``year`` … ``antonym``: the first suite's eight)."""
+FAITHFUL_KINDS = (
+    "faithful-copy", "faithful-compression", "faithful-paraphrase", "faithful-reorder", "faithful-number-format",
+    "faithful-units", "faithful-date-format", "faithful-negated-negative", "faithful-json-words")
+"""The kinds of faithful response (no span), in report order."""
+KINDS = EDITED_KINDS + FAITHFUL_KINDS
+LENGTHS = ("short", "medium", "long", "structured")
+SHORT_MAX_WORDS, MEDIUM_MAX_WORDS = 40, 250
+"""Context length buckets, in whitespace-separated words (a JSON object context is ``structured``)."""
+BASELINES = ("numbers", "flag-all", "absent-words")
+SpanType = Literal["Evident Conflict", "Subtle Conflict", "Evident Baseless Info", "Subtle Baseless Info"]
 
 
 class GoldSpan(BaseModel):
-    """The characters ``[start, end)`` of the response that the injected error changed."""
+    """The characters ``[start, end)`` of the response that the injected error changed or added."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     start: int
     end: int
-    type: str = "Evident Conflict"
+    type: SpanType = "Evident Conflict"
 
 
 class Case(BaseModel):
@@ -64,21 +91,70 @@ class Case(BaseModel):
     spans: list[GoldSpan]
     original: str | None = None
     twin: str | None = None
+    group: str | None = None
 
     @property
     def edited(self) -> bool:
         return bool(self.spans)
 
     def problem(self) -> tuple[str, str] | None:
-        """``(field, message)`` of the first inconsistency (a span outside the response, a question that does not
-        fit the task), or None."""
+        """``(field, message)`` of the first inconsistency (a span outside the response, a faithful kind with a
+        span, an ``original`` without a span, a question that does not fit the task), or None."""
+        if not self.id.strip() or not self.kind.strip():
+            return ("id" if not self.id.strip() else "kind"), "must not be empty"
         for i, span in enumerate(self.spans):
             if not 0 <= span.start < span.end <= len(self.response):
                 return (f"spans[{i}]", f"[{span.start}, {span.end}) is not inside the response "
                         f"({len(self.response)} characters)")
+        if self.kind.startswith("faithful") and self.spans:
+            return "spans", f"a {self.kind} case has no span"
+        if self.original is not None and len(self.spans) != 1:
+            return "original", "is the faithful text of exactly one span (a case with one span)"
         if (self.task == "QA") != (self.question is not None):
             return "question", "must be a string for QA and null otherwise"
+        if self.twin == self.id:
+            return "twin", "is the case itself"
         return None
+
+    def restores(self, faithful: str) -> bool:
+        """Whether ``faithful`` is this response with ``original`` in place of its one span (for an insertion,
+        ``original == ""``, less one space on either side of the span)."""
+        (span,) = self.spans
+        text, original = self.response, self.original or ""
+        if text[:span.start] + original + text[span.end:] == faithful:
+            return True
+        if original:
+            return False
+        before = span.start > 0 and text[span.start - 1].isspace()
+        after = span.end < len(text) and text[span.end].isspace()
+        return ((before and text[:span.start - 1] + text[span.end:] == faithful)
+                or (after and text[:span.start] + text[span.end + 1:] == faithful))
+
+
+def _twin_problem(case: Case, twin: Case) -> tuple[str, str] | None:
+    """``(field, message)`` where ``case`` does not fit its ``twin`` (another context, question, task or group;
+    an edit that is not the twin's response with one span changed), or None."""
+    for name in ("task", "context", "question"):
+        if getattr(case, name) != getattr(twin, name):
+            return name, f"differs from its twin {twin.id!r}'s"
+    if case.group is not None and twin.group is not None and case.group != twin.group:
+        return "group", f"differs from its twin {twin.id!r}'s"
+    if case.edited and not twin.edited and case.original is not None and not case.restores(twin.response):
+        return "original", (f"put in place of spans[0] it does not give its twin {twin.id!r}'s response: the "
+                            "edit must change only the span")
+    return None
+
+
+def length_bucket(context: str) -> str:
+    """``structured`` for a JSON object, else ``short`` / ``medium`` / ``long`` by whitespace-separated words."""
+    if context.lstrip().startswith("{"):
+        try:
+            if isinstance(json.loads(context), dict):
+                return "structured"
+        except ValueError:
+            pass
+    words = len(context.split())
+    return "short" if words <= SHORT_MAX_WORDS else "medium" if words <= MEDIUM_MAX_WORDS else "long"
 
 
 def read_cases(path: Path) -> list[Case]:
@@ -86,7 +162,7 @@ def read_cases(path: Path) -> list[Case]:
     from ragtruth_spans.core.errors import InputError
     from ragtruth_spans.core.jsonl import iter_jsonl
 
-    cases, seen = [], set()
+    cases: dict[str, tuple[int, Case]] = {}
     for line, row in iter_jsonl(path):
         try:
             case = Case.model_validate(row)
@@ -97,13 +173,17 @@ def read_cases(path: Path) -> list[Case]:
         problem = case.problem()
         if problem is not None:
             raise InputError(problem[1], path=path, line=line, field=problem[0])
-        if case.id in seen:
+        if case.id in cases:
             raise InputError(f"duplicate id {case.id!r}", path=path, line=line, field="id")
-        seen.add(case.id)
-        cases.append(case)
+        cases[case.id] = (line, case)
     if not cases:
         raise InputError("no cases", path=path)
-    return cases
+    for line, case in cases.values():
+        twin = cases.get(case.twin) if case.twin is not None else None
+        problem = _twin_problem(case, twin[1]) if twin is not None else None
+        if problem is not None:
+            raise InputError(problem[1], path=path, line=line, field=problem[0])
+    return [case for _, case in cases.values()]
 
 
 def _overlaps(gold: Sequence[GoldSpan], predicted: Sequence[Any]) -> bool:
@@ -140,8 +220,9 @@ def detect_all(detector: Any, cases: Sequence[Case]) -> list[dict[str, Any]]:
     outcomes = []
     for i, (case, det) in enumerate(zip(cases, detections)):
         outcomes.append({
-            "id": case.id, "kind": case.kind, "task": case.task, "edited": case.edited,
-            "gold": [[g.start, g.end] for g in case.spans],
+            "id": case.id, "kind": case.kind, "task": case.task, "group": case.group,
+            "length": length_bucket(case.context), "edited": case.edited,
+            "gold": [[g.start, g.end] for g in case.spans], "gold_type": [g.type for g in case.spans],
             "gold_text": [case.response[g.start:g.end] for g in case.spans],
             "predicted": [[s.start, s.end] for s in det.spans],
             "predicted_text": [case.response[s.start:s.end] for s in det.spans],
@@ -193,19 +274,40 @@ def grouped(outcomes: Sequence[dict[str, Any]], key: str, order: Sequence[str]) 
     return {v: summarise([o for o in outcomes if o[key] == v]) for v in values}
 
 
-def bench(model: str, data: Path = DEFAULT_DATA, options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Load ``model`` with ``load_detector``, detect every case of ``data``; the JSON-ready result."""
-    from ragtruth_spans.core.jsonl import file_sha256
+def tables(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Every summary of ``outcomes``: overall, per kind, task and context length, and per kind within each task
+    and each context length."""
     from ragtruth_spans.core.types import TASK_TYPES
+
+    def within(key: str, order: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]]:
+        return {value: grouped([o for o in outcomes if o[key] == value], "kind", KINDS)
+                for value in grouped(outcomes, key, order)}
+
+    return {"overall": summarise(outcomes), "by_kind": grouped(outcomes, "kind", KINDS),
+            "by_task": grouped(outcomes, "task", TASK_TYPES), "by_length": grouped(outcomes, "length", LENGTHS),
+            "by_task_kind": within("task", TASK_TYPES), "by_length_kind": within("length", LENGTHS)}
+
+
+def bench(model: str, data: Path = DEFAULT_DATA, options: dict[str, Any] | None = None,
+          baselines: bool = False) -> dict[str, Any]:
+    """Load ``model`` with ``load_detector``, detect every case of ``data``; the JSON-ready result. With
+    ``baselines``, the same tables (without the cases) for each of :data:`BASELINES` other than ``model``."""
+    from ragtruth_spans.core.jsonl import file_sha256
     from ragtruth_spans.detectors.loader import load_detector
 
     cases = read_cases(data)
     detector = load_detector(model, **(options or {}))
     outcomes = detect_all(detector, cases)
-    return {"model": str(model), "detector": detector.describe(), "data": str(data),
-            "data_sha256": file_sha256(data), "overall": summarise(outcomes),
-            "by_kind": grouped(outcomes, "kind", KINDS), "by_task": grouped(outcomes, "task", TASK_TYPES),
-            "cases": outcomes}
+    result = {"model": str(model), "detector": detector.describe(), "data": str(data),
+              "data_sha256": file_sha256(data), **tables(outcomes), "cases": outcomes}
+    if baselines:
+        result["baselines"] = {}
+        for name in BASELINES:
+            if name != str(model):
+                reference = load_detector(name)
+                result["baselines"][name] = {"detector": reference.describe(),
+                                             **tables(detect_all(reference, cases))}
+    return result
 
 
 def _fmt(value: Any) -> str:
@@ -214,27 +316,73 @@ def _fmt(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def _rates(row: dict[str, Any]) -> str:
+    """``catch rate / false-alarm rate`` of a summary, ``–`` where it has no edited or no faithful case."""
+    return f"{_fmt(row['catch_rate'])} / {_fmt(row['false_alarm_rate'])}"
+
+
+SECTIONS = (("by_kind", "kind"), ("by_task", "task"), ("by_length", "context"))
+
+
 def render(result: dict[str, Any], print_: Callable[[Any], None]) -> None:
-    """The result as one rich table: a row per kind, per task, and overall."""
+    """The result as one rich table: a row per kind, per task, per context length, and overall."""
     from rich.table import Table
 
     table = Table(title=f"Obvious cases: {result['model']} ({result['overall']['edited']} edited, "
-                        f"{result['overall']['clean']} clean)")
-    columns = ("caught", "missed", "false_alarms", "response_accuracy", "mean_score_edited", "mean_score_clean",
-               "mean_word_score", "pair_order", "errors")
-    table.add_column("kind / task")
+                        f"{result['overall']['clean']} faithful)")
+    columns = ("caught", "catch_rate", "false_alarms", "false_alarm_rate", "response_accuracy",
+               "mean_score_edited", "mean_score_clean", "mean_word_score", "pair_order", "errors")
+    table.add_column("kind / task / context")
     for name in columns:
-        table.add_column(name.replace("_", " "), justify="right")
-    for section in ("by_kind", "by_task"):
+        table.add_column(name.replace("_", " ").replace("clean", "faithful"), justify="right")
+
+    def cells(row: dict[str, Any]) -> list[str]:
+        out = [_fmt(row[c]) for c in columns]
+        out[0], out[2] = f"{row['caught']}/{row['edited']}", f"{row['false_alarms']}/{row['clean']}"
+        return out
+
+    for section, _ in SECTIONS:
         for name, row in result[section].items():
-            cells = [f"{row['caught']}/{row['edited']}", *(_fmt(row[c]) for c in columns[1:])]
-            cells[2] = f"{row['false_alarms']}/{row['clean']}"
-            table.add_row(name, *cells, end_section=name == list(result[section])[-1])
-    row = result["overall"]
-    cells = [f"{row['caught']}/{row['edited']}", *(_fmt(row[c]) for c in columns[1:])]
-    cells[2] = f"{row['false_alarms']}/{row['clean']}"
-    table.add_row("all", *cells, style="bold")
+            table.add_row(name, *cells(row), end_section=name == list(result[section])[-1])
+    table.add_row("all", *cells(result["overall"]), style="bold")
     print_(table)
+
+
+def render_baselines(result: dict[str, Any], print_: Callable[[Any], None]) -> None:
+    """Catch rate / false-alarm rate of the model beside each baseline: a row per kind, task, context length."""
+    from rich.table import Table
+
+    references = result.get("baselines", {})
+    table = Table(title="Catch rate / false-alarm rate beside the rule references (same cases)")
+    table.add_column("kind / task / context")
+    table.add_column("cases", justify="right")
+    for name in (result["model"], *references):
+        table.add_column(name, justify="right")
+    for section, _ in SECTIONS:
+        for name, row in result[section].items():
+            table.add_row(name, f"{row['edited']}+{row['clean']}", _rates(row),
+                          *(_rates(ref[section][name]) for ref in references.values()),
+                          end_section=name == list(result[section])[-1])
+    row = result["overall"]
+    table.add_row("all", f"{row['edited']}+{row['clean']}", _rates(row),
+                  *(_rates(ref["overall"]) for ref in references.values()), style="bold")
+    print_(table)
+
+
+def render_breakdown(result: dict[str, Any], print_: Callable[[Any], None]) -> None:
+    """Catch rate / false-alarm rate per kind within each task and each context length (the model only)."""
+    from rich.table import Table
+
+    for section, what in (("by_task_kind", "task"), ("by_length_kind", "context")):
+        columns = list(result[section])
+        table = Table(title=f"{result['model']}: catch rate / false-alarm rate per kind and {what}")
+        table.add_column("kind")
+        for name in columns:
+            table.add_column(name, justify="right")
+        for kind in result["by_kind"]:
+            table.add_row(kind, *(_rates(result[section][c][kind]) if kind in result[section][c] else ""
+                                  for c in columns))
+        print_(table)
 
 
 def render_cases(result: dict[str, Any], print_: Callable[[Any], None]) -> None:
@@ -252,6 +400,42 @@ def render_cases(result: dict[str, Any], print_: Callable[[Any], None]) -> None:
     print_(table)
 
 
+def census(cases: Sequence[Case]) -> dict[str, Any]:
+    """What the suite holds: cases, edited and faithful, per kind, task and context length; groups, and the groups
+    without a faithful case (which a suite should not have)."""
+    def count(key: Callable[[Case], str], order: Sequence[str]) -> dict[str, dict[str, int]]:
+        rows: dict[str, dict[str, int]] = {}
+        for case in cases:
+            row = rows.setdefault(key(case), {"edited": 0, "faithful": 0})
+            row["edited" if case.edited else "faithful"] += 1
+        return {k: rows[k] for k in [*[o for o in order if o in rows], *sorted(set(rows) - set(order))]}
+
+    groups: dict[str, list[Case]] = {}
+    for case in cases:
+        groups.setdefault(case.group or case.id, []).append(case)
+    return {"cases": len(cases), "edited": sum(c.edited for c in cases),
+            "faithful": sum(not c.edited for c in cases), "groups": len(groups),
+            "groups_without_faithful": sorted(g for g, members in groups.items() if all(c.edited for c in members)),
+            "by_kind": count(lambda c: c.kind, KINDS),
+            "by_task": count(lambda c: c.task, ("QA", "Summary", "Data2txt")),
+            "by_length": count(lambda c: length_bucket(c.context), LENGTHS)}
+
+
+def render_census(found: dict[str, Any], print_: Callable[[Any], None]) -> None:
+    """The census as one rich table: edited and faithful cases per kind, task and context length."""
+    from rich.table import Table
+
+    table = Table(title=f"{found['cases']} cases ({found['edited']} edited, {found['faithful']} faithful) in "
+                        f"{found['groups']} groups; groups without a faithful case: "
+                        f"{', '.join(found['groups_without_faithful']) or 'none'}")
+    for name in ("kind / task / context", "edited", "faithful"):
+        table.add_column(name, justify="left" if name.startswith("kind") else "right")
+    for section in ("by_kind", "by_task", "by_length"):
+        for name, row in found[section].items():
+            table.add_row(name, str(row["edited"]), str(row["faithful"]), end_section=name == list(found[section])[-1])
+    print_(table)
+
+
 def check_gates(overall: dict[str, Any], catch: float | None, alarms: float | None) -> str | None:
     """The one-line failure of the ``--require-catch-rate`` / ``--max-false-alarm-rate`` gates, or None."""
     if catch is not None and (overall["catch_rate"] or 0.0) < catch:
@@ -266,14 +450,22 @@ def check_gates(overall: dict[str, Any], catch: float | None, alarms: float | No
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv``, run, print, write ``--out``; the exit status (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, help="a run directory or a detector name (numbers, flag-all, ...)")
+    parser.add_argument("--model", help="a run directory or a detector name (numbers, flag-all, ...)")
+    parser.add_argument("--check", action="store_true", help="only validate the cases and print what they hold "
+                                                              "(no detector)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a detector option")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the cases (default: %(default)s)")
     parser.add_argument("--out", type=Path, help="write the result here as JSON")
     parser.add_argument("--cases", action="store_true", help="also print every case's outcome")
+    parser.add_argument("--baselines", action="store_true",
+                        help=f"also run {', '.join(BASELINES)} on the same cases and print their rates beside")
+    parser.add_argument("--breakdown", action="store_true", help="also print the rates per kind within each task "
+                                                                 "and each context length")
     parser.add_argument("--require-catch-rate", type=float, metavar="X", help="exit 1 if fewer edited cases caught")
     parser.add_argument("--max-false-alarm-rate", type=float, metavar="Y", help="exit 1 if more clean cases flagged")
     args = parser.parse_args(argv)
+    if args.model is None and not args.check:
+        parser.error("--model is required (or --check)")
 
     from ragtruth_spans.cli.common import parse_options
     from ragtruth_spans.core.errors import InputError
@@ -284,9 +476,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure("normal")  # the libraries' warnings and progress bars off, as on the command line
     console = make_console()
     try:
+        if args.check:
+            render_census(census(read_cases(args.data)), console.print)
+            return 0
         if args.out is not None:
             check_output_path(args.out, field="--out")
-        result = bench(args.model, args.data, parse_options(args.option))
+        result = bench(args.model, args.data, parse_options(args.option), baselines=args.baselines)
         if args.out is not None:
             with exclusive_output(args.out):
                 write_json(args.out, result)
@@ -296,6 +491,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cases:
         render_cases(result, console.print)
     render(result, console.print)
+    if args.breakdown:
+        render_breakdown(result, console.print)
+    if args.baselines:
+        render_baselines(result, console.print)
     if args.out is not None:
         console.print(f"wrote {args.out}", markup=False)
     failure = check_gates(result["overall"], args.require_catch_rate, args.max_false_alarm_rate)

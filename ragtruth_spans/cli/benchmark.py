@@ -50,6 +50,9 @@ def benchmark_command(
     load_in_4bit: Optional[bool] = load_in_4bit_option(),
     aggregation: Optional[str] = aggregation_option(),
     option: Optional[list[str]] = family_option(),
+    drop_overlap: bool = typer.Option(False, "--drop-overlap", help="Leave out of every detector's figures the "
+                                      "gold responses that share a source or a response with any detector's "
+                                      "training (or @dev tuning) data."),
 ) -> None:
     """Run every detector on --data (resumably), tune the NAME@dev ones on --dev, score them exactly as
     `evaluate` does and write the leaderboard (Markdown, JSON, SVG plot)."""
@@ -63,7 +66,12 @@ def benchmark_command(
                                max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,
                                option=option)
         payload = run_benchmark(data, detectors, out_dir, dev=dev, criterion=criterion, bootstrap=bootstrap,
-                                seed=seed, chunk_size=chunk_size, console=err, options=options)
+                                seed=seed, chunk_size=chunk_size, console=err, options=options,
+                                drop_overlap=drop_overlap)
     out.print(leaderboard_view(payload))  # the Markdown (every column) is in its files
+    for entry in payload["detectors"]:
+        overlap = entry["report"].get("overlap")
+        if overlap:
+            note(f"{entry['label']}: {overlap['summary']}")
     paths = BenchmarkPaths(out_dir)
     note(f"leaderboard written to {paths.markdown}, {paths.json} and {paths.plot}")

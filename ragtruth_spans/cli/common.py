@@ -156,7 +156,7 @@ def data_inputs(flag: str, path: Any) -> list[tuple[str, Any]]:
 
 # --- the one set of load options (predict, detect, serve, select-best, benchmark) -------------------------------
 
-def model_option(names: str = "numbers, flag-all, flag-none") -> Any:
+def model_option(names: str = "numbers, absent-words, flag-all, flag-none") -> Any:
     """``--model``: optional; left out (or ``default``), the detector shipped with the package."""
     return typer.Option(None, "--model", help=f"A run directory written by `train`, or a detector name ({names}). "
                         "Default: the detector shipped with the package (`default`; docs/MODEL_CARD.md).")

@@ -33,8 +33,8 @@ from ragtruth_spans.core.errors import InputError, check_choice
 
 @app.command("predict")
 def predict_command(
-    model: Optional[str] = model_option("numbers, flag-all, flag-none, sim-cosine, sim-overlap, sim-hybrid, "
-                                        "keyword-match, llm-judge; or a judge directory"),
+    model: Optional[str] = model_option("numbers, absent-words, flag-all, flag-none, sim-cosine, sim-overlap, "
+                                        "sim-hybrid, keyword-match, llm-judge; or a judge directory"),
     data: Path = typer.Option(..., "--data", help="Prepared split file, e.g. OUT/test.jsonl."),
     out_path: Path = typer.Option(..., "--out", help="Predictions JSONL to write; ids already in it are skipped."),
     chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="Responses per detect_batch call, "

@@ -47,26 +47,41 @@ def report_command(
     allow_missing: bool = typer.Option(False, "--allow-missing",
                                        help="A gold response with no prediction line counts as no spans."),
     title: Optional[str] = typer.Option(None, "--title", help="Page title (default: ragtruth-spans report)."),
+    models: list[str] = typer.Option([], "--model", help="The detector behind each --pred, in order (a run "
+                                     "directory or a detector name; default: the one its .meta.json names), whose "
+                                     "training data is compared with the gold."),
+    drop_overlap: bool = typer.Option(False, "--drop-overlap", help="Leave out the gold responses that share a "
+                                      "source or a response with any detector's training data."),
 ) -> None:
     """Write an HTML report: metrics overall / by task / by model / per type with intervals, charts, and every
     response with correct, missed and false-alarm characters highlighted. Self-contained: open it offline."""
     from ragtruth_spans.core.files import check_output_path
     from ragtruth_spans.core.predictions import read_prediction_file
     from ragtruth_spans.evaluation import load_gold
+    from ragtruth_spans.evaluation.files import restrict_predictions
+    from ragtruth_spans.evaluation.overlap import without
+    from ragtruth_spans.pipeline.overlap import overlaps_to_drop, predictions_training_data
     from ragtruth_spans.reporting.html import ReportInput, evaluate_detector, write_report
 
     with user_errors():
         out_path = check_output_path(out_path, field="--out",  # before any work
                                      inputs=[*data_inputs("--gold", gold), *(("--pred", p) for p in preds)])
+        if models and len(models) != len(preds):
+            raise InputError(f"give one --model per --pred ({len(models)} for {len(preds)} files)", field="--model")
+        names = detector_names(preds, names)
         records, gold_info = load_gold(gold)
         lengths = {r.id: len(r.response) for r in records}
-        results = [evaluate_detector(name, str(pred), records, read_prediction_file(pred, response_lengths=lengths),
+        trainings = [predictions_training_data(pred, models[i] if models else None) for i, pred in enumerate(preds)]
+        overlaps, dropped, drop_notes = overlaps_to_drop(records, trainings, drop_overlap=drop_overlap)
+        kept = without(records, dropped)
+        results = [evaluate_detector(name, str(pred), records, restrict_predictions(
+                                         read_prediction_file(pred, response_lengths=lengths), {r.id for r in kept}),
                                      gold_info=gold_info, bootstrap=bootstrap, seed=seed,
                                      ignore_implicit_true=ignore_implicit_true, ignore_due_to_null=ignore_due_to_null,
-                                     allow_missing=allow_missing)
-                   for name, pred in zip(detector_names(preds, names), preds)]
-        data = ReportInput(gold=records, detectors=results, gold_source=str(gold), title=title or
-                           "ragtruth-spans report", ignore_implicit_true=ignore_implicit_true,
-                           ignore_due_to_null=ignore_due_to_null)
+                                     allow_missing=allow_missing, overlap=overlap, drop=dropped)
+                   for name, pred, overlap in zip(names, preds, overlaps)]
+        data = ReportInput(gold=kept, detectors=results, gold_source=str(gold),
+                           title=title or "ragtruth-spans report", ignore_implicit_true=ignore_implicit_true,
+                           ignore_due_to_null=ignore_due_to_null, extra_notes=drop_notes)
         path = write_report(out_path, data)
-    note(f"wrote {path} ({len(records)} responses, {len(results)} detector(s)); open it in a browser")
+    note(f"wrote {path} ({len(data.gold)} responses, {len(results)} detector(s)); open it in a browser")

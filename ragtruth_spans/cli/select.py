@@ -51,13 +51,22 @@ def select_command(
                                   "intervals (0 = none)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random tie-breaks and of the bootstrap."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the report as JSON."),
+    model: Optional[str] = typer.Option(None, "--model", help="The detector that wrote --pred (a run directory or "
+                                        "a detector name), whose training data is compared with the gold "
+                                        "(default: the one --pred's .meta.json names)."),
+    drop_overlap: bool = typer.Option(False, "--drop-overlap", help="Leave out the gold responses that share a "
+                                      "source or a response with the detector's training data (their sources "
+                                      "then lack a candidate and are skipped)."),
 ) -> None:
     """Measure best-of-N answer selection on a labelled corpus (RAGTruth Table 7): one response per source among
-    --models, picked by the predicted spans, against each model alone, random and the oracle."""
+    --models, picked by the predicted spans, against each model alone, random and the oracle; how many responses
+    the detector saw in training, and the figures without them."""
     from ragtruth_spans.core.files import check_output_path
     from ragtruth_spans.core.jsonl import write_json
     from ragtruth_spans.core.predictions import read_prediction_file
     from ragtruth_spans.evaluation import load_gold
+    from ragtruth_spans.evaluation.overlap import count_overlap, without
+    from ragtruth_spans.pipeline.overlap import predictions_training_data
     from ragtruth_spans.reporting.console import selection_table
     from ragtruth_spans.selection.corpus import evaluate_selection
 
@@ -68,10 +77,20 @@ def select_command(
         records, _ = load_gold(data)
         pred_file = read_prediction_file(pred, response_lengths={r.id: len(r.response) for r in records})
         names = [m.strip() for m in models.split(",") if m.strip()]
-        report = evaluate_selection(records, pred_file.spans, names, strategy, seed, bootstrap,
-                                    tie_break=tie_break, response_scores=pred_file.response_scores,
-                                    errors=pred_file.errors).to_dict()
+        overlap = count_overlap(records, predictions_training_data(pred, model))
+
+        def selection(gold: list) -> dict:
+            return evaluate_selection(gold, pred_file.spans, names, strategy, seed, bootstrap, tie_break=tie_break,
+                                      response_scores=pred_file.response_scores, errors=pred_file.errors).to_dict()
+
+        report = selection(without(records, overlap.ids) if drop_overlap else records)
+        rest = selection(without(records, overlap.ids)) if overlap.ids and not drop_overlap else None
+        report["overlap"] = overlap.to_dict() | {"dropped": len(overlap.ids) if drop_overlap else 0, "rest": rest}
     out.print(selection_table(report))
+    if rest is not None:
+        out.print(selection_table(rest, title_prefix=f"Without the {len(overlap.ids)} responses that overlap the "
+                                                     "training data: "))
+    note(overlap.words() + (" (left out: --drop-overlap)" if drop_overlap and overlap.ids else ""))
     sources = report["sources"]
     if sources["skipped"]:
         reasons = ", ".join(f"{reason} ({count})" for reason, count in sources["skipped_reasons"].items())

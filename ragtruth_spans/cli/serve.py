@@ -41,6 +41,25 @@ def api_key_from_env(variable: str | None) -> str | None:
     return key.strip()
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (``127.0.0.1``, ``::1``, ``localhost``): only this machine can
+    connect."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def page_wanted(ui: bool | None, host: str) -> bool:
+    """Whether ``GET /`` serves the page to try the detector: ``--ui``/``--no-ui`` when given, else on for a
+    loopback ``--host`` only (a server on a public interface shows its page only when asked)."""
+    return is_loopback(host) if ui is None else ui
+
+
 @app.command("serve")
 def serve_command(
     model: Optional[str] = model_option(),
@@ -84,11 +103,15 @@ def serve_command(
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
     docs: bool = typer.Option(False, "--docs", help="Serve the interactive API docs at /docs and /redoc (their "
                               "pages load Swagger UI / ReDoc from a public CDN); /openapi.json is always served."),
+    ui: Optional[bool] = typer.Option(None, "--ui/--no-ui", help="Serve a page to try the detector at GET / "
+                                      "(self-contained; it calls /v1/detect from the browser). Default: on "
+                                      "when --host is a loopback address, off otherwise."),
     evidence_mode: str = typer.Option("lexical", "--evidence-mode", help="How the evidence of items sent with "
                                       "\"evidence\": true is found: lexical (no model, fast) or encoder "
                                       "(all-MiniLM-L6-v2 relevance)."),
 ) -> None:
-    """Serve a detector over HTTP: POST /v1/detect, POST /v1/select, GET /v1/model, GET /health (docs with --docs).
+    """Serve a detector over HTTP: POST /v1/detect, POST /v1/select, GET /v1/model, GET /health, a page to try it
+    at GET / (on loopback, or with --ui), docs with --docs.
     Concurrent requests are micro-batched; Ctrl-C or SIGTERM finishes the requests in flight, then stops."""
     from ragtruth_spans.core.extras import require
 
@@ -111,7 +134,7 @@ def serve_command(
                                  max_evidence_chars=max_evidence_chars, evidence_workers=evidence_workers,
                                  evidence_queue=evidence_queue, light_evidence_chars=light_evidence_chars,
                                  max_body_bytes=int(max_body_mb * 1024 * 1024), api_key=api_key_from_env(api_key_env),
-                                 docs=docs)
+                                 docs=docs, ui=page_wanted(ui, host))
         label, model = model_label(model), resolve_model(model)
         run_info = read_run_info(model) if Path(model).is_dir() else None
         try:
@@ -121,7 +144,9 @@ def serve_command(
             detector = load_detector(model, **options)
         except OSError as exc:
             fail(exc)
-    note(f"serving {detector.kind} detector {label} on http://{host}:{port} (docs: {'/docs' if docs else 'off'}; auth: "
+    page = f"http://{host}:{port}/" if settings.ui else "off (--ui)"
+    note(f"serving {detector.kind} detector {label} on http://{host}:{port} (page: {page}; docs: "
+         f"{'/docs' if docs else 'off'}; auth: "
          f"{'bearer token from $' + api_key_env if api_key_env else 'none'})")
     config = uvicorn.Config(create_app(detector, settings=settings, run_info=run_info), host=host, port=port,
                             log_level=log_level.lower(), timeout_graceful_shutdown=graceful_timeout)

@@ -67,6 +67,9 @@ def _parse_span(obj: Any, *, path: Path, line: int, pid: str, index: int, length
         if not isinstance(obj[key], int) or isinstance(obj[key], bool):
             raise InputError(f"id {pid!r}: must be an integer, got {obj[key]!r}", path=path, line=line,
                              field=f"spans[{index}].{key}")
+    if obj["start"] == obj["end"]:
+        raise InputError(f"id {pid!r}: [{obj['start']}, {obj['end']}) is an empty span (start == end): a span marks "
+                         "at least one character", **where)
     span_type = obj.get("type")
     if span_type is not None and not isinstance(span_type, str):
         raise InputError(f"id {pid!r}: 'type' must be a string, got {type(span_type).__name__}", **where)

@@ -19,6 +19,7 @@ plus optional diagnostics that the evaluator ignores; a span may carry its evide
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,10 +40,10 @@ RECORD_TEXT_FIELDS: tuple[str, ...] = ("id", "source_id", "task_type", "model", 
                                        "context")
 """The required fields of a prepared record (every one a string; ``id`` may be an integer)."""
 
-__all__ = ["HALLUCINATION_TYPES", "SPLITS", "TASK_TYPES", "Record", "Span", "is_finite_number"]
+__all__ = ["HALLUCINATION_TYPES", "SPLITS", "TASK_TYPES", "Record", "Span", "canonical_spans", "is_finite_number"]
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Span:
     """A character span ``[start, end)`` of a response, optionally typed and scored.
 
@@ -68,6 +69,24 @@ class Span:
 
     def __len__(self) -> int:
         return self.end - self.start
+
+    def sort_key(self) -> tuple[int, int, str, str, float, bool, bool]:
+        """A total order (offsets first; an unset type, text or score sorts before a set one), so spans of one
+        range, typed and untyped, sort without comparing None with a string."""
+        return (self.start, self.end, self.type or "", self.text or "", -1.0 if self.score is None else self.score,
+                self.implicit_true, self.due_to_null)
+
+    def __lt__(self, other: Span) -> bool:
+        return self.sort_key() < other.sort_key()
+
+    def __le__(self, other: Span) -> bool:
+        return self.sort_key() <= other.sort_key()
+
+    def __gt__(self, other: Span) -> bool:
+        return self.sort_key() > other.sort_key()
+
+    def __ge__(self, other: Span) -> bool:
+        return self.sort_key() >= other.sort_key()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict without the fields that are unset (None) or False by default."""
@@ -99,6 +118,9 @@ class Span:
                 raise InputError("missing required field", **where, field=f"{field}.{key}")
             if not isinstance(d[key], int) or isinstance(d[key], bool):
                 raise InputError("must be an integer", **where, field=f"{field}.{key}")
+        if d["start"] == d["end"]:
+            raise InputError(f"[{d['start']}, {d['end']}) is an empty span (start == end): a span marks at least "
+                             "one character", **where, field=field)
         unknown = sorted(set(d) - {"start", "end", "type", "text", "score", "implicit_true", "due_to_null",
                                     *EVIDENCE_KEYS})
         if unknown:
@@ -161,6 +183,22 @@ class Record:
                 raise InputError(f"span [{span.start}, {span.end}) is out of range for a response of "
                                  f"{len(text['response'])} characters", **where, field=f"spans[{i}]")
             spans.append(span)
-        return cls(id=str(record_id), question=question, spans=sorted(spans), **text)
+        return cls(id=str(record_id), question=question, spans=canonical_spans(spans), **text)
+
+
+def canonical_spans(spans: Iterable[Span]) -> list[Span]:
+    """The one reading of a response's gold spans, shared by import, gold files, evaluate and select: sorted by
+    :meth:`Span.sort_key`; spans on an equal range ``[start, end)`` merge into one per type (an untyped span beside
+    a typed one on the same range adds nothing and is dropped; two types on one range are both kept); exact
+    duplicates merge. Empty spans must be refused before (the readers name file, line and field)."""
+    by_range: dict[tuple[int, int], dict[str | None, Span]] = {}
+    for span in spans:
+        kinds = by_range.setdefault((span.start, span.end), {})
+        kinds.setdefault(span.type, span)
+    merged: list[Span] = []
+    for kinds in by_range.values():
+        typed = [span for kind, span in kinds.items() if kind is not None]
+        merged.extend(typed or kinds.values())
+    return sorted(merged)
 
 

@@ -23,13 +23,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.errors import InputError, check_choice
+from ragtruth_spans.core.fields import check_text
 from ragtruth_spans.core.jsonl import iter_jsonl
-from ragtruth_spans.core.types import Record, Span
+from ragtruth_spans.core.types import Record, Span, canonical_spans
 from ragtruth_spans.data.imported import ImportReport, stable_id
 
 SUPPORT_TYPES = {"Missing": "Evident Baseless Info", "Partial": "Subtle Baseless Info",
                  "Incomplete": "Subtle Baseless Info"}
+SUPPORT_VALUES = ("Complete", "Partial", "Incomplete", "Missing", "N/A")
+"""The experts' support judgements; any other value is refused (null: not judged)."""
 MIN_FUZZY = 90.0
 """The least rapidfuzz alignment score (0–100) at which a claim that is not verbatim in its answer is located."""
 
@@ -65,12 +68,8 @@ def read_expertqa(folder: str | Path, *, min_context: int = 200,
 
 def _record(question: str, system: str, answer: Any, path: Path, line: int, report: ImportReport,
             min_context: int, partial: bool, seen: set[str]) -> Record | None:
-    if not isinstance(answer, dict) or not isinstance(answer.get("answer_string"), str):
-        raise InputError(f"answers.{system}: expected an object with an 'answer_string'", path=path, line=line)
+    claims = check_answer(answer, f"answers.{system}", path, line)
     response = answer["answer_string"]
-    claims = answer.get("claims") or []
-    if not isinstance(claims, list):
-        raise InputError(f"answers.{system}.claims: expected a list", path=path, line=line)
     if not response.strip():
         report.skip("empty answer")
         return None
@@ -80,8 +79,8 @@ def _record(question: str, system: str, answer: Any, path: Path, line: int, repo
         return None
     passages: list[str] = []
     for claim in claims:
-        for passage in (claim or {}).get("evidence") or []:
-            if isinstance(passage, str) and passage.strip() and passage.strip() not in passages:
+        for passage in claim.get("evidence") or []:
+            if passage.strip() and passage.strip() not in passages:
                 passages.append(passage.strip())
     context = "\n\n".join(passages)
     if len(context) < min_context:
@@ -90,9 +89,6 @@ def _record(question: str, system: str, answer: Any, path: Path, line: int, repo
     spans: list[Span] = []
     counts = report.details["claims"]
     for claim in claims:
-        if not isinstance(claim, dict) or not isinstance(claim.get("claim_string"), str):
-            counts["malformed claim (ignored)"] = counts.get("malformed claim (ignored)", 0) + 1
-            continue
         support = claim.get("support")
         counts[str(support)] = counts.get(str(support), 0) + 1
         kind = SUPPORT_TYPES.get(str(support))
@@ -105,7 +101,36 @@ def _record(question: str, system: str, answer: Any, path: Path, line: int, repo
         spans.append(Span(found[0], found[1], kind, response[found[0]:found[1]]))
     return Record(id=record_id, source_id=f"expertqa-{stable_id(question)}",
                   task_type="QA", model=system, split="", quality="good", response=response, context=context,
-                  question=question, spans=sorted(set(spans)))
+                  question=question, spans=canonical_spans(spans))
+
+
+def check_answer(answer: Any, where: str, path: Path, line: int) -> list[dict[str, Any]]:
+    """The claims of one answer after checking every field ExpertQA gives them (:class:`InputError` naming file,
+    line and field): the answer an object with an ``answer_string``; ``claims`` null or a list of objects, each with
+    a ``claim_string`` string, ``evidence`` null or a list of strings and ``support`` null or one of
+    :data:`SUPPORT_VALUES`."""
+    if not isinstance(answer, dict):
+        raise InputError("expected an object with an 'answer_string'", path=path, line=line, field=where)
+    check_text(answer.get("answer_string"), field=f"{where}.answer_string", path=path, line=line)
+    claims = answer.get("claims")
+    if claims is None:
+        return []
+    if not isinstance(claims, list):
+        raise InputError("must be a list of claims or null", path=path, line=line, field=f"{where}.claims")
+    for i, claim in enumerate(claims):
+        name = f"{where}.claims[{i}]"
+        if not isinstance(claim, dict):
+            raise InputError("a claim must be an object", path=path, line=line, field=name)
+        check_text(claim.get("claim_string"), field=f"{name}.claim_string", path=path, line=line)
+        evidence = claim.get("evidence")
+        if evidence is not None and not isinstance(evidence, list):
+            raise InputError("must be a list of passages or null", path=path, line=line, field=f"{name}.evidence")
+        for j, passage in enumerate(evidence or []):
+            check_text(passage, field=f"{name}.evidence[{j}]", path=path, line=line)
+        if claim.get("support") is not None:
+            check_choice(claim["support"], SUPPORT_VALUES, "support judgement", path=path, line=line,
+                         field=f"{name}.support")
+    return claims
 
 
 def locate_claim(response: str, claim: str, report: ImportReport) -> tuple[int, int] | None:
@@ -138,6 +163,8 @@ def locate_claim(response: str, claim: str, report: ImportReport) -> tuple[int, 
             a += 1
         while b > a and response[b - 1].isspace():
             b -= 1
+        if a == b:
+            return None
         report.repair(f"claim located by fuzzy alignment (score >= {MIN_FUZZY:g})")
         return a, b
     return None

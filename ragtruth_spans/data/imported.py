@@ -12,15 +12,17 @@ is counted by reason in ``stats.json`` and in the console summary.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.core.jsonl import write_json, write_records
+from ragtruth_spans.core.jsonl import read_text, write_json, write_records
 from ragtruth_spans.core.types import SPLITS, Record
 
 DEFAULT_SPLIT: dict[str, float] = {"train": 0.7, "dev": 0.15, "test": 0.15}
@@ -55,6 +57,49 @@ class ImportReport:
 def stable_id(*parts: str, length: int = 16) -> str:
     """A short deterministic id from ``parts`` (sha256 hex prefix), e.g. a source id for a question's text."""
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:length]
+
+
+def read_csv_strict(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
+    """``(line, row)`` for each row of a one-row-per-line CSV file with a header holding ``columns``, read strictly:
+    bytes that are not UTF-8, a row with another number of fields than the header, a field over the csv module's
+    size limit, and a quoted field that does not close on its own line (a stray ``"`` would otherwise swallow the
+    rows after it) each raise one :class:`InputError` naming the file and line. Blank lines are not rows."""
+    reader = csv.reader(io.StringIO(read_text(path), newline=""), strict=True)
+    header = _csv_row(reader, path, 0)
+    if header is None:
+        raise InputError("the file is empty (expected a header line)", path=path, line=1)
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise InputError(f"missing column(s) {', '.join(missing)}", path=path, line=1)
+    while True:
+        start = reader.line_num + 1
+        row = _csv_row(reader, path, start)
+        if row is None:
+            return
+        if reader.line_num != start:
+            raise InputError(f"a quoted field runs from this line to line {reader.line_num} (a stray '\"'?): "
+                             "a row must fit on one line", path=path, line=start)
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise InputError(f"{len(row)} fields where the header has {len(header)}", path=path, line=start)
+        yield start, dict(zip(header, row))
+
+
+def _csv_row(reader: Any, path: str | Path, start: int) -> list[str] | None:
+    """The next row of ``reader`` (None at the end); a csv error becomes an :class:`InputError` naming the line the
+    row started on."""
+    try:
+        return next(reader)
+    except StopIteration:
+        return None
+    except csv.Error as exc:
+        if "field limit" in str(exc):
+            message = f"a field longer than the csv module's limit of {csv.field_size_limit()} characters"
+        else:
+            message = f"malformed CSV: {exc}"
+        raise InputError(f"{message} (a stray '\"' opens a field that swallows the rows after it?)", path=path,
+                         line=max(start, 1)) from None
 
 
 def write_prepared(out_dir: str | Path, records: Sequence[Record], report: ImportReport, *,

@@ -13,7 +13,8 @@ field          default
 ``question``   none (null)
 ``task``       ``QA`` when the record has a question, else ``Summary`` (one of QA, Summary, Data2txt)
 ``id``         ``<file stem>-<line>`` (a string or an integer; unique in the file)
-``source_id``  the record's id: each record is its own source (records of one context should share one)
+``source_id``  the source of an identical context: records of one context share one source (the ``source_id``
+               given to a record of that context, else the id of its first record), so they stay in one split
 ``model``      ``unknown`` (the system that wrote the response; reports break results down by it)
 ``split``      none: a seeded re-split by source (train 0.7, dev 0.15, test 0.15 per task); give it on every
                record or on none
@@ -32,8 +33,8 @@ from typing import Any
 from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.core.fields import check_id, check_text
 from ragtruth_spans.core.jsonl import iter_jsonl
-from ragtruth_spans.core.types import HALLUCINATION_TYPES, SPLITS, TASK_TYPES, Record, Span
-from ragtruth_spans.data.imported import ImportReport
+from ragtruth_spans.core.types import HALLUCINATION_TYPES, SPLITS, TASK_TYPES, Record, Span, canonical_spans
+from ragtruth_spans.data.imported import ImportReport, stable_id
 
 FIELDS: tuple[str, ...] = ("context", "response", "spans", "question", "task", "id", "source_id", "model", "split")
 SPAN_FIELDS: tuple[str, ...] = ("start", "end", "type", "text")
@@ -65,7 +66,30 @@ def read_own_jsonl(path: str | Path) -> tuple[list[Record], ImportReport]:
                              f"{without_split[0]} has none)", path=path, line=line, field="split")
     if not records:
         raise InputError("no records: the file is empty", path=path)
+    group_by_context(records, report)
     return records, report
+
+
+def group_by_context(records: list[Record], report: ImportReport) -> None:
+    """Give each record without a ``source_id`` (``""``) the source of its context: the first ``source_id`` given
+    to a record of the identical context, else the id of the first record of that context. So answers to one
+    context never land in two splits unless the file's own ``source_id`` says so; records that joined another
+    record's source are counted."""
+    given: dict[str, str] = {}
+    first: dict[str, str] = {}
+    for record in records:
+        key = stable_id(record.context, length=32)
+        first.setdefault(key, record.id)
+        if record.source_id:
+            given.setdefault(key, record.source_id)
+    joined = 0
+    for record in records:
+        if not record.source_id:
+            key = stable_id(record.context, length=32)
+            record.source_id = given.get(key, first[key])
+            joined += record.source_id != record.id
+    if joined:
+        report.repair("records without source_id given the source of an identical context", joined)
 
 
 def _record(obj: dict[str, Any], path: Path, line: int, report: ImportReport) -> Record:
@@ -96,7 +120,7 @@ def _record(obj: dict[str, Any], path: Path, line: int, report: ImportReport) ->
             raise InputError(f"ids may not contain {' or '.join(map(repr, RESERVED_ID_MARKS))} (they mark "
                              "augmented and extra training records)", **where, field="id")
     if obj.get("source_id") is None:
-        source_id = record_id
+        source_id = ""  # given by group_by_context once every record is read
         report.default("source_id")
     else:
         source_id = str(check_id(obj["source_id"], field="source_id", **where))
@@ -113,15 +137,12 @@ def _record(obj: dict[str, Any], path: Path, line: int, report: ImportReport) ->
         check_choice(split, SPLITS, "split", field="split", **where)
     if not isinstance(obj["spans"], list):
         raise InputError("must be a list of {start, end, type?} objects ([] for none)", **where, field="spans")
-    spans: list[Span] = []
-    for i, raw in enumerate(obj["spans"]):
-        span = _span(raw, response, where, f"spans[{i}]")
-        if span in spans:
-            report.repair("duplicate span merged")
-            continue
-        spans.append(span)
+    given = [_span(raw, response, where, f"spans[{i}]") for i, raw in enumerate(obj["spans"])]
+    spans = canonical_spans(given)
+    if len(spans) < len(given):
+        report.repair("duplicate span merged", len(given) - len(spans))
     return Record(id=record_id, source_id=source_id, task_type=task, model=model, split=split, quality="good",
-                  response=response, context=context, question=question, spans=sorted(spans))
+                  response=response, context=context, question=question, spans=spans)
 
 
 def _span(raw: Any, response: str, where: dict[str, Any], name: str) -> Span:

@@ -2,7 +2,8 @@
 
 Input: a folder of ``summedits_<domain>.json`` files (salesforce/factualNLG ``data/summedits/``), each a JSON list
 of ``{"id", "doc", "summary", "label", "original_summary", "edit_types", ...}``. ``label`` 1: annotators found
-the summary consistent with ``doc``; 0: inconsistent.
+the summary consistent with ``doc``; 0: inconsistent (the integers, or the strings "0"/"1"; ``true``, ``1.0`` and
+any other value are refused, as is an unknown edit type).
 
 Records: context = ``doc``, response = ``summary``, task ``Summary``, model ``summedits/<domain>``, one source per
 document (``summedits-<domain>-<sha256 of doc>``). A consistent summary has no span. An inconsistent one carries no
@@ -25,7 +26,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.errors import InputError, check_choice
+from ragtruth_spans.core.fields import check_id, check_text
 from ragtruth_spans.core.jsonl import read_json_file
 from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.data.imported import ImportReport, stable_id
@@ -66,21 +68,13 @@ def read_summedits(folder: str | Path) -> tuple[list[Record], ImportReport]:
 
 
 def _record(item: Any, domain: str, path: Path, index: int, report: ImportReport) -> Record | None:
-    where = f"item {index}"
-    if not isinstance(item, dict):
-        raise InputError(f"{where}: expected an object", path=path)
-    for key in _KEYS:
-        if key not in item:
-            raise InputError(f"{where}: missing field", path=path, field=key)
-    if not all(isinstance(item[k], str) for k in ("doc", "summary", "original_summary")) \
-            or item["label"] not in (0, 1, "0", "1"):
-        raise InputError(f"{where}: doc/summary/original_summary must be strings and label 0 or 1", path=path)
+    check_item(item, path, index)
     summary, doc = item["summary"], item["doc"]
     if not summary.strip() or not doc.strip():
         report.skip("empty summary or document")
         return None
     spans: list[Span] = []
-    if int(item["label"]) == 0:
+    if label_of(item["label"]) == 0:
         regions, deletions = diff_regions(item["original_summary"], summary)
         if not regions:
             report.skip("inconsistent, identical to original_summary" if not deletions
@@ -88,7 +82,7 @@ def _record(item: Any, domain: str, path: Path, index: int, report: ImportReport
             return None
         if deletions:
             report.repair("deletions beside marked edits (not marked)", deletions)
-        edit_types = item.get("edit_types") or []
+        edit_types = item.get("edit_types") or []  # checked by check_item
         kind = EDIT_TYPES.get(edit_types[0]) if len(edit_types) == 1 else None
         if kind is None:
             report.repair("inconsistent, type unknown (no or several edit_types): spans untyped")
@@ -96,6 +90,39 @@ def _record(item: Any, domain: str, path: Path, index: int, report: ImportReport
     return Record(id=f"summedits-{domain}-{item['id']}", source_id=f"summedits-{domain}-{stable_id(doc)}",
                   task_type="Summary", model=f"summedits/{domain}", split="", quality="good", response=summary,
                   context=doc, question=None, spans=spans)
+
+
+def label_of(value: Any) -> int | None:
+    """SummEdits' label: the JSON integer 0 or 1 (the files' own), or the string "0" or "1"; None for anything else
+    (``true``, ``1.0``, ``2``: never coerced)."""
+    if type(value) is int and value in (0, 1):
+        return value
+    return {"0": 0, "1": 1}.get(value) if isinstance(value, str) else None
+
+
+def check_item(item: Any, path: Path, index: int) -> None:
+    """Refuse an item whose fields are not what SummEdits writes (:class:`InputError` naming the file, the item and
+    the field): ``doc``, ``summary``, ``original_summary`` strings of valid Unicode; ``id`` a string or an
+    integer; ``label`` 0 or 1 (:func:`label_of`); ``edit_types``
+    absent, null or a list of the known edit types."""
+    where = f"item {index}"
+    if not isinstance(item, dict):
+        raise InputError(f"{where}: expected an object", path=path)
+    for key in _KEYS:
+        if key not in item:
+            raise InputError(f"{where}: missing field", path=path, field=key)
+    for key in ("doc", "summary", "original_summary"):
+        check_text(item[key], field=f"{where}.{key}", path=path)
+    check_id(item["id"], field=f"{where}.id", path=path)
+    if label_of(item["label"]) is None:
+        raise InputError(f"must be the integer 0 or 1 (or the string \"0\" or \"1\"), got {item['label']!r:.40}",
+                         path=path, field=f"{where}.label")
+    edit_types = item.get("edit_types")
+    if edit_types is not None and (not isinstance(edit_types, list)
+                                   or not all(isinstance(kind, str) for kind in edit_types)):
+        raise InputError("must be a list of edit type names", path=path, field=f"{where}.edit_types")
+    for kind in edit_types or []:
+        check_choice(kind, EDIT_TYPES, "edit type", path=path, field=f"{where}.edit_types")
 
 
 def diff_regions(original: str, edited: str) -> tuple[list[tuple[int, int]], int]:

@@ -21,19 +21,21 @@ whose article is not in ``articles/`` are skipped and counted.
 
 from __future__ import annotations
 
-import csv
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import read_json_file
 from ragtruth_spans.core.types import Record, Span
-from ragtruth_spans.data.imported import ImportReport
+from ragtruth_spans.data.imported import ImportReport, read_csv_strict
 
 CSV_NAME = "hallucination_annotations_xsum_summaries.csv"
 COLUMNS = ("bbcid", "system", "summary", "hallucination_type", "hallucinated_span", "hallucinated_span_start",
            "hallucinated_span_end", "worker_id")
 TYPES = {"intrinsic": "Evident Conflict", "extrinsic": "Evident Baseless Info"}
+NO_TYPE = "NULL"
+"""The ``hallucination_type`` of an annotator who marked nothing (and, in 7 rows of the original file, of a marked
+span whose type the annotator left out: the span gets the vote, not a type)."""
 
 
 def unescape(text: str) -> str:
@@ -53,15 +55,9 @@ def read_xsum_hallucinations(folder: str | Path, *, min_votes: int = 2) -> tuple
         raise InputError(f"must be >= 1, got {min_votes}", field="--min-votes")
     report = ImportReport(importer="xsum-hallucinations", input_path=str(folder), unit="summaries")
     groups: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
-    with path.open(encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"missing column(s) {', '.join(missing)}", path=path, line=1)
-        for line, row in enumerate(reader, start=2):
-            if not row["bbcid"] or not row["system"] or row["summary"] is None:
-                raise InputError("empty bbcid, system or summary", path=path, line=line)
-            groups[(row["bbcid"], row["system"])].append(row | {"_line": str(line)})
+    for line, row in read_csv_strict(path, COLUMNS):
+        check_row(row, path, line)
+        groups[(row["bbcid"], row["system"])].append(row | {"_line": str(line)})
     report.details = {"min_votes": min_votes, "annotation_rows": sum(len(g) for g in groups.values()),
                       "span_rows": Counter(), "annotators_per_summary": Counter()}
     articles: dict[str, str | None] = {}
@@ -90,6 +86,26 @@ def read_xsum_hallucinations(folder: str | Path, *, min_votes: int = 2) -> tuple
     details["span_rows"] = dict(sorted(details["span_rows"].items()))
     details["annotators_per_summary"] = {str(k): v for k, v in sorted(details["annotators_per_summary"].items())}
     return records, report
+
+
+def check_row(row: dict[str, str], path: Path, line: int) -> None:
+    """Refuse a row whose fields are not what the format says (:class:`InputError` naming file, line and field):
+    empty ``bbcid``/``system``/``worker_id``, a ``hallucination_type`` other than intrinsic, extrinsic or NULL, and
+    offsets of a marked span that are not integers."""
+    where = {"path": path, "line": line}
+    for key in ("bbcid", "system", "worker_id"):
+        if not row[key].strip():
+            raise InputError("must not be empty", **where, field=key)
+    if row["hallucination_type"] not in (*TYPES, NO_TYPE):
+        raise InputError(f"unknown hallucination type {row['hallucination_type'][:40]!r} (expected intrinsic, "
+                         f"extrinsic or {NO_TYPE})", **where, field="hallucination_type")
+    if row["hallucinated_span"] in ("", NO_TYPE):
+        return
+    for key in ("hallucinated_span_start", "hallucinated_span_end"):
+        try:
+            int(row[key])
+        except ValueError:
+            raise InputError(f"must be an integer offset, got {row[key][:40]!r}", **where, field=key) from None
 
 
 def _article(path: Path) -> str | None:
@@ -125,10 +141,7 @@ def _vote(summary: str, rows: list[dict[str, str]], min_votes: int, report: Impo
         if row["hallucinated_span"] in (None, "", "NULL"):
             details["span_rows"]["none marked (NULL)"] += 1
             continue
-        try:
-            start = int(row["hallucinated_span_start"]) - 1
-        except ValueError:
-            start = 0
+        start = int(row["hallucinated_span_start"]) - 1  # checked by check_row
         found = locate(summary, text, start) if text else None
         if found is None:
             details["span_rows"]["text not in the summary (dropped)"] += 1
@@ -161,6 +174,10 @@ def _vote(summary: str, rows: list[dict[str, str]], min_votes: int, report: Impo
         if a == b:
             continue
         count = sum((kinds[i] for i in range(a, b)), Counter())
-        kind = TYPES["intrinsic"] if count["intrinsic"] > count["extrinsic"] else TYPES["extrinsic"]
+        if not count["intrinsic"] and not count["extrinsic"]:
+            report.repair(f"span whose votes carry no type ({NO_TYPE}): untyped")
+            kind = None
+        else:
+            kind = TYPES["intrinsic"] if count["intrinsic"] > count["extrinsic"] else TYPES["extrinsic"]
         typed.append(Span(a, b, kind, summary[a:b]))
     return typed

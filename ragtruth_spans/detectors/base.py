@@ -17,18 +17,26 @@ long for the model, an endpoint that failed): its ``spans`` are then empty and m
 (into prediction files, reports, HTTP answers) without interpreting it.
 
 Implementing a detector means subclassing :class:`Detector` and writing :meth:`Detector.detect_batch`.
+
+**One text model.** Every ``detect_batch`` of a subclass is wrapped (:meth:`Detector.__init_subclass__`) so that the
+family reads every text in Unicode NFC (:mod:`ragtruth_spans.core.text`) and its spans (and their evidence passages)
+come back as offsets of the caller's own strings: a family decides the same for NFC, NFD and mixed spellings of one
+text without doing anything itself. Items already in NFC (the usual case) are passed through untouched.
 """
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 from ragtruth_spans.core.errors import InputError, check_choice
+from ragtruth_spans.core.evidence import Passage
 from ragtruth_spans.core.fields import check_text
+from ragtruth_spans.core.text import NormalText, normalise
 from ragtruth_spans.core.types import TASK_TYPES, Record, Span
 
 
@@ -102,8 +110,85 @@ class Detection:
         return out | self.diagnostics
 
 
+@dataclass(frozen=True)
+class NormalItem:
+    """An item as a detector reads it (every text NFC) and the maps back to the caller's response and context."""
+
+    item: DetectItem
+    response: NormalText
+    context: NormalText
+    changed: bool
+
+    @classmethod
+    def of(cls, item: DetectItem | Record | Mapping[str, Any]) -> NormalItem:
+        checked = DetectItem.of(item)
+        response, context = NormalText.of(checked.response), NormalText.of(checked.context)
+        question = None if checked.question is None else normalise(checked.question)
+        changed = response.changed or context.changed or question != checked.question
+        normal = replace(checked, response=response.text, context=context.text, question=question) if changed \
+            else checked
+        return cls(normal, response, context, changed)
+
+    def map_back(self, detection: Detection) -> Detection:
+        """``detection`` (offsets of the NFC texts) with every span and evidence passage in the caller's strings."""
+        return replace(detection, spans=[self._span_back(span) for span in detection.spans])
+
+    def _span_back(self, span: Span) -> Span:
+        start, end = self.response.span_to_original(span.start, span.end)
+        text = None if span.text is None else self.response.original[start:end]
+        return self.evidence_back(replace(span, start=start, end=end, text=text), span)
+
+    def span_forward(self, span: Span) -> Span:
+        """A span of the caller's response as a span of :attr:`item`'s (NFC) response."""
+        if not self.response.changed:
+            return span
+        start, end = self.response.span_from_original(span.start, span.end)
+        return replace(span, start=start, end=end,
+                       text=None if span.text is None else self.item.response[start:end])
+
+    def evidence_back(self, span: Span, explained: Span) -> Span:
+        """``span`` (the caller's) with the evidence found for its NFC form ``explained``, in the caller's context."""
+        evidence = explained.evidence
+        if evidence is not None and self.context.changed:
+            evidence = replace(evidence, passages=tuple(self._passage_back(p) for p in evidence.passages))
+        return replace(span, evidence=evidence)
+
+    def _passage_back(self, passage: Passage) -> Passage:
+        start, end = self.context.span_to_original(passage.start, passage.end)
+        conflicts = tuple(self.context.span_to_original(a, b) for a, b in passage.conflicts)
+        return replace(passage, start=start, end=end, conflicts=conflicts)
+
+
+DetectBatch = Callable[[Any, Sequence[Any]], list["Detection"]]
+
+
+def on_normal_text(method: DetectBatch) -> DetectBatch:
+    """``method`` (a ``detect_batch``) reading every item in NFC, with the spans of its detections mapped back to
+    the caller's strings (:class:`NormalItem`); items already in NFC go through as given."""
+    if getattr(method, "__normal_text__", False):
+        return method
+
+    @functools.wraps(method)
+    def detect_batch(self: Detector, items: Sequence[Any]) -> list[Detection]:
+        items = list(items)
+        normal = [NormalItem.of(item) for item in items]
+        if not any(n.changed for n in normal):
+            return method(self, items)
+        detections = method(self, [n.item if n.changed else item for n, item in zip(normal, items)])
+        return [n.map_back(d) if n.changed else d for n, d in zip(normal, detections)]
+
+    detect_batch.__normal_text__ = True  # type: ignore[attr-defined]
+    return detect_batch
+
+
 class Detector(ABC):
-    """Base class of every detector. Subclasses set :attr:`kind` and implement :meth:`detect_batch`."""
+    """Base class of every detector. Subclasses set :attr:`kind` and implement :meth:`detect_batch` (which reads
+    NFC text only: see the module docstring)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "detect_batch" in cls.__dict__ and not getattr(cls.detect_batch, "__isabstractmethod__", False):
+            cls.detect_batch = on_normal_text(cls.__dict__["detect_batch"])  # type: ignore[method-assign]
 
     kind: ClassVar[str] = "detector"
     preferred_chunk_size: ClassVar[int] = 64

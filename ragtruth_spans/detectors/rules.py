@@ -6,6 +6,11 @@
   same value, and so are ``3.50`` and ``3.5``; digits of any script are read by their value (``١٩٩٩``, ``１９９９``
   and ``𝟏𝟗𝟗𝟗`` are all 1999). The span is the number's characters; its type is Evident Conflict
   when the context states some number (a wrong value), else Evident Baseless Info.
+- ``absent-words``: flags every content word of the response (a word that is not a stop word) that appears nowhere
+  in the context or the question — the crude word-absence reference: it catches an invented name, figure or
+  clause, and flags every faithful synonym or reformatted number. Words are compared NFKC-normalised and
+  case-folded, a possessive ``'s`` dropped, numbers by value (``1,200`` == ``1200``); flagged words with nothing
+  but whitespace or a hyphen/dash between them are one span; its type is Evident Baseless Info.
 - ``flag-all``: the whole response is one span (the recall ceiling and the precision floor of span metrics).
 - ``flag-none``: never flags anything (every response clean).
 
@@ -23,9 +28,13 @@ from typing import Any
 from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.detectors.family import Family, check_options
+from ragtruth_spans.detectors.stacked.text import STOP_WORDS, normalise
 
 NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?!\w)")
 """A number: digits with optional ``,``-thousands groups and an optional decimal part, not inside a word."""
+WORD = re.compile(r"\d+(?:[.,]\d+)*|\w+(?:['’]\w+)*")
+"""A word for ``absent-words``: a number with its separators, or a run of word characters with inner apostrophes."""
+_JOINER = re.compile(r"[\s\-‐‑–—]*")
 
 
 def number_value(text: str) -> str:
@@ -40,6 +49,31 @@ def number_value(text: str) -> str:
 def numbers_in(text: str) -> list[tuple[int, int, str]]:
     """``(start, end, value)`` of every number in ``text`` (character offsets, half-open)."""
     return [(m.start(), m.end(), number_value(m.group())) for m in NUMBER.finditer(text)]
+
+
+def word_key(word: str) -> str:
+    """How ``absent-words`` compares a word: NFKC, case-folded, a possessive ``'s`` dropped, a number by value."""
+    key = normalise(word)
+    for suffix in ("'s", "’s"):
+        if key.endswith(suffix) and len(key) > len(suffix):
+            key = key[: -len(suffix)]
+    return number_value(key) if NUMBER.fullmatch(key) else key
+
+
+def absent_word_spans(response: str, evidence: str) -> list[tuple[int, int]]:
+    """``[start, end)`` of the runs of content words of ``response`` absent from ``evidence`` (see the module
+    docstring: adjacent absent words, with only whitespace or a hyphen/dash between them, are one run)."""
+    known = {word_key(m.group()) for m in WORD.finditer(evidence)}
+    runs: list[tuple[int, int]] = []
+    for m in WORD.finditer(response):
+        key = word_key(m.group())
+        if key in STOP_WORDS or key in known:
+            continue
+        if runs and _JOINER.fullmatch(response, runs[-1][1], m.start()):
+            runs[-1] = (runs[-1][0], m.end())
+        else:
+            runs.append(m.span())
+    return runs
 
 
 def _as_detection(spans: list[Span]) -> Detection:
@@ -69,6 +103,20 @@ class NumberDetector(RuleDetector):
             spans = [Span(start, end, type=span_type, score=1.0)
                      for start, end, value in numbers_in(item.response) if value not in evidence]
             results.append(_as_detection(spans))
+        return results
+
+
+class AbsentWordsDetector(RuleDetector):
+    """``absent-words``: every run of content words of the response that the context and question lack."""
+
+    name = "absent-words"
+
+    def detect_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[Detection]:
+        results = []
+        for item in map(DetectItem.of, items):
+            runs = absent_word_spans(item.response, item.context + "\n" + (item.question or ""))
+            results.append(_as_detection([Span(start, end, type="Evident Baseless Info", score=1.0)
+                                          for start, end in runs]))
         return results
 
 
@@ -102,6 +150,7 @@ def _factory(cls: type[RuleDetector]):
     return build
 
 
-RULES = (NumberDetector, FlagAllDetector, FlagNoneDetector)
-FAMILY = Family(kind="rules", summary="rule-based references: unsupported numbers, flag everything, flag nothing",
+RULES = (NumberDetector, AbsentWordsDetector, FlagAllDetector, FlagNoneDetector)
+FAMILY = Family(kind="rules", summary="rule-based references: unsupported numbers, words absent from the context, "
+                                      "flag everything, flag nothing",
                 named={cls.name: _factory(cls) for cls in RULES}, extra=None)

@@ -11,7 +11,7 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.extras import require
 from ragtruth_spans.detectors.family import Family, get_family
 from ragtruth_spans.runs.run_dir import release_failed_run, run_fingerprint
-from ragtruth_spans.training.data import extra_files, split_file, training_file
+from ragtruth_spans.training.data import extra_files, split_file, synth_files, training_file
 from ragtruth_spans.training.recipe import Recipe
 from ragtruth_spans.training.run import TrainResult, claim_on_main_process
 
@@ -55,6 +55,7 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     if recipe.data.eval_split is not None:
         data_files.append(split_file(recipe.data, recipe.data.eval_split))
     data_files.extend(extra_files(recipe.data))
+    data_files.extend(synth_files(recipe.data))
     fingerprint = run_fingerprint(recipe, data_files)
     resuming = claim_on_main_process(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume)
     try:

@@ -24,6 +24,9 @@ class Report:
     settings: dict[str, Any]
     ci: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    overlap: dict[str, Any] | None = None
+    """With the detector's training data known or not: the gold responses it saw
+    (:func:`~ragtruth_spans.evaluation.files.overlap_section`); None when not asked."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict. ``type_recall``, ``seqeval`` and ``auroc`` at the top level are the overall values."""
@@ -40,6 +43,8 @@ class Report:
         }
         if self.ci is not None:
             d["ci"] = self.ci
+        if self.overlap is not None:
+            d["overlap"] = self.overlap
         return d
 
 

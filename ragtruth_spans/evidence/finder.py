@@ -22,7 +22,7 @@ import numpy as np
 
 from ragtruth_spans.core.errors import check_choice
 from ragtruth_spans.core.types import Record, Span
-from ragtruth_spans.detectors.base import Detection, DetectItem
+from ragtruth_spans.detectors.base import Detection, DetectItem, NormalItem
 from ragtruth_spans.detectors.shared.sentences import split_sentences
 from ragtruth_spans.evidence.index import ContextIndex
 from ragtruth_spans.evidence.verdict import Claim, VerdictSettings, decide
@@ -90,8 +90,16 @@ class EvidenceFinder:
 
     def explain_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]],
                       spans: Sequence[Sequence[Span]]) -> list[list[Span]]:
-        """:meth:`explain` of many items; in encoder mode every claim of the batch is encoded in one call."""
-        items = [DetectItem.of(item) for item in items]
+        """:meth:`explain` of many items; in encoder mode every claim of the batch is encoded in one call. Texts are
+        read in NFC (:class:`~ragtruth_spans.detectors.base.NormalItem`), so the verdict is the same for any
+        spelling; the spans come back as given, their passages in the caller's context."""
+        normal = [NormalItem.of(item) for item in items]
+        forward = [[n.span_forward(span) for span in item_spans] for n, item_spans in zip(normal, spans)]
+        explained = self._explain_normal([n.item for n in normal], forward)
+        return [[n.evidence_back(span, done) for span, done in zip(item_spans, done_spans)]
+                for n, item_spans, done_spans in zip(normal, spans, explained)]
+
+    def _explain_normal(self, items: Sequence[DetectItem], spans: Sequence[Sequence[Span]]) -> list[list[Span]]:
         claims = []
         for item, item_spans in zip(items, spans):
             sentences = split_sentences(item.response) if item_spans else []

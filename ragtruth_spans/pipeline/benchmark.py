@@ -23,7 +23,7 @@ from __future__ import annotations
 import platform
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.fields import is_finite_number
 from ragtruth_spans.core.files import atomic_write_text, check_output_path
 from ragtruth_spans.core.jsonl import file_sha256, read_json_file, read_records, write_json
+from ragtruth_spans.evaluation.overlap import TrainingData
 from ragtruth_spans.training.tuning import CRITERIA, DEFAULT_CRITERION
 
 TUNE_SUFFIX = "@dev"
@@ -215,18 +216,23 @@ def _throughput(paths: BenchmarkPaths, label: str, summary: Any) -> dict[str, An
     return stored | {"responses_per_second": rate}
 
 
-def pr_curve(data: Path, pred: Path, max_points: int = 200) -> dict[str, Any] | None:
+def pr_curve(data: Path, pred: Path, max_points: int = 200, drop: Collection[str] = ()) -> dict[str, Any] | None:
     """Response-level precision-recall curve of a predictions file, ranking responses by the same scores as the
     evaluator's AUROC (:func:`~ragtruth_spans.evaluation.evaluator.auroc_scores`); None without scores or
-    without both classes."""
+    without both classes. ``drop``: gold ids left out (``--drop-overlap``)."""
     import numpy as np
     from sklearn.metrics import average_precision_score, precision_recall_curve
 
     from ragtruth_spans.core.predictions import read_prediction_file
     from ragtruth_spans.evaluation.evaluator import auroc_scores
+    from ragtruth_spans.evaluation.files import restrict_predictions
+    from ragtruth_spans.evaluation.overlap import without
 
-    gold = read_records(data)
-    pred_file = read_prediction_file(pred, response_lengths={r.id: len(r.response) for r in gold})
+    every = read_records(data)
+    gold = without(every, drop)
+    pred_file = restrict_predictions(read_prediction_file(pred, response_lengths={r.id: len(r.response)
+                                                                                  for r in every}),
+                                     {r.id for r in gold})
     scores, source, _ = auroc_scores(gold, pred_file.spans, pred_file.response_scores)
     if scores is None:
         return None
@@ -242,9 +248,10 @@ def pr_curve(data: Path, pred: Path, max_points: int = 200) -> dict[str, Any] | 
 
 
 def benchmark_detector(spec: DetectorSpec, data: Path, paths: BenchmarkPaths, *, dev: Path | None, criterion: str,
-                       bootstrap: int, seed: int, chunk_size: int | None, progress: bool,
-                       console: Console) -> dict[str, Any]:
-    """Predict (resumably), score and describe one detector: its leaderboard entry."""
+                       bootstrap: int, seed: int, chunk_size: int | None, progress: bool, console: Console,
+                       drop: Collection[str] = ()) -> dict[str, Any]:
+    """Predict (resumably), score and describe one detector: its leaderboard entry, with its overlap with
+    ``data`` (:func:`spec_training_data`); ``drop``: gold ids left out of its figures (``--drop-overlap``)."""
     from ragtruth_spans.evaluation.files import evaluate_files
     from ragtruth_spans.pipeline.predict import predict_file
     from ragtruth_spans.reporting.console import predict_summary
@@ -253,10 +260,25 @@ def benchmark_detector(spec: DetectorSpec, data: Path, paths: BenchmarkPaths, *,
     pred = paths.predictions(spec.label)
     summary = predict_file(None, data, pred, detector=detector, chunk_size=chunk_size, progress=progress)
     console.print("  " + predict_summary(summary.to_dict()).replace("\n", "\n  "), highlight=False, markup=False)
-    report = evaluate_files(data, pred, bootstrap=bootstrap, seed=seed)
+    report = evaluate_files(data, pred, bootstrap=bootstrap, seed=seed, training=spec_training_data(spec, dev, pred),
+                            also_drop=drop)
     return {"label": spec.label, "source": spec.source, "tuned_on_dev": spec.tune, "detector": detector.describe(),
             "tuning": tuning, "predictions": str(pred), "throughput": _throughput(paths, spec.label, summary),
-            "report": report.to_dict(), "pr_curve": pr_curve(data, pred)}
+            "report": report.to_dict(), "pr_curve": pr_curve(data, pred, drop=drop)}
+
+
+def spec_training_data(spec: DetectorSpec, dev: Path | None, pred: Path | None = None) -> TrainingData:
+    """What a benchmarked detector trained on: with ``pred``, what its predictions' ``.meta.json`` names (as
+    ``evaluate`` finds it, so both report the same), else its run's ``trained_on.json`` (nothing for a named
+    detector); plus the dev split for a ``NAME@dev`` detector tuned there."""
+    from ragtruth_spans.pipeline.overlap import model_training_data, predictions_training_data, tuned_on
+
+    if pred is not None and not spec.tune:
+        return predictions_training_data(pred)
+    training = model_training_data(spec.source)
+    if spec.tune and dev is not None:
+        training = tuned_on(training, read_records(dev), f"the dev split {dev.name}")
+    return training
 
 
 def span_f1(entry: dict[str, Any]) -> float:
@@ -267,10 +289,13 @@ def run_benchmark(data: str | Path, detectors: Sequence[DetectorSpec] | str, out
                   dev: str | Path | None = None, criterion: str = DEFAULT_CRITERION,
                   bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, chunk_size: int | None = None,
                   progress: bool = True, console: Console | None = None,
-                  options: dict[str, Any] | None = None) -> dict[str, Any]:
+                  options: dict[str, Any] | None = None, drop_overlap: bool = False) -> dict[str, Any]:
     """Benchmark ``detectors`` on ``data`` into ``out`` (see the module docstring); return the leaderboard
     payload (what ``leaderboard.json`` holds), detectors ranked by span F1. ``options``: load options of every
-    detector given as a string (a detector's own ``[KEY=VALUE,...]`` overrides them)."""
+    detector given as a string (a detector's own ``[KEY=VALUE,...]`` overrides them). Each detector's overlap with
+    ``data`` (gold responses sharing a source or a response with what it trained or was tuned on) is in its
+    report; ``drop_overlap`` leaves out of every detector's figures the responses any of them saw, so the rows stay
+    comparable."""
     from ragtruth_spans.reporting.leaderboard import render_markdown
     from ragtruth_spans.reporting.leaderboard_plot import plot_leaderboard
 
@@ -295,16 +320,24 @@ def run_benchmark(data: str | Path, detectors: Sequence[DetectorSpec] | str, out
     gold = read_records(data)
     if dev is not None:
         read_records(dev)  # fail now on a bad dev file, not after the first detectors ran
+    from ragtruth_spans.pipeline.overlap import overlaps_to_drop
+
+    trainings = [spec_training_data(spec, dev) for spec in specs]
+    _, dropped, drop_notes = overlaps_to_drop(gold, trainings, drop_overlap=drop_overlap)
+    for line in drop_notes:
+        console.print(line, highlight=False, markup=False)
     started = time.perf_counter()
     entries = []
     for i, spec in enumerate(specs, start=1):
         console.rule(f"[bold]{i}/{len(specs)}[/] {spec.label}")
         entries.append(benchmark_detector(spec, data, paths, dev=dev, criterion=criterion, bootstrap=bootstrap,
-                                          seed=seed, chunk_size=chunk_size, progress=progress, console=console))
+                                          seed=seed, chunk_size=chunk_size, progress=progress, console=console,
+                                          drop=dropped))
     entries.sort(key=span_f1, reverse=True)
     payload = {"data": str(data), "data_sha256": file_sha256(data), "responses": len(gold),
                "dev": str(dev) if dev else None, "dev_sha256": file_sha256(dev) if dev else None,
-               "criterion": criterion, "bootstrap": bootstrap, "seed": seed,
+               "criterion": criterion, "bootstrap": bootstrap, "seed": seed, "drop_overlap": drop_overlap,
+               "dropped_overlap": len(dropped),
                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds": round(time.perf_counter() - started, 2),
                "machine": {"platform": platform.platform(), "python": platform.python_version()},
                "detectors": entries}

@@ -104,12 +104,32 @@ def _counts_table(counts: Mapping[str, Any]) -> Table:
     return table
 
 
+def overlap_table(report: Mapping[str, Any]) -> Table | None:
+    """Overall figures beside those on the responses that do not overlap the detector's training data
+    (``report["overlap"]["rest"]``); None when there is no such split."""
+    overlap = report.get("overlap") or {}
+    rest = overlap.get("rest")
+    if not rest:
+        return None
+    table = Table(title=f"Without the {overlap['overlapping']} responses that overlap the training data "
+                        f"({rest['responses']} of {overlap['gold_responses']} left)")
+    table.add_column("level")
+    for column in ("P all", "R all", "F1 all", "P rest", "R rest", "F1 rest"):
+        table.add_column(column, justify="right")
+    for level, label in (("span", "span (characters)"), ("response", "response (has a span)")):
+        table.add_row(label, *(_fmt(report["overall"][level][m]) for m in PRF),
+                      *(_fmt(rest["overall"][level][m]) for m in PRF))
+    table.add_row("AUROC (response)", _fmt(report["overall"]["auroc"]), "", "", _fmt(rest["overall"]["auroc"]), "", "")
+    return table
+
+
 def evaluation_tables(report: Mapping[str, Any]) -> list[Table]:
-    """The tables of an evaluation report (``Report.to_dict()``): overall, by task, by model, type recall,
-    counts."""
-    return [_overall_table(report), _group_table(report["by_task"], "task", "By task"),
-            _group_table(report["by_model"], "model", "By generating model"), _type_table(report),
-            _counts_table(report["counts"])]
+    """The tables of an evaluation report (``Report.to_dict()``): overall, without the training overlap (when
+    some), by task, by model, type recall, counts."""
+    tables = [_overall_table(report), overlap_table(report), _group_table(report["by_task"], "task", "By task"),
+              _group_table(report["by_model"], "model", "By generating model"), _type_table(report),
+              _counts_table(report["counts"])]
+    return [table for table in tables if table is not None]
 
 
 def print_evaluation(report: Mapping[str, Any], console: Console | None = None) -> None:
@@ -133,9 +153,9 @@ def _reduction(random_rate: float, rate: float) -> float | None:
     return None if not random_rate or math.isnan(random_rate) else (random_rate - rate) / random_rate
 
 
-def selection_table(report: Mapping[str, Any]) -> Table:
+def selection_table(report: Mapping[str, Any], title_prefix: str = "") -> Table:
     """A selection report (``SelectionReport.to_dict()``) laid out like RAGTruth Table 7: each model alone,
-    random, selected, oracle."""
+    random, selected, oracle (``title_prefix`` before its title)."""
     ci = report.get("ci") or {}
 
     def interval(key: str) -> str:
@@ -143,7 +163,7 @@ def selection_table(report: Mapping[str, Any]) -> Table:
         return "" if not bounds else f"[{_pct(bounds[0])}, {_pct(bounds[1])}]"
 
     sources = report["sources"]
-    table = Table(title=user_text(f"Best-of-{len(report['models'])} selection: {report['strategy']} "
+    table = Table(title=user_text(f"{title_prefix}Best-of-{len(report['models'])} selection: {report['strategy']} "
                                   f"(tie-break {report['tie_break']}, seed {report['seed']}) on {sources['used']} "
                                   f"sources ({sources['skipped']} skipped)"))
     for column, justify in (("Answer from", "left"), ("Halluc. rate %", "right"), ("95% CI", "right"),

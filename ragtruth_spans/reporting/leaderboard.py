@@ -69,6 +69,29 @@ def group_table(payload: Mapping[str, Any], group: str, keys: list[str], metric:
     return lines
 
 
+def overlap_table(payload: Mapping[str, Any]) -> list[str]:
+    """One row per detector whose report counts its overlap with the training data: how many gold responses share
+    a source or a response with it, how many were dropped, and span / response F1 overall and on the rest (empty
+    when no report has an overlap)."""
+    entries = [e for e in payload["detectors"] if e["report"].get("overlap")]
+    if not entries:
+        return []
+    lines = ["| detector | overlap | share a source | share a response | dropped | span F1 | span F1 rest | "
+             "resp. F1 | resp. F1 rest |", "|---|" + "---:|" * 8]
+    for entry in entries:
+        overlap, overall = entry["report"]["overlap"], entry["report"]["overall"]
+        if overlap["status"] == "unknown":
+            lines.append(f"| `{entry['label']}` | unknown: {overlap['reason']} |" + " |" * 7)
+            continue
+        rest = (overlap.get("rest") or {}).get("overall")
+        cells = [f"{overlap['overlapping']} of {overlap['gold_responses']}", str(overlap["shared_source"]),
+                 str(overlap["shared_response"]), str(overlap["dropped"]), _num(overall["span"]["f1"]),
+                 _num(rest["span"]["f1"]) if rest else "–", _num(overall["response"]["f1"]),
+                 _num(rest["response"]["f1"]) if rest else "–"]
+        lines.append(f"| `{entry['label']}` | " + " | ".join(cells) + " |")
+    return lines
+
+
 def render_markdown(payload: Mapping[str, Any]) -> str:
     """The whole ``leaderboard.md``: settings, the main table, span F1 by task and by generating model, notes."""
     tasks = [t for t in TASK_TYPES if any(t in e["report"]["by_task"] for e in payload["detectors"])]
@@ -86,6 +109,12 @@ def render_markdown(payload: Mapping[str, Any]) -> str:
     out += ["", "## Span F1 by task", ""] + group_table(payload, "by_task", tasks, ("span", "f1"))
     out += ["", "## Response F1 by task", ""] + group_table(payload, "by_task", tasks, ("response", "f1"))
     out += ["", "## Span F1 by generating model", ""] + group_table(payload, "by_model", models, ("span", "f1"))
+    overlap = overlap_table(payload)
+    if overlap:
+        out += ["", "## Overlap with each detector's training data", "",
+                "Gold responses that share a source (context) or a response with what the detector trained or was "
+                "tuned on, and the figures on the rest" + (" (`--drop-overlap`: left out of every figure above)."
+                                                          if payload.get("drop_overlap") else "."), "", *overlap]
     notes = [f"- `{e['label']}`: {note}" for e in payload["detectors"] for note in e["report"].get("notes", [])]
     if notes:
         out += ["", "## Notes", "", *notes]

@@ -35,6 +35,11 @@ so it changes with any file of the run or any value read from it; it is the fing
 (its files cannot be checked; re-train it with ``--overwrite`` to get one) rather than refused, so trained runs
 keep working.
 
+What a run trained on is recorded too: ``trained_on.json`` holds the SHA-256 of every normalised source and
+response it trained or tuned on (never the text; :mod:`ragtruth_spans.evaluation.overlap`), in the manifest like
+any file, so the evaluation commands can count the gold responses it has seen (:func:`read_trained_on`; None for
+a run written before this file existed: its overlap is "unknown").
+
 Every value a family reads from ``run_info.json`` that decides spans is validated by :func:`read_run_info`:
 thresholds finite numbers in [0, 1], ``max_word_gap`` an integer >= 0.
 """
@@ -56,6 +61,7 @@ from typing import Any, Protocol
 import yaml
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.evaluation.overlap import TRAINED_ON_FILE, TrainedOn
 
 DEFAULT_KIND = "generative"
 """The ``kind`` of a run or recipe that does not name one (written before there were several families)."""
@@ -341,14 +347,16 @@ def claim_output_dir(output_dir: str | Path, fingerprint: dict[str, Any], *, ove
 
 
 def write_run_files(output_dir: str | Path, recipe: SavedRecipe, info: dict[str, Any],
-                    fingerprint: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write ``recipe.yaml`` (the resolved recipe) and ``run_info.json`` (``kind``, ``created``,
-    ``training_fingerprint``, the family's ``info``, the library versions, the manifest of every file of the run
-    and the ``fingerprint`` covering all of it; module docstring) into ``output_dir`` — the last step of every
-    family's ``train``; return the run info written. A
-    fingerprint other than the one the directory was started with is recorded as ``resumed_with_other_settings``
-    (a ``--resume`` that insisted)."""
+                    fingerprint: dict[str, Any] | None = None, *, trained_on: TrainedOn | None) -> dict[str, Any]:
+    """Write ``recipe.yaml`` (the resolved recipe), ``trained_on.json`` (the fingerprints of the sources and
+    responses the run trained or tuned on, :mod:`ragtruth_spans.evaluation.overlap`; None: the family trains on
+    nothing) and ``run_info.json`` (``kind``, ``created``, ``training_fingerprint``, the family's ``info``, the
+    ``trained_on`` summary, the library versions, the manifest of every file of the run and the ``fingerprint``
+    covering all of it; module docstring) into ``output_dir`` — the last step of every family's ``train``; return
+    the run info written. A fingerprint other than the one the directory was started with is recorded as
+    ``resumed_with_other_settings`` (a ``--resume`` that insisted)."""
     from ragtruth_spans.core.files import atomic_write_text
+    from ragtruth_spans.core.jsonl import write_json
 
     output_dir = Path(output_dir)
     started = _read_fingerprint(output_dir / FINGERPRINT_FILE)
@@ -359,6 +367,9 @@ def write_run_files(output_dir: str | Path, recipe: SavedRecipe, info: dict[str,
         if started is not None and started["fingerprint"] != fingerprint["fingerprint"]:
             run_info["resumed_with_other_settings"] = {"started_as": started["fingerprint"]}
     run_info.update(info)
+    if trained_on is not None:
+        write_json(output_dir / TRAINED_ON_FILE, trained_on.to_dict())
+        run_info["trained_on"] = trained_on.summary()
     run_info["libraries"] = library_versions()
     atomic_write_text(output_dir / RECIPE_FILE, recipe.to_yaml())
     return seal_run_info(output_dir, run_info)
@@ -378,6 +389,20 @@ def seal_run_info(output_dir: str | Path, run_info: Mapping[str, Any]) -> dict[s
     info["fingerprint"] = content_fingerprint(info)
     write_json(output_dir / RUN_INFO_FILE, info)
     return info
+
+
+def read_trained_on(run_dir: str | Path) -> TrainedOn | None:
+    """The training-data fingerprints of a finished run (``trained_on.json``), None for a run written before runs
+    recorded them. The file is checked against the run's manifest: a changed one is an :class:`InputError`."""
+    root = Path(run_dir)
+    path = root / TRAINED_ON_FILE
+    if not path.is_file():
+        return None
+    listed = (read_run_info(root).get(MANIFEST_KEY) or {}).get(TRAINED_ON_FILE)
+    if listed is not None and listed != _sha256(path):
+        raise InputError("changed since the run was written (its SHA-256 differs from the one in run_info.json)",
+                         path=path)
+    return TrainedOn.read(path)
 
 
 def has_progress(output_dir: str | Path) -> bool:

@@ -125,13 +125,31 @@ def as_candidate(item: Candidate | str | Mapping[str, Any], index: int = 0) -> C
     else:
         raise InputError(f"candidate {index}: expected a Candidate, a string or a mapping, "
                          f"got {type(item).__name__}")
+    if not candidate.response.strip():
+        raise InputError("must not be empty or only whitespace (there is nothing to check or to choose)",
+                         field=f"candidates[{index}].response")
     if candidate.spans is not None:
         candidate = replace(candidate, spans=tuple(sorted(candidate.spans)))
         for span in candidate.spans:
-            if span.end > len(candidate.response):
-                raise InputError(f"candidate {index} ({candidate.id}): span [{span.start}, {span.end}) is out of "
-                                 f"range for a response of {len(candidate.response)} characters", field="spans")
+            if span.end > len(candidate.response) or span.start == span.end:
+                what = "an empty span (start == end)" if span.start == span.end else (
+                    f"out of range for a response of {len(candidate.response)} characters")
+                raise InputError(f"candidate {index} ({candidate.id}): span [{span.start}, {span.end}) is {what}",
+                                 field=f"candidates[{index}].spans")
     return candidate
+
+
+def check_unique_ids(candidates: Sequence[Candidate]) -> None:
+    """Refuse two candidates of one id (given, or the index a mapping or string without an id gets): the choice
+    would be ambiguous."""
+    first: dict[str, int] = {}
+    for index, candidate in enumerate(candidates):
+        if candidate.id is None:
+            continue
+        if candidate.id in first:
+            raise InputError(f"duplicate candidate id {candidate.id!r} (candidates {first[candidate.id]} and {index}); "
+                             "a candidate without an id is known by its index", field=f"candidates[{index}].id")
+        first[candidate.id] = index
 
 
 def candidate_score(candidate: Candidate, strategy: str) -> float:
@@ -197,6 +215,7 @@ def select_best(
     items = [as_candidate(c, i) for i, c in enumerate(candidates)]
     if not items:
         raise InputError("select_best needs at least one candidate")
+    check_unique_ids(items)
     failed: list[int] = [i for i, c in enumerate(items) if c.error is not None]
     todo = [i for i, c in enumerate(items) if c.spans is None]
     if todo:
@@ -237,6 +256,7 @@ def read_candidates(path: str | Path) -> list[Candidate]:
     """Read a candidates JSONL file: one ``{"response": str, "id"?: str}`` per line (``id`` defaults to the
     1-based line number). Bad lines raise :class:`InputError` naming file, line and field."""
     candidates = []
+    first_line: dict[str, int] = {}
     for lineno, obj in iter_jsonl(path):
         if "response" not in obj:
             raise InputError("missing required field", path=path, line=lineno, field="response")
@@ -247,8 +267,15 @@ def read_candidates(path: str | Path) -> list[Candidate]:
         if unknown:
             raise InputError("unknown field (expected response, id)", path=path, line=lineno, field=unknown[0][:60])
         check_text(obj["response"], path=path, line=lineno, field="response")
-        cid = check_id(obj.get("id", lineno), path=path, line=lineno)
-        candidates.append(Candidate(response=obj["response"], id=str(cid)))
+        if not obj["response"].strip():
+            raise InputError("must not be empty or only whitespace (there is nothing to check or to choose)",
+                             path=path, line=lineno, field="response")
+        cid = str(check_id(obj.get("id", lineno), path=path, line=lineno))
+        if cid in first_line:
+            raise InputError(f"duplicate id {cid!r} (first on line {first_line[cid]}; an id defaults to the line "
+                             "number)", path=path, line=lineno, field="id")
+        first_line[cid] = lineno
+        candidates.append(Candidate(response=obj["response"], id=cid))
     if not candidates:
         raise InputError("no candidates (the file is empty)", path=path)
     return candidates

@@ -2,7 +2,8 @@
 
 Endpoints: ``POST /v1/detect`` (one item or a list), ``POST /v1/select`` (best-of-N selection),
 ``GET /v1/model`` (the detector and its run, without server paths), ``GET /health``, ``GET /openapi.json``; the
-interactive docs (``/docs``, ``/redoc``, whose pages load scripts from a public CDN) only with ``docs=True``.
+interactive docs (``/docs``, ``/redoc``, whose pages load scripts from a public CDN) only with ``docs=True``;
+``GET /``, a self-contained page to try the detector (:mod:`~ragtruth_spans.serving.page`), only with ``ui=True``.
 
 - Every detection goes through one :class:`~ragtruth_spans.serving.batcher.MicroBatcher`: concurrent requests
   share ``detect_batch`` calls; a full queue answers 503 (with ``Retry-After``). The batcher knows how many
@@ -43,7 +44,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragtruth_spans import __version__
@@ -85,6 +86,8 @@ class ServeSettings:
     api_key: str | None = None
     evidence_mode: str = "lexical"
     docs: bool = False
+    ui: bool = False
+    """Serve the page to try the detector at ``GET /`` (:mod:`~ragtruth_spans.serving.page`)."""
 
     def __post_init__(self) -> None:
         """Refuse settings under which some valid request could never be served."""
@@ -303,8 +306,22 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
     return app
 
 
+def _add_page(app: FastAPI, service: Service) -> None:
+    """``GET /``: the page to try the detector, rendered once; it tells no more than ``/health`` does."""
+    from ragtruth_spans.serving.page import render_page
+
+    page = render_page(service.ref.model_dump(), auth=service.settings.api_key is not None,
+                       evidence=service.settings.max_evidence_items > 0, version=__version__)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def try_page() -> HTMLResponse:
+        return HTMLResponse(page.html, headers=page.headers())
+
+
 def _add_routes(app: FastAPI, service: Service) -> None:
     errors = {code: {"model": ErrorOut} for code in (401, 413, 422, 500, 503)}
+    if service.settings.ui:
+        _add_page(app, service)
 
     @app.get("/health")
     async def health() -> dict[str, Any]:

@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from ragtruth_spans.core.types import TASK_TYPES
+from ragtruth_spans.data.augment import ALL_KINDS
 from ragtruth_spans.models.tiny import TINY
 from ragtruth_spans.runs.run_dir import DEFAULT_KIND
 
@@ -134,6 +135,30 @@ class AugmentSection(Section):
     seed: int = 0
 
 
+class SynthSection(Section):
+    """Generated records over many kinds of text (:mod:`ragtruth_spans.data.synth`): faithful answers and typed
+    hallucinations cut from the contexts of the training split and of ``documents`` (their ``train`` files) for
+    training, and from the eval split's and ``documents``' ``dev`` files for the eval split (early stopping and
+    tuning: the decision is chosen on real and generated held-out data together). Only contexts are read from
+    ``documents``, never their labels."""
+
+    documents: list[str] = Field(default_factory=list, description="Prepared directories whose contexts are "
+                                 "generated from (train.jsonl for training, dev.jsonl for the eval split).")
+    count: int = Field(2000, ge=1, description="Generated training records.")
+    eval_count: int = Field(0, ge=0, description="Generated records added to the eval split (0: none).")
+    kinds: list[str] = Field(default_factory=lambda: list(ALL_KINDS), min_length=1)
+    edited_share: float = Field(0.6, ge=0.0, le=1.0, description="Share of generated records with an edit.")
+    seed: int = 0
+
+    @field_validator("kinds")
+    @classmethod
+    def _known_kinds(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(ALL_KINDS))
+        if unknown:
+            raise ValueError(f"unknown kind(s) {unknown}; known: {list(ALL_KINDS)}")
+        return value
+
+
 class ExtraSource(Section):
     """One extra **training-only** source (``data.extra``): prepared files (``ragtruth-spans import ...`` or
     ``prepare`` output) appended to the training records only — never to the eval split, never to tuning or
@@ -178,6 +203,8 @@ class DataSection(Section):
                                                              "split (null: none).")
     extra: list[ExtraSource] = Field(default_factory=list, description="Extra training-only sources appended "
                                      "after augmentation (ragtruth_spans.training.data); [] none.")
+    synth: SynthSection | None = Field(None, description="Generated records over many kinds of text, for "
+                                       "training and the eval split (null: none).")
     seed: int = 0
 
     @field_validator("extra", mode="before")

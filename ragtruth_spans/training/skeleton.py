@@ -18,8 +18,9 @@ is counted in the family's :class:`~ragtruth_spans.training.data.RecordStats`.
 **run_info.json.** Every family records ``kind`` (:func:`~ragtruth_spans.runs.run_dir.write_run_files`) and
 ``data`` (:func:`data_record`): ``source``, ``counts`` (the training counts; null for a family that does not
 train, like similarity) and ``eval`` (``split``, ``source``, ``counts``; null without an eval split), plus the
-family's own keys (e.g. ``examples_sha256``). Stacked runs written before this header kept the training counts
-under ``data_stats``; nothing reads either to decide spans.
+family's own keys (e.g. ``examples_sha256``); and ``trained_on.json`` (:func:`trained_on`), the fingerprints of
+the sources and responses of those records, which the evaluation commands compare with their gold. Stacked runs
+written before this header kept the training counts under ``data_stats``; nothing reads either to decide spans.
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.types import Record
+from ragtruth_spans.evaluation.overlap import TrainedOn
 from ragtruth_spans.models.tiny import BASE_MODEL_DIR, TINY
 from ragtruth_spans.training.data import (
     RecordStats,
     load_eval_records,
     select_records,
     selected_training_records,
+    synth_records,
 )
 from ragtruth_spans.training.recipe import DataSection, ModelSection
 
@@ -63,7 +66,12 @@ def eval_records(data: DataSection, stats: RecordStats | None = None, *,
         return None
     records, source = loaded
     rule = data if as_training else data.model_copy(update={"clean_fraction": 1.0, "max_examples": None})
-    return select_records(records, rule, stats if stats is not None else RecordStats()), source
+    stats = stats if stats is not None else RecordStats()
+    kept = select_records(records, rule, stats)
+    if data.synth is not None and data.synth.eval_count:
+        generated = synth_records(data, kept, "dev", data.synth.eval_count, stats)
+        return kept + generated, f"{source} + {len(generated)} generated"
+    return kept, source
 
 
 def select_data(data: DataSection, stats: RecordStats, eval_stats: RecordStats | None = None, *,
@@ -76,6 +84,13 @@ def select_data(data: DataSection, stats: RecordStats, eval_stats: RecordStats |
     if held_out is None:
         return SelectedData(train, source, stats, None, None, None)
     return SelectedData(train, source, stats, held_out[0], held_out[1], eval_stats)
+
+
+def trained_on(selected: SelectedData) -> TrainedOn:
+    """The fingerprints of what a family trained (``train``: every training record, augmented and extra ones
+    included) and tuned or early-stopped on (``eval``), for ``trained_on.json``
+    (:func:`~ragtruth_spans.runs.run_dir.write_run_files`)."""
+    return TrainedOn.from_records({"train": selected.train, "eval": selected.eval or []})
 
 
 def base_model(model: ModelSection, output_dir: Path, build_tiny: Callable[[Path], Any]) -> tuple[str, str | None]:

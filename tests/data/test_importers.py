@@ -30,8 +30,8 @@ def _jsonl(path: Path, rows: list[dict]) -> Path:
 # --- own JSONL --------------------------------------------------------------------------------------------------
 
 def test_own_jsonl_minimal_records_get_counted_defaults(tmp_path):
-    rows = [{"context": CONTEXT, "response": f"It opened in {1990 + i}.", "spans": [{"start": 13, "end": 17}]}
-            for i in range(10)]
+    rows = [{"context": f"{CONTEXT} Room {i}.", "response": f"It opened in {1990 + i}.",
+             "spans": [{"start": 13, "end": 17}]} for i in range(10)]
     rows.append({"context": CONTEXT, "response": "It opened in 1999.", "spans": [],
                  "question": "When did it open?", "id": 7, "model": "gpt", "source_id": "museum"})
     records, report = read_own_jsonl(_jsonl(tmp_path / "mine.jsonl", rows))
@@ -80,7 +80,8 @@ def test_own_jsonl_split_on_all_or_none_and_duplicate_ids(tmp_path):
     records, report = read_own_jsonl(_jsonl(tmp_path / "c.jsonl", [
         base | {"split": "train", "spans": [{"start": 0, "end": 1}, {"start": 0, "end": 1}]},
         base | {"split": "test"}]))
-    assert report.repaired == {"duplicate span merged": 1} and len(records[0].spans) == 1
+    assert report.repaired == {"duplicate span merged": 1, "records without source_id given the source of an "
+                               "identical context": 1} and len(records[0].spans) == 1
     stats = write_prepared(tmp_path / "out", records, report)
     assert stats["split_given"] and stats["splits"]["train"]["responses"] == 1
     assert any("no records" in w for w in stats["warnings"])  # dev is empty: said, not an error

@@ -52,7 +52,7 @@ class LongNumberDetector(Detector):
 
 def _train(recipe: LongNumberRecipe, *, console=None, resume=False, fingerprint=None) -> TrainResult:
     out = Path(recipe.output_dir)
-    write_run_files(out, recipe, {"min_digits": recipe.min_digits}, fingerprint=fingerprint)
+    write_run_files(out, recipe, {"min_digits": recipe.min_digits}, fingerprint=fingerprint, trained_on=None)
     return TrainResult(output_dir=out, stats=None, metrics={}, resumed_from=None)
 
 

@@ -32,3 +32,26 @@ def test_flag_all_and_flag_none():
     assert load_detector("flag-all").detect(context="c", response="   ", task="Summary").spans == []
     none = load_detector("flag-none").detect(context="c", response=response, task="Summary")
     assert none.spans == [] and none.score == 0.0
+
+
+def test_absent_words_flags_runs_of_content_words_the_context_lacks():
+    detector = load_detector("absent-words")
+    context = "The CASTLE was built in 1240. It has 1,200 rooms, and Ａｎｎａ Smith keeps the gate."
+    response = "The castle, built in 1240 by King Edward I, has 1200 rooms; Anna Smith's well-known gate is not open."
+    detection = detector.detect(context=context, response=response, task="Summary")
+    # case-folded and NFKC (Ａｎｎａ == Anna), a possessive dropped, numbers by value; stop words ("by", "I", "is",
+    # "not") never flagged; "King Edward" one span (adjacent), "well-known" one span across its hyphen
+    assert [response[s.start:s.end] for s in detection.spans] == ["King Edward", "well-known", "open"]
+    assert {s.type for s in detection.spans} == {"Evident Baseless Info"} and detection.score == 1.0
+    # a word of the question counts as evidence; a fully supported response has no span
+    clean = detector.detect(context="Opened in 1871.", response="The lighthouse opened in 1871.", task="QA",
+                            question="When did the lighthouse open?")
+    assert clean.spans == [] and clean.score == 0.0
+    assert load_detector("absent-words").describe() == {"kind": "rules", "name": "absent-words"}
+
+
+def test_absent_words_does_not_merge_across_a_supported_word_or_punctuation():
+    detector = load_detector("absent-words")
+    response = "Red apples, green pears and blue plums."
+    detection = detector.detect(context="We sell pears.", response=response, task="Summary")
+    assert [response[s.start:s.end] for s in detection.spans] == ["Red apples", "green", "blue plums"]

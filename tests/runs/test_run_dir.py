@@ -42,7 +42,7 @@ def test_claim_rules(tmp_path):
     with pytest.raises(InputError, match=r"differs in: recipe\.training\.learning_rate.*--overwrite.*--resume"):
         claim_output_dir(out, other)
     assert claim_output_dir(out, other, resume=True) is True  # the user insists
-    write_run_files(out, recipe(out, learning_rate=1e-3), {}, fingerprint=other)
+    write_run_files(out, recipe(out, learning_rate=1e-3), {}, fingerprint=other, trained_on=None)
     info = json.loads((out / "run_info.json").read_text())
     assert info["kind"] == "generative" and info["resumed_with_other_settings"]["started_as"] == fp["fingerprint"]
     with pytest.raises(InputError, match="finished"):

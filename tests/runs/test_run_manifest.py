@@ -24,7 +24,7 @@ def _run(tmp_path: Path, **extra) -> Path:
     (out / "members" / "m" / "full" / "run_info.json").write_text('{"kind": "x"}', encoding="utf-8")
     (out / "members" / "m" / "full" / "big.bin").write_bytes(b"nested run: covered by its own run_info")
     recipe = validate_recipe({"model": {"name_or_path": "tiny"}, "output_dir": str(out)})
-    write_run_files(out, recipe, {"threshold": 0.5, **extra})
+    write_run_files(out, recipe, {"threshold": 0.5, **extra}, trained_on=None)
     return out
 
 
@@ -37,7 +37,7 @@ def test_every_file_but_the_metadata_is_in_the_manifest_and_the_fingerprint_cove
     assert verify_run(out)["fingerprint"] == info["fingerprint"]
     (out / "response_head.txt").write_text("a file a family adds later is covered without any change", "utf-8")
     recipe = validate_recipe({"model": {"name_or_path": "tiny"}, "output_dir": str(out)})
-    again = write_run_files(out, recipe, {"threshold": 0.5})
+    again = write_run_files(out, recipe, {"threshold": 0.5}, trained_on=None)
     assert "response_head.txt" in again["files_sha256"] and again["fingerprint"] != info["fingerprint"]
 
 

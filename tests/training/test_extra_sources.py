@@ -37,7 +37,7 @@ def dirs(tmp_path: Path) -> tuple[Path, Path]:
     main, extra = tmp_path / "main", tmp_path / "extra"
     write_records(main / "train.jsonl", [_record(0), _record(1, spans=False)])
     write_records(main / "dev.jsonl", [_record(2, split="dev")])
-    write_records(extra / "train.jsonl", [_record(0), _record(3, task="QA"), _record(4, spans=False)])
+    write_records(extra / "train.jsonl", [_record(10), _record(3, task="QA"), _record(4, spans=False)])
     write_records(extra / "dev.jsonl", [_record(5, split="dev")])
     return main, extra
 
@@ -51,7 +51,7 @@ def test_extra_records_are_appended_to_training_only_marked_and_counted(dirs):
     origins = [record_origin(r) for r in records]
     assert origins == ["real", "real", "extra", "extra", "extra"]  # the QA record of extra is left out
     extra_records = [r for r in records if record_origin(r) == "extra"]
-    assert {r.id for r in extra_records} == {"r0#extra-0", "r4#extra-0", "r5#extra-0"}
+    assert {r.id for r in extra_records} == {"r10#extra-0", "r4#extra-0", "r5#extra-0"}
     assert all(r.source_id.startswith("extra-0:") for r in extra_records)  # never a real source's id
     assert {r.source_id for r in records if record_origin(r) == "real"} == {"s0", "s1"}
     assert [record_weight(r, data) for r in records] == [1.0, 1.0, 0.5, 0.5, 0.5]
@@ -125,3 +125,31 @@ def test_the_training_summary_counts_records_by_origin(dirs):
     assert f"extra {extra}: 3 of 3 records kept (2 with spans; 0 of other tasks), weight 1" in text
     assert threshold_decision(0.35, True, "dev", "span F1 0.400") == (
         "a token is flagged when its hallucination probability is at least 0.35 (tuned on dev, span F1 0.400)")
+
+
+@pytest.mark.parametrize("split", ["dev", "train", "test"])
+def test_extra_may_not_read_the_runs_own_prepared_files(dirs, split):
+    main, _ = dirs
+    write_records(main / "test.jsonl", [_record(8, split="test")])
+    data = DataSection(prepared_dir=str(main), eval_split="dev", extra=[{"dir": str(main), "split": split}])
+    with pytest.raises(InputError, match=f"the run's own '{split}' split") as error:
+        selected_training_records(data, RecordStats())
+    assert error.value.field == "data.extra[0]"
+
+
+@pytest.mark.parametrize(("clash", "held", "how"), [
+    (lambda r: r, "eval split 'dev'", "id"),                                  # a copy of an eval record
+    (lambda r: Record(**{**r.__dict__, "id": "other"}), "eval split 'dev'", "context"),  # its context, new id
+    (lambda r: Record(**{**_record(0).__dict__, "id": "fresh"}), "training split 'train'", "context"),
+    (lambda r: Record(**{**_record(9).__dict__, "id": "r1"}), "training split 'train'", "id"),
+    (lambda r: Record(**{**_record(8).__dict__, "id": "t"}), "held-out split 'test'", "context"),
+])
+def test_extra_records_overlapping_the_runs_records_are_refused(dirs, tmp_path, clash, held, how):
+    main, _ = dirs
+    write_records(main / "test.jsonl", [_record(8, split="test")])
+    other = tmp_path / "other"
+    write_records(other / "train.jsonl", [_record(20), clash(_record(2, split="dev"))])
+    data = DataSection(prepared_dir=str(main), eval_split="dev", extra=[str(other)])
+    with pytest.raises(InputError, match=f"has the {how} of .*the run's {held}") as error:
+        selected_training_records(data, RecordStats())
+    assert error.value.field == "data.extra[0]" and str(other / "train.jsonl") in str(error.value)

@@ -46,7 +46,7 @@ from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.arguments import trainer_arguments
 from ragtruth_spans.training.data import RecordStats, examples_sha256
 from ragtruth_spans.training.run import TrainResult, last_checkpoint, run_trainer
-from ragtruth_spans.training.skeleton import SelectedData, base_model, data_record, select_data, tiny_texts
+from ragtruth_spans.training.skeleton import SelectedData, base_model, data_record, select_data, tiny_texts, trained_on
 
 
 @dataclass
@@ -243,7 +243,8 @@ def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: b
     if trainer.is_world_process_zero():
         data.tokenizer.save_pretrained(str(output_dir))
         write_run_files(output_dir, recipe, fingerprint=fingerprint, info=_run_info(recipe, data, model, metrics,
-                                                                                    last, trainer.args.world_size))
+                                                                                    last, trainer.args.world_size),
+                        trained_on=trained_on(data.selected))
         console.print(f"[bold green]done[/]: adapter and run info in {output_dir} (train_loss over the whole run="
                       f"{metrics['train_loss_whole_run'] or float('nan'):.4f}, {metrics['wall_s']} s)")
     return TrainResult(output_dir=output_dir, stats=data.stats, metrics=metrics, resumed_from=last)

@@ -37,11 +37,19 @@ class SentenceEncoder:
                                              local_files_only=is_local_reference(path))
         self._cache: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
         self._texts: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._token_cache: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
+        self._path = path
+        self._fast_tokenizer: Any = None
+
+    def dimension(self) -> int:
+        """The embedding size."""
+        get = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(get() or 0)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """``len(texts) x dim`` float32 array of unit-length embeddings (``0 x dim`` for no text)."""
         if not texts:
-            return np.zeros((0, self.model.get_sentence_embedding_dimension() or 0), dtype=np.float32)
+            return np.zeros((0, self.dimension()), dtype=np.float32)
         return np.asarray(self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                             convert_to_numpy=True, show_progress_bar=False), dtype=np.float32)
 
@@ -77,6 +85,44 @@ class SentenceEncoder:
             while len(self._texts) > TEXT_CACHE_SIZE:
                 self._texts.popitem(last=False)
         return found
+
+    def token_embeddings(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per text, ``(offsets, embeddings)``: the character interval ``[start, end)`` of each word piece of the
+        text (``n x 2`` int) and its unit-length contextual embedding from the encoder's transformer (``n x dim``
+        float32); special tokens left out, texts cut at the encoder's ``max_seq_length``."""
+        import torch
+
+        if self._fast_tokenizer is None:
+            from transformers import AutoTokenizer
+
+            self._fast_tokenizer = AutoTokenizer.from_pretrained(self._path, use_fast=True, local_files_only=True)
+        transformer = self.model[0].auto_model
+        out: list[tuple[np.ndarray, np.ndarray]] = []
+        for at in range(0, len(texts), self.batch_size):
+            batch = self._fast_tokenizer(list(texts[at:at + self.batch_size]), padding=True, truncation=True,
+                                         max_length=self.model.max_seq_length, return_offsets_mapping=True,
+                                         return_special_tokens_mask=True, return_tensors="pt")
+            offsets = batch.pop("offset_mapping").numpy()
+            keep = (batch.pop("special_tokens_mask") == 0) & (batch["attention_mask"] == 1)
+            with torch.inference_mode():
+                hidden = transformer(**batch.to(transformer.device)).last_hidden_state
+            hidden = torch.nn.functional.normalize(hidden.float(), dim=-1).cpu().numpy()
+            for row, mask in enumerate(keep.numpy()):
+                out.append((offsets[row][mask].astype(np.int64), hidden[row][mask].astype(np.float32)))
+        return out
+
+    def context_tokens(self, units: Sequence[str]) -> np.ndarray:
+        """The token embeddings of every unit of a context stacked (``n x dim``), cached by the units' texts."""
+        key = tuple(units)
+        if key in self._token_cache:
+            self._token_cache.move_to_end(key)
+            return self._token_cache[key]
+        parts = [emb for _, emb in self.token_embeddings(units)]
+        stacked = np.concatenate(parts) if parts else np.zeros((0, self.dimension()), dtype=np.float32)
+        self._token_cache[key] = stacked
+        if len(self._token_cache) > CONTEXT_CACHE_SIZE:
+            self._token_cache.popitem(last=False)
+        return stacked
 
     def describe(self) -> dict[str, Any]:
         return {"encoder": self.name_or_path, "encoder_revision": self.revision}

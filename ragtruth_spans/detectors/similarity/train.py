@@ -12,6 +12,7 @@ from rich.console import Console
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.similarity.detector import PAPER_THRESHOLDS, SimilarityDetector
 from ragtruth_spans.detectors.similarity.recipe import SimilarityRecipe
+from ragtruth_spans.evaluation.overlap import TrainedOn
 from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.data import RecordStats
 from ragtruth_spans.training.run import TrainResult
@@ -47,7 +48,8 @@ def train(recipe: SimilarityRecipe, *, console: Console | None = None, resume: b
     paper_row = next((row for row in result.table if all(row[k] == v for k, v in detector.thresholds.items())),
                      None)
     output_dir = Path(recipe.output_dir)
-    write_run_files(output_dir, recipe, fingerprint=fingerprint, info={
+    tuned_on = TrainedOn.from_records({"eval": kept})  # the thresholds are all it learns
+    write_run_files(output_dir, recipe, fingerprint=fingerprint, trained_on=tuned_on, info={
         "method": recipe.method,
         "thresholds": tuned.thresholds,
         "paper_thresholds": PAPER_THRESHOLDS[recipe.method],

@@ -62,7 +62,8 @@ def column_names(members: Sequence[str], lm: bool = False) -> list[str]:
 
 RULE_COLUMNS = ("swap", "negation_added", "negation_dropped", "number_near")
 """The conflict columns whose words the decision's ``conflict_rule`` always flags (:func:`~.features.conflicts`),
-with ``swap_one_side`` on numbers (a changed number at the end of a copied phrase)."""
+with ``swap_one_side`` on numbers and on closed-class words whose class-mate the context holds there (a changed
+number or unit at the end of a copied phrase: ``weighs 12 [pounds]`` against ``weighs 12 kilograms``)."""
 
 
 @dataclass
@@ -78,8 +79,9 @@ class ItemColumns:
         if not len(self.words):
             return np.zeros(0, dtype=bool)
         column = {name: self.matrix[:, BASE_FEATURES.index(name)] > 0
-                  for name in (*RULE_COLUMNS, "swap_one_side", "is_number")}
-        return np.logical_or.reduce([column[c] for c in RULE_COLUMNS]) | (column["swap_one_side"] & column["is_number"])
+                  for name in (*RULE_COLUMNS, "swap_one_side", "is_number", "contrast_in_context")}
+        one_side = column["swap_one_side"] & (column["is_number"] | column["contrast_in_context"])
+        return np.logical_or.reduce([column[c] for c in RULE_COLUMNS]) | one_side
 
 
 def character_scores(detector: Detector | FoldMean, items: Sequence[DetectItem]) -> list[tuple[np.ndarray, bool]]:
@@ -116,14 +118,34 @@ class FoldMean:
         return {"kind": self.kind, "folds": [fold.describe() for fold in self.folds]}
 
 
+def _per_word(words_of: Sequence[Interval], starts: list[np.ndarray], ends: list[np.ndarray],
+              best: list[np.ndarray]) -> np.ndarray:
+    """Each word's mean over the pieces inside it of ``best`` (pieces given by their character intervals); 0 for
+    a word no piece covers (past the encoder's length limit)."""
+    out = np.zeros(len(words_of), dtype=np.float32)
+    if not best:
+        return out
+    start, end, value = np.concatenate(starts), np.concatenate(ends), np.concatenate(best)
+    order = np.argsort(start, kind="stable")
+    start, end, value = start[order], end[order], value[order]
+    for k, (a, b) in enumerate(words_of):
+        lo, hi = np.searchsorted(start, a, side="left"), np.searchsorted(start, b, side="left")
+        inside = value[lo:hi][end[lo:hi] <= b]
+        if len(inside):
+            out[k] = inside.mean()
+    return out
+
+
 class ColumnBuilder:
     """Builds :class:`ItemColumns` for items; ``encoder`` (a
     :class:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder` or None), ``members``
     (``{name: detector}``) and ``lm`` (an :class:`~.lm_gain.LMScorer` or None) fix the columns."""
 
     def __init__(self, encoder: Any | None = None, members: dict[str, Detector | FoldMean] | None = None,
-                 lm: Any | None = None) -> None:
+                 lm: Any | None = None, drop: Sequence[str] = (), token_support: bool = False) -> None:
         self.encoder = encoder
+        self.token_support = token_support
+        self.dropped = [BASE_FEATURES.index(name) for name in drop]
         self.members = dict(members or {})
         self.lm = lm
         self._indexes: OrderedDict[tuple[str, str | None], ContextIndex] = OrderedDict()
@@ -162,6 +184,29 @@ class ColumnBuilder:
             at += len(cut)
         return out
 
+    def _soft_support(self, items: Sequence[DetectItem], cuts: Sequence[list[Interval]],
+                      spans: Sequence[list[Interval]]) -> list[np.ndarray | None]:
+        """Per item, each word's soft support (None unless the builder has an encoder and ``token_support``):
+        the mean over the word's pieces of the piece's highest cosine with any token of the context, from the
+        encoder's contextual token embeddings — high for a copied or paraphrased word (``inhabitants`` for
+        ``residents``), low for a word nothing in the context is like (``King Edward``)."""
+        if self.encoder is None or not self.token_support:
+            return [None] * len(items)
+        texts = [item.response[a:b] for item, cut in zip(items, cuts) for a, b in cut]
+        pieces = iter(self.encoder.token_embeddings(texts))
+        out: list[np.ndarray | None] = []
+        for item, cut, words_of in zip(items, cuts, spans):
+            units = evidence_units(item.context, item.task, item.question, split=sentences)
+            context = self.encoder.context_tokens(units)
+            starts, ends, best = [], [], []
+            for (a, _), (offsets, embeddings) in zip(cut, [next(pieces) for _ in cut]):
+                if len(offsets) and len(context):
+                    starts.append(offsets[:, 0] + a)
+                    ends.append(offsets[:, 1] + a)
+                    best.append((embeddings @ context.T).max(axis=1))
+            out.append(_per_word(words_of, starts, ends, best))
+        return out
+
     def build(self, items: Sequence[DetectItem],
               member_scores: dict[str, list[tuple[np.ndarray, bool]]] | None = None,
               skip_lm: Sequence[bool] | None = None) -> list[ItemColumns]:
@@ -174,6 +219,8 @@ class ColumnBuilder:
                 scores[name] = character_scores(detector, items)
         cuts = [sentences(item.response) for item in items]
         cosines = self._cosines(items, cuts)
+        spans_of = [words(item.response) for item in items]
+        soft = self._soft_support(items, cuts, spans_of)
         lm_scores = None
         if self.lm is not None:
             from ragtruth_spans.detectors.stacked.lm_gain import EMPTY
@@ -182,9 +229,10 @@ class ColumnBuilder:
             lm_scores = [EMPTY if skipped else self.lm.score(item) for item, skipped in zip(items, skip)]
         out = []
         for i, item in enumerate(items):
-            spans = words(item.response)
+            spans = spans_of[i]
             base = word_features(item.response, spans, self.index(item), task=item.task, sentences=cuts[i],
-                                 sentence_cosine=cosines[i])
+                                 sentence_cosine=cosines[i], soft_support=soft[i])
+            base[:, self.dropped] = 0.0
             blocks, failed = [base], []
             if lm_scores is not None:
                 from ragtruth_spans.detectors.stacked.lm_gain import lm_columns

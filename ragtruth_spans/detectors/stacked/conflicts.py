@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ragtruth_spans.data.augment import ANTONYMS
+from ragtruth_spans.data import lexicon
 from ragtruth_spans.detectors.stacked import text
 
 ContextIndex = Any
@@ -64,7 +64,9 @@ def negated_pairs(tokens: Sequence[str]) -> frozenset[tuple[str, str]]:
 
 def _same_kind(word: str, capitalised: bool, other: str, other_capitalised: bool) -> bool:
     """Whether a context word could stand where a response word stands: both numbers, or both capitalised
-    content words."""
+    content words, or two words that contradict (:func:`~ragtruth_spans.data.lexicon.contradicting`)."""
+    if lexicon.contradicting(word, other):
+        return True
     if (text.number_value(word) is None) != (text.number_value(other) is None):
         return False
     if text.number_value(word) is not None:
@@ -75,14 +77,16 @@ def _same_kind(word: str, capitalised: bool, other: str, other_capitalised: bool
 def _contradicts(block: Sequence[str], capitalised: Sequence[bool], at: int, index: ContextIndex) -> list[int]:
     """The positions in ``block`` (response words) that contradict the context words of the same length at
     ``at`` — when some word differs and every differing pair is two different numbers, two different names (the
-    response's not in the context) or antonyms (``rose``/``fell``); else none."""
+    response's not in the context), antonyms (``rose``/``fell``) or two members of one closed class
+    (``kilograms``/``pounds``, ``most``/``few``, months: :func:`~ragtruth_spans.data.lexicon.contradicting`);
+    else none."""
     ctx = index.tokens[at:at + len(block)]
     differ = [i for i, (r, c) in enumerate(zip(block, ctx)) if r != c]
     if not differ or len(ctx) != len(block):
         return []
     for i in differ:
         word, other = block[i], ctx[i]
-        if ANTONYMS.get(word) == other:
+        if lexicon.contradicting(word, other):  # antonyms, or two members of one closed class (units, months...)
             continue
         if word in index.words or not _same_kind(word, capitalised[i], other, index.capitalised[at + i]):
             return []

@@ -30,9 +30,13 @@ class StackedDetector(Detector):
     preferred_chunk_size = 32
 
     def __init__(self, booster: Any, builder: ColumnBuilder, decision: Decision, *,
-                 head: tuple[Any, Calibration] | None = None, run_info: Mapping[str, Any] | None = None) -> None:
+                 head: tuple[Any, Calibration] | None = None, run_info: Mapping[str, Any] | None = None,
+                 columns: Sequence[int] | None = None) -> None:
         self.booster, self.builder, self.decision, self.head = booster, builder, decision, head
         self.run_info = dict(run_info or {})
+        self.columns = None if columns is None else np.asarray(columns, dtype=np.int64)
+        """Which of the builder's columns the combiner reads, in its order (a run of an older, smaller feature
+        set); None: all of them."""
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "run_dir": self.run_info.get("run_dir"),
@@ -41,7 +45,7 @@ class StackedDetector(Detector):
 
     def probabilities(self, columns: Sequence[ItemColumns]) -> list[np.ndarray]:
         """The combiner's probability of every word of every item (one predict call for all of them)."""
-        rows = [c.matrix for c in columns if len(c.words)]
+        rows = [c.matrix if self.columns is None else c.matrix[:, self.columns] for c in columns if len(c.words)]
         flat = self.booster.predict(np.concatenate(rows)) if rows else np.zeros(0)
         out, at = [], 0
         for c in columns:

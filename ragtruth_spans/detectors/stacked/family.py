@@ -38,9 +38,17 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
         else:
             members[member.name] = FoldMean([load_detector(run_dir / path) for path in member.run_paths()])
     builder = ColumnBuilder(build_encoder(recipe.features.encoder, **options), members,
-                            build_lm(recipe.features.lm, device=options.get("device")))
-    if builder.names != info.get("columns"):
-        raise InputError("run_info.json columns differ from the recipe's (edited after training?)", path=run_dir)
+                            build_lm(recipe.features.lm, device=options.get("device")), drop=recipe.features.drop,
+                            token_support=recipe.features.token_support)
+    saved = info.get("columns")
+    if not isinstance(saved, list) or not set(saved) <= set(builder.names) or len(set(saved)) != len(saved):
+        raise InputError("run_info.json columns are not columns this version computes for the recipe (edited "
+                         "after training, or trained by a newer version?)", path=run_dir)
+    keep = None if saved == builder.names else [builder.names.index(name) for name in saved]  # an older run
+    booster = combiner.load(run_dir)
+    if booster.num_feature() != len(saved):
+        raise InputError(f"run_info.json columns ({len(saved)}) differ from the combiner's "
+                         f"({booster.num_feature()}): edited after training?", path=run_dir)
     decision = combiner.Decision.from_dict(info["decision"])
     if threshold is not None:
         decision = dataclasses.replace(decision, thresholds={"*": float(threshold)})
@@ -49,8 +57,9 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
         if not isinstance(info["response"], dict):
             raise InputError("run_info.json: response must be an object", path=run_dir)
         head = (response.load(run_dir), response.Calibration.from_dict(info["response"].get("calibration") or {}))
-    return StackedDetector(combiner.load(run_dir), builder, decision, head=head,
-                           run_info={"run_dir": str(run_dir.resolve()), "fingerprint": info.get("fingerprint")})
+    return StackedDetector(booster, builder, decision, head=head,
+                           run_info={"run_dir": str(run_dir.resolve()), "fingerprint": info.get("fingerprint")},
+                           columns=keep)
 
 
 def train(recipe: StackedRecipe, **kwargs: Any) -> Any:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ragtruth_spans.core.types import TASK_TYPES
+from ragtruth_spans.data import lexicon
 from ragtruth_spans.detectors.stacked import conflicts as conflict_signals
 from ragtruth_spans.detectors.stacked.text import STOP_WORDS, normalise, number_value, stem
 
@@ -45,6 +46,8 @@ BASE_FEATURES: tuple[str, ...] = (
     "sentence_cosine", "log_response_words", "log_context_words",
     *(f"task_{task}" for task in TASK_TYPES),
     "swap", "swap_one_side", "negation_added", "negation_dropped", "sentence_conflict", "number_near",
+    "synonym_in_context", "contrast_in_context", "antonym_in_context",
+    "soft_support", "soft_support_3", "sentence_soft_support",
 )
 """Column names of :func:`word_features`, in order."""
 
@@ -106,7 +109,7 @@ class ContextIndex:
         tokens = [normalise(context[a:b]) for a, b in words(context)]
         stems = [stem(t) for t in tokens]
         question_words = [normalise(question[a:b]) for a, b in words(question)] if question else []
-        numbers = {n for t in tokens if (n := number_value(t)) is not None}
+        numbers = _number_values(tokens)
         grams = {tuple(tokens[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(tokens) - n + 1)}
         stem_grams = {tuple(stems[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(stems) - n + 1)}
         vocabulary = tuple(sorted(set(tokens) | set(question_words)))
@@ -151,6 +154,38 @@ def _json_key_stems(context: str) -> tuple[frozenset[str], frozenset[str]]:
 
     visit(data, "")
     return frozenset(false_keys - true_keys), frozenset(true_keys)
+
+
+def _scaled(tokens: Sequence[str], i: int) -> str | None:
+    """The value of ``tokens[i]`` times the scale word after it (``1.5`` ``million`` → ``1500000``), else None."""
+    value = number_value(tokens[i])
+    if value is None or i + 1 >= len(tokens) or tokens[i + 1] not in lexicon.SCALES:
+        return None
+    return f"{float(value) * lexicon.SCALES[tokens[i + 1]]:g}"
+
+
+def _number_values(tokens: Sequence[str]) -> set[str]:
+    """Canonical values of the numbers of ``tokens``: digits (``1,200`` → ``1200``), digits times a scale word
+    (``1.5 million`` → ``1500000``) and number words (``three`` → ``3``)."""
+    out = {n for t in tokens if (n := number_value(t)) is not None}
+    out |= {n for i in range(len(tokens)) if (n := _scaled(tokens, i)) is not None}
+    out |= {f"{lexicon.NUMBER_WORDS[t]:g}" for t in tokens if t in lexicon.NUMBER_WORDS}
+    return out
+
+
+def _synonym_support(tokens: Sequence[str], numbers: Sequence[str | None], index: ContextIndex) -> np.ndarray:
+    """1 for a word the context supports through another form: a listed synonym, a number word or a scaled
+    number whose value the context states, a negated negative (``not uncommon`` where the context says
+    ``common``)."""
+    out = np.zeros(len(tokens), dtype=np.float32)
+    for i, t in enumerate(tokens):
+        synonym = any(s in index.words for s in lexicon.SYNONYMS.get(t, ()))
+        number_word = t in lexicon.NUMBER_WORDS and f"{lexicon.NUMBER_WORDS[t]:g}" in index.numbers
+        scaled = numbers[i] is not None and (_scaled(tokens, i) or "") in index.numbers
+        negated_negative = i > 0 and tokens[i - 1] in conflict_signals.NEGATORS and any(
+            t.startswith(p) and t[len(p):] in index.words for p in ("un", "in", "im", "dis", "ir", "il"))
+        out[i] = float(synonym or number_word or scaled or negated_negative)
+    return out
 
 
 def _longest_runs(tokens: Sequence[str], grams: frozenset[tuple[str, ...]]) -> np.ndarray:
@@ -203,10 +238,11 @@ def sentence_ids(spans: Sequence[Interval], sentences: Sequence[Interval]) -> np
 
 
 def word_features(response: str, spans: Sequence[Interval], index: ContextIndex, *, task: str,
-                  sentences: Sequence[Interval], sentence_cosine: Sequence[float] | None = None) -> np.ndarray:
+                  sentences: Sequence[Interval], sentence_cosine: Sequence[float] | None = None,
+                  soft_support: np.ndarray | None = None) -> np.ndarray:
     """``(len(spans), len(BASE_FEATURES))`` float32 features of the response words ``spans`` (see the module
-    docstring); ``sentences`` are the response's sentence intervals and ``sentence_cosine`` one similarity per
-    sentence (0.0 everywhere when None)."""
+    docstring); ``sentences`` are the response's sentence intervals, ``sentence_cosine`` one similarity per
+    sentence and ``soft_support`` one token-alignment similarity per word (0.0 everywhere when None)."""
     n = len(spans)
     out = np.zeros((n, len(BASE_FEATURES)), dtype=np.float32)
     if n == 0:
@@ -248,7 +284,8 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
         "ngram": ngram,
         "ngram_stem": _longest_runs(stems, index.stem_ngrams),
         "is_number": [v is not None for v in numbers],
-        "number_in_context": [v is not None and v in index.numbers for v in numbers],
+        "number_in_context": [v is not None and (v in index.numbers or _scaled(tokens, i) in index.numbers)
+                              for i, v in enumerate(numbers)],
         "capitalised": [w[:1].isupper() and not first for w, first in zip(raw, first_in_sentence)],
         "stop_word": stop,
         "length": [min(len(w), 20) for w in raw],
@@ -271,6 +308,17 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     columns.update(conflict)
     columns["sentence_conflict"] = sentence_conflict
     columns["number_near"] = [conflict_signals.near_number(t, index.numbers) for t in tokens]
+    soft = np.zeros(n, dtype=np.float32) if soft_support is None else np.asarray(soft_support, dtype=np.float32)
+    columns["soft_support"] = soft
+    columns["soft_support_3"] = _window_mean(soft, content, 3)
+    columns["sentence_soft_support"] = [soft[(sid == s) & (content > 0)].mean() if ((sid == s) & (content > 0)).any()
+                                        else 0.0 for s in sid]
+    columns["synonym_in_context"] = _synonym_support(tokens, numbers, index)
+    columns["contrast_in_context"] = [t not in index.words and (c := lexicon.contrast_class(t)) is not None
+                                      and any(o in index.words for o in lexicon.class_members(c) if o != t)
+                                      for t in tokens]
+    columns["antonym_in_context"] = [t not in index.words and lexicon.ANTONYMS_EXTENDED.get(t) in index.words
+                                     for t in tokens]
     for j, name in enumerate(BASE_FEATURES):
         out[:, j] = np.asarray(columns[name], dtype=np.float32)
     return out

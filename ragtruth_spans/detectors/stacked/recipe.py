@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ragtruth_spans.models.pretrained import MINILM, SMOLLM2
 from ragtruth_spans.training.recipe import DataSection, Recipe, Section, check_eval_split
@@ -45,6 +45,22 @@ class FeatureSection(Section):
                                                      "context-unit cosine is a feature; null leaves it at 0.")
     lm: LMSection | None = Field(None, description="Causal-LM support columns (two LM passes per response, "
                                                    "cached per record); null: none.")
+    token_support: bool = Field(False, description="With an encoder: per-word soft support from its contextual "
+                                "token embeddings (each word piece's best cosine with the context's tokens), "
+                                "robust to paraphrase; one more encoder pass over responses and contexts.")
+    drop: list[str] = Field(default_factory=list, description="Base feature columns held at 0 (LightGBM "
+                            "then never splits on them), e.g. the lengths and positions that encode one data "
+                            "set's habits: [word_position, sentence_position, log_response_words, ...].")
+
+    @field_validator("drop")
+    @classmethod
+    def _known_columns(cls, value: list[str]) -> list[str]:
+        from ragtruth_spans.detectors.stacked.features import BASE_FEATURES
+
+        unknown = sorted(set(value) - set(BASE_FEATURES))
+        if unknown:
+            raise ValueError(f"unknown column(s) {unknown}; the base columns: {list(BASE_FEATURES)}")
+        return value
 
 
 MEMBERS_DIR = "members"

@@ -114,20 +114,46 @@ def fit_head(x: np.ndarray, y: np.ndarray, groups: Sequence[str], settings: Resp
     source-disjoint cross-validation (``settings.folds`` folds); ``out_of_fold`` holds each row's probability
     from the fold model that did not see its source; the booster is refitted on every row with that many rounds."""
     lgb = _lightgbm()
+    problem = cross_validation_problem(y, groups)
+    if problem is not None:
+        raise HeadNotFitted(problem)
     data = lgb.Dataset(x, y.astype(np.float64), feature_name=list(RESPONSE_FEATURES), free_raw_data=False)
     fold = source_folds(groups, settings.folds, settings.seed)
     splits = [(np.flatnonzero(fold != k), np.flatnonzero(fold == k)) for k in range(settings.folds)
               if (fold == k).any() and (fold != k).any()]
-    result = lgb.cv(_params(settings), data, num_boost_round=settings.max_rounds, folds=splits,
-                    callbacks=[lgb.early_stopping(settings.early_stopping_rounds, verbose=False)],
-                    return_cvbooster=True, stratified=False)
-    rounds = len(next(iter(v for k, v in result.items() if k.endswith("-mean"))))
-    out_of_fold = np.zeros(len(y), dtype=np.float64)
-    for (_, held), booster in zip(splits, result["cvbooster"].boosters):
-        out_of_fold[held] = booster.predict(x[held], num_iteration=rounds)
-    booster = lgb.train(_params(settings), lgb.Dataset(x, y.astype(np.float64), feature_name=list(RESPONSE_FEATURES)),
-                        rounds)
+    try:
+        result = lgb.cv(_params(settings), data, num_boost_round=settings.max_rounds, folds=splits,
+                        callbacks=[lgb.early_stopping(settings.early_stopping_rounds, verbose=False)],
+                        return_cvbooster=True, stratified=False)
+        rounds = len(next(iter(v for k, v in result.items() if k.endswith("-mean"))))
+        out_of_fold = np.zeros(len(y), dtype=np.float64)
+        for (_, held), booster in zip(splits, result["cvbooster"].boosters):
+            out_of_fold[held] = booster.predict(x[held], num_iteration=rounds)
+        booster = lgb.train(_params(settings), lgb.Dataset(x, y.astype(np.float64),
+                                                           feature_name=list(RESPONSE_FEATURES)), rounds)
+    except (ValueError, lgb.basic.LightGBMError) as exc:  # e.g. a fold left with no row after bagging
+        raise HeadNotFitted(f"LightGBM could not cross-validate it on {len(y)} responses of {len(set(groups))} "
+                            f"sources ({str(exc).strip().splitlines()[0][:120]})") from None
     return booster, out_of_fold, rounds
+
+
+class HeadNotFitted(Exception):
+    """The response head cannot be cross-validated on these training responses; the message is the reason the
+    run records (``response_head_dropped``) when it goes on without a head."""
+
+
+def cross_validation_problem(y: np.ndarray, groups: Sequence[str]) -> str | None:
+    """Why the head cannot be cross-validated by source on training responses with labels ``y`` from sources
+    ``groups`` (None when it can): no response, a single source (one document with many answers: no fold could
+    hold out a source), or a single class."""
+    if len(y) == 0:
+        return "no training response to fit it on"
+    if len(set(groups)) < 2:
+        return (f"all {len(y)} training responses share one source: no source-disjoint cross-validation (give "
+                "the records several sources, or set response: null)")
+    if len(set(np.asarray(y).tolist())) < 2:
+        return "one class only among the training responses"
+    return None
 
 
 @dataclass(frozen=True)
@@ -190,6 +216,12 @@ def save(booster: Any, run_dir: Path, rounds: int) -> None:
     from ragtruth_spans.core.files import atomic_write_text
 
     atomic_write_text(run_dir / HEAD_FILE, booster.model_to_string(num_iteration=rounds))
+
+
+def discard(run_dir: Path) -> None:
+    """Remove ``response_head.txt`` from a run trained without a head (dropped, or ``response: null``), so a
+    head left by an earlier try in the directory is neither in the manifest nor mistaken for this run's."""
+    (run_dir / HEAD_FILE).unlink(missing_ok=True)
 
 
 def load(run_dir: Path) -> Any:

@@ -41,7 +41,7 @@ from ragtruth_spans.detectors.stacked.recipe import MEMBERS_DIR, MemberSection, 
 from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.data import RecordStats, record_origin, record_weight
 from ragtruth_spans.training.run import TrainResult
-from ragtruth_spans.training.skeleton import data_record, select_data
+from ragtruth_spans.training.skeleton import data_record, select_data, trained_on
 
 Scores = list[tuple[np.ndarray, bool]]
 
@@ -163,7 +163,8 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     seconds["members"] = time.perf_counter() - started
 
     tick = time.perf_counter()
-    builder = ColumnBuilder(build_encoder(recipe.features.encoder), detectors, build_lm(recipe.features.lm))
+    builder = ColumnBuilder(build_encoder(recipe.features.encoder), detectors, build_lm(recipe.features.lm),
+                            drop=recipe.features.drop, token_support=recipe.features.token_support)
     train_cols = _columns(builder, train_records, on_train, "columns (training)",
                           lm_augmented=recipe.features.lm is None or recipe.features.lm.augmented)
     eval_cols = _columns(builder, eval_records, on_eval, "columns (eval)")
@@ -192,7 +193,8 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     every_cols = train_cols + eval_cols
     bounds = np.cumsum([0, *(len(c.words) for c in every_cols)])
     every_probs = [flat[bounds[i]:bounds[i + 1]] for i in range(len(every_record))]
-    real = [i for i, r in enumerate(every_record) if record_origin(r) == "real"]  # tune on real data only
+    # tune on real data and the whole eval split (which holds data.synth's generated held-out records, if any)
+    real = [i for i, r in enumerate(every_record) if record_origin(r) == "real" or i >= len(train_records)]
     tuned_records = [every_record[i] for i in real]
     tuned_words = [every_cols[i].words for i in real]
     probabilities = [every_probs[i] for i in real]
@@ -205,13 +207,19 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     scores = word_max
     if recipe.response is not None:
         console.print("stacked: response head (cross-validated by source, calibrated on out-of-fold responses)")
-        head = response.train_head(recipe.response, decision, builder.names, every_record, every_cols, every_probs,
-                                   len(train_records))
-        head_scores = [float(head.scores[i]) for i in real]
-        kept, head_dropped = response.keep_head(head_scores, word_max, [bool(r.spans) for r in tuned_records])
+        try:
+            head = response.train_head(recipe.response, decision, builder.names, every_record, every_cols,
+                                       every_probs, len(train_records))
+        except response.HeadNotFitted as exc:  # one source, one class, too few responses to cross-validate
+            head, head_dropped = None, {"reason": str(exc)}
+            console.print(f"stacked: response head dropped ({exc})", highlight=False)
+        kept = False
+        if head is not None:
+            head_scores = [float(head.scores[i]) for i in real]
+            kept, head_dropped = response.keep_head(head_scores, word_max, [bool(r.spans) for r in tuned_records])
         if kept:
             scores, head_dropped = head_scores, None
-        else:  # too little data for the head to rank better than the top word probability (tiny sets)
+        elif head is not None:  # too little data for the head to rank better than the top word probability
             console.print(f"stacked: response head dropped ({head_dropped['reason']})", highlight=False)
             head_dropped |= head.info(real, every_record)
             head = None
@@ -223,6 +231,8 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     combiner.save(booster, run_dir)
     if head is not None:
         response.save(head.booster, run_dir, head.rounds)
+    else:
+        response.discard(run_dir)  # a head of an earlier try in this directory (--resume) is not this run's
     importance = booster.feature_importance("gain", iteration=rounds)
     top = sorted(zip(builder.names, importance.tolist()), key=lambda kv: -kv[1])
     chosen = next(row for row in table if "response_f1" in row
@@ -241,7 +251,7 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
             "feature_gain": {name: round(value, 1) for name, value in top},
             "data": data_record(selected, eval_split=recipe.data.eval_split),
             "seconds": {k: round(v, 1) for k, v in seconds.items()}}
-    write_run_files(run_dir, recipe, info, fingerprint=fingerprint)
+    write_run_files(run_dir, recipe, info, fingerprint=fingerprint, trained_on=trained_on(selected))
     head_words = "" if head is None else f"; response head AUROC {info['response']['auroc']} (out of fold)"
     console.print(f"[bold green]done[/]: {rounds} boosting rounds{head_words}; {combiner.describe(decision)}; "
                   f"span F1 {chosen['span_f1']:.3f} / response F1 {chosen['response_f1']:.3f} on "

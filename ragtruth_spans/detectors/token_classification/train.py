@@ -39,7 +39,7 @@ from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.arguments import trainer_arguments
 from ragtruth_spans.training.data import RecordStats, examples_sha256
 from ragtruth_spans.training.run import TrainResult, last_checkpoint, run_trainer
-from ragtruth_spans.training.skeleton import SelectedData, data_record, select_data
+from ragtruth_spans.training.skeleton import SelectedData, data_record, select_data, trained_on
 
 
 @dataclass
@@ -234,7 +234,8 @@ def train(recipe: TokenClassificationRecipe, *, console: Console | None = None, 
     if trainer.is_world_process_zero():
         detection = _tune_threshold(recipe, trainer.model, data, console)
         write_run_files(output_dir, recipe, fingerprint=fingerprint,
-                        info=_run_info(recipe, data, model, metrics, last, detection))
+                        info=_run_info(recipe, data, model, metrics, last, detection),
+                        trained_on=trained_on(data.selected))
         figure = (f"span F1 {detection['dev']['f1']:.3f}" if isinstance(detection.get("dev"), dict) else None)
         console.print(f"[bold green]done[/]: model and run info in {output_dir} (train_loss over the whole run="
                       f"{metrics['train_loss_whole_run'] or float('nan'):.4f}, {metrics['wall_s']} s). Decision: "

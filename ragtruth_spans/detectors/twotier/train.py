@@ -25,7 +25,7 @@ from ragtruth_spans.reporting.console import training_data_summary
 from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.data import RecordStats, examples_sha256
 from ragtruth_spans.training.run import TrainResult
-from ragtruth_spans.training.skeleton import base_model, data_record, select_data, tiny_texts
+from ragtruth_spans.training.skeleton import base_model, data_record, select_data, tiny_texts, trained_on
 
 
 @dataclass
@@ -169,7 +169,7 @@ def train(recipe: TwoTierRecipe, *, console: Console | None = None, resume: bool
         detector, result = detector.tune(eval_records, criterion=recipe.tuning.criterion,
                                          split=recipe.data.eval_split or "", values=recipe.tuning.grid)
         tuning = result.to_dict()
-    write_run_files(output_dir, recipe, fingerprint=fingerprint, info={
+    write_run_files(output_dir, recipe, fingerprint=fingerprint, trained_on=trained_on(selected), info={
         "base_model": {"name_or_path": recipe.model.name_or_path, "path": base[0], "revision": base[1],
                        "gguf_file": recipe.model.gguf_file},
         "threshold": detector.threshold, "tuning": tuning,

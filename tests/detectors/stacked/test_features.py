@@ -146,3 +146,37 @@ def test_a_number_one_digit_edit_away_from_a_context_number_is_marked_near():
     context = "The bridge has carried traffic since 1932. It employs 1,200 people and 7 engineers."
     features = features_of(context, "Traffic since 1923, 2,100 people, 8 engineers, 1932 and 5400.")
     assert {w for w, row in features.items() if row["number_near"]} == {"1923", "2,100"}
+
+
+def test_support_through_another_form_is_marked():
+    f = features_of("The city has 1,500,000 residents and three parks. It is common to buy food there.",
+                    "The city has 1.5 million residents and 3 parks. It is not uncommon to purchase food there.")
+    assert f["1.5"]["number_in_context"] == 1 and f["1.5"]["synonym_in_context"] == 1
+    assert f["3"]["number_in_context"] == 1
+    assert f["uncommon"]["synonym_in_context"] == 1 and f["purchase"]["synonym_in_context"] == 1
+    assert f["residents"]["synonym_in_context"] == 0  # copied, not a synonym
+
+
+def test_a_changed_unit_or_reversed_finding_reads_as_a_conflict():
+    units = features_of("Each box weighs 12 kilograms.", "Each box weighs 12 pounds.")
+    assert units["pounds"]["contrast_in_context"] == 1 and units["pounds"]["swap_one_side"] == 1
+    finding = features_of("The survey found that most support shorter days.",
+                          "The survey found that most oppose shorter days.")
+    assert finding["oppose"]["antonym_in_context"] == 1 and finding["oppose"]["swap"] == 1
+    assert finding["most"]["contrast_in_context"] == 0  # the context has this very word
+
+
+def test_soft_support_comes_from_the_real_minilm_token_embeddings():
+    from ragtruth_spans.detectors.base import DetectItem
+    from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
+    from ragtruth_spans.detectors.stacked.columns import ColumnBuilder
+
+    item = DetectItem(context="The town has 1,500,000 residents. The castle was completed in 1240.",
+                      response="The town has 1.5 million inhabitants. The castle was built in 1240 by King Edward I.",
+                      task="Summary")
+    (cols,) = ColumnBuilder(SentenceEncoder(), token_support=True).build([item])
+    soft = dict(zip([item.response[a:b] for a, b in cols.words], cols.matrix[:, BASE_FEATURES.index("soft_support")]))
+    assert soft["town"] > 0.8 and soft["inhabitants"] > 0.5  # copied, paraphrased
+    assert soft["King"] < 0.4 and soft["Edward"] < 0.4 and soft["inhabitants"] > soft["Edward"] + 0.2
+    (plain,) = ColumnBuilder(SentenceEncoder()).build([item])  # off unless the recipe asks for it
+    assert not plain.matrix[:, BASE_FEATURES.index("soft_support")].any()

@@ -122,3 +122,20 @@ def test_a_damaged_response_head_is_one_clean_error(tmp_path):
         (tmp_path / name / response.HEAD_FILE).write_bytes(data)
         with pytest.raises(InputError, match=response.HEAD_FILE):
             response.load(tmp_path / name)
+
+
+def test_the_run_records_the_fingerprints_of_what_it_trained_and_tuned_on(run):
+    from ragtruth_spans.core.jsonl import read_records
+    from ragtruth_spans.evaluation.overlap import TRAINED_ON_FILE, TrainedOn, text_fingerprint
+    from ragtruth_spans.runs.run_dir import read_trained_on
+
+    info = json.loads((run / "run_info.json").read_text(encoding="utf-8"))
+    trained = read_trained_on(run)
+    assert TRAINED_ON_FILE in info["files_sha256"] and info["trained_on"]["records"] == dict(trained.records)
+    assert trained.records["eval"] == 12 and trained.records["train"] >= 32  # augmented records come on top
+    seen = read_records(run.parent / "train.jsonl") + read_records(run.parent / "dev.jsonl")
+    assert {text_fingerprint(r.response) for r in seen} <= trained.responses
+    assert {text_fingerprint(r.context) for r in seen} <= trained.sources
+    unseen = read_records(run.parent / "test.jsonl")
+    assert not {text_fingerprint(r.response) for r in unseen} & trained.responses
+    assert isinstance(TrainedOn.read(run / TRAINED_ON_FILE), TrainedOn)

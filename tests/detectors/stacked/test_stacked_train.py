@@ -251,13 +251,18 @@ def test_an_unfinished_or_foreign_run_is_refused(prepared, tmp_path):
     info["columns"] = info["columns"][:-1]
     del info["files_sha256"]
     (edited / "run_info.json").write_text(json.dumps(info))
-    with pytest.raises(InputError, match="columns differ"), pytest.warns(UserWarning):
+    with pytest.raises(InputError, match="columns .* differ from the combiner's"), pytest.warns(UserWarning):
+        load_detector(edited)  # fewer columns than the combiner reads
+    info["columns"] = [*info["columns"][:-1], "no_such_column"]
+    (edited / "run_info.json").write_text(json.dumps(info))
+    with pytest.raises(InputError, match="not columns this version computes"), pytest.warns(UserWarning):
         load_detector(edited)
 
 
 def test_extra_training_sources_are_weighted_rows_never_tuned_on(prepared, tmp_path):
     extra = tmp_path / "extra"
-    write_records(extra / "train.jsonl", synthetic_records(8, 5, "train"))
+    other = [r.__class__(**{**r.__dict__, "id": f"other-{r.id}"}) for r in synthetic_records(8, 5, "train")]
+    write_records(extra / "train.jsonl", other)  # other ids and contexts: data.extra may not overlap the run's
     out = tmp_path / "run"
     recipe = stacked_recipe(prepared, out)
     recipe["data"]["extra"] = [{"dir": str(extra), "weight": 0.5}]

@@ -299,6 +299,7 @@ def test_cli_train_predict_evaluate(prepared, tmp_path):
     result = runner.invoke(app, ["evaluate", "--gold", str(prepared / "dev.jsonl"), "--pred", str(pred)])
     assert result.exit_code == 0, result.output
     assert "AUROC" in result.output
+    assert "gold responses overlap the training data of" in result.output  # named by pred.jsonl.meta.json
     result = runner.invoke(app, ["predict", "--model", "numbers", "--data", str(prepared / "dev.jsonl"),
                                  "--out", str(tmp_path / "n.jsonl"), "--threshold", "0.5"])
     assert result.exit_code == 2 and "do not apply" in result.output

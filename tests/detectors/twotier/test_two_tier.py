@@ -94,6 +94,9 @@ def test_a_tiny_two_tier_run_trains_tunes_loads_and_never_flags_tier1(tmp_path):
     assert info["kind"] == "two-tier" and info["tuning"]["split"] == "dev" and len(info["tuning"]["grid"]) == 9
     assert info["data"]["counts"]["tier1_filtered"] == 4 and info["data"]["counts"]["unsupported_pairs"] == 4
     assert info["tier1"]["train"]["by_rule"]["greeting"]["filtered"] == 4 and result.stats.supported_pairs == 4
+    assert info["trained_on"]["records"] == {"train": len(two_tier_records("train")),
+                                             "eval": len(two_tier_records("dev"))}
+    assert "trained_on.json" in info["files_sha256"]
 
     detector = load_detector(tmp_path / "run", threshold=0.0)  # flag every sentence tier 2 judges
     response = "Sure! Entry costs 30 euros. Would you like more?"

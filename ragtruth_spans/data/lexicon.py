@@ -1,0 +1,166 @@
+"""Closed word classes shared by the synthetic-data generator and the stacked detector's support and conflict
+columns: synonyms (faithful paraphrase), antonyms and reversed trends (contradiction), units, quantity words,
+months and weekdays (a different member of the same class contradicts), number words and scales.
+
+All entries are lower-case. :func:`contrast_class` says which closed class a word belongs to, so two *different*
+words of one class (``kilograms`` / ``pounds``, ``most`` / ``few``, ``Monday`` / ``Thursday``) read as a
+contradiction, while :data:`SYNONYMS` pairs read as support.
+
+>>> contrast_class("kilograms") == contrast_class("pounds")
+True
+>>> are_synonyms("purchase", "buy")
+True
+"""
+
+from __future__ import annotations
+
+_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("said", "stated", "noted", "reported"), ("say", "state"), ("says", "states"),
+    ("big", "large", "sizeable"), ("small", "little", "modest"), ("start", "begin"), ("started", "began", "launched"),
+    ("starts", "begins"), ("end", "finish"), ("ended", "finished", "concluded"), ("help", "assist", "aid"),
+    ("helped", "assisted"), ("buy", "purchase"), ("bought", "purchased"), ("show", "reveal", "indicate"),
+    ("showed", "revealed", "indicated"), ("shows", "reveals", "indicates"), ("people", "individuals", "persons"),
+    ("children", "kids"), ("car", "vehicle"), ("cars", "vehicles"), ("shop", "store"), ("shops", "stores"),
+    ("about", "approximately", "around", "roughly"), ("fast", "quick", "rapid"), ("quickly", "rapidly"),
+    ("main", "primary", "principal"), ("important", "significant", "key"),
+    ("used", "utilised", "employed"), ("get", "obtain", "receive"), ("got", "obtained", "received"),
+    ("need", "require"), ("needs", "requires"), ("needed", "required"), ("try", "attempt"), ("tried", "attempted"),
+    ("enough", "sufficient"), ("whole", "entire"), ("often", "frequently"), ("also", "additionally"),
+    ("because", "since"), ("but", "however"), ("near", "close"), ("home", "house"), ("homes", "houses"),
+    ("job", "position"), ("jobs", "positions"), ("company", "firm"), ("companies", "firms"),
+    ("goal", "aim", "objective"), ("choose", "select"), ("chose", "selected"), ("find", "discover"),
+    ("found", "discovered"), ("build", "construct"), ("built", "constructed"), ("make", "create"),
+    ("made", "created"), ("allow", "permit", "let"), ("allowed", "permitted"), ("allows", "permits"),
+    ("maybe", "perhaps"), ("nearly", "almost"), ("rich", "wealthy"), ("sick", "ill"), ("doctor", "physician"),
+    ("doctors", "physicians"), ("students", "pupils"), ("area", "region"), ("areas", "regions"),
+    ("town", "municipality"), ("kind", "type"), ("kinds", "types"), ("answer", "response"), ("problem", "issue"),
+    ("problems", "issues"), ("officials", "authorities"), ("died", "passed away"),
+    ("hurt", "injured"), ("pay", "salary"), ("price", "cost"), ("prices", "costs"), ("cheap", "inexpensive"),
+    ("friendly", "welcoming"), ("tasty", "delicious"), ("meal", "dish"), ("meals", "dishes"),
+    ("staff", "employees", "workers"), ("owner", "proprietor"), ("offers", "provides"), ("offer", "provide"),
+    ("offered", "provided"), ("plan", "scheme"), ("plans", "schemes"), ("rule", "regulation"),
+    ("rules", "regulations"), ("law", "legislation"), ("study", "research"), ("survey", "poll"),
+    ("scientists", "researchers"), ("increase", "rise"), ("increased", "rose", "grew"), ("decrease", "decline"),
+    ("decreased", "declined", "fell"), ("later", "subsequently"), ("before", "prior"), ("currently", "presently"),
+    ("country", "nation"), ("countries", "nations"), ("road", "street"), ("movie", "film"), ("movies", "films"),
+    ("talk", "speak"), ("talked", "spoke"), ("ask", "request"), ("asked", "requested"), ("tell", "inform"),
+    ("told", "informed"), ("keep", "retain"), ("kept", "retained"), ("stop", "halt"), ("stopped", "halted"),
+    ("worldwide", "globally"), ("annual", "yearly"), ("daily", "everyday"), ("thrice", "three"),
+)
+_ANTONYM_PAIRS: tuple[tuple[str, str], ...] = (
+    ("increase", "decrease"), ("increased", "decreased"), ("increases", "decreases"), ("higher", "lower"),
+    ("more", "less"), ("before", "after"), ("open", "closed"), ("opened", "closed"), ("allowed", "banned"),
+    ("rise", "fall"), ("rose", "fell"), ("rises", "falls"), ("rising", "falling"), ("largest", "smallest"),
+    ("first", "last"), ("won", "lost"), ("win", "lose"), ("wins", "loses"), ("approved", "rejected"),
+    ("approve", "reject"), ("positive", "negative"), ("early", "late"), ("earlier", "later"), ("north", "south"),
+    ("east", "west"), ("good", "poor"), ("cheap", "expensive"), ("support", "oppose"), ("supported", "opposed"),
+    ("supports", "opposes"), ("accept", "refuse"), ("accepted", "refused"), ("agree", "disagree"),
+    ("agreed", "disagreed"), ("safe", "dangerous"), ("success", "failure"), ("successful", "unsuccessful"),
+    ("gain", "loss"), ("gained", "lost"), ("profit", "loss"), ("strong", "weak"), ("stronger", "weaker"),
+    ("larger", "smaller"), ("bigger", "smaller"), ("better", "worse"), ("best", "worst"), ("faster", "slower"),
+    ("older", "younger"), ("oldest", "youngest"), ("above", "below"), ("up", "down"), ("grew", "shrank"),
+    ("expanded", "contracted"), ("improved", "worsened"), ("improve", "worsen"), ("included", "excluded"),
+    ("include", "exclude"), ("public", "private"), ("legal", "illegal"), ("true", "false"), ("always", "never"),
+    ("easy", "difficult"), ("easier", "harder"), ("full", "empty"), ("hot", "cold"), ("warmer", "colder"),
+    ("young", "old"), ("new", "old"), ("increasing", "decreasing"), ("growth", "decline"), ("high", "low"),
+    ("maximum", "minimum"), ("inside", "outside"), ("indoor", "outdoor"), ("arrived", "departed"),
+    ("buy", "sell"), ("bought", "sold"), ("import", "export"), ("imports", "exports"), ("wet", "dry"),
+    ("entered", "left"), ("hired", "fired"), ("raised", "lowered"), ("raise", "lower"), ("lowest", "highest"),
+    ("majority", "minority"), ("victory", "defeat"), ("ally", "enemy"), ("allies", "enemies"),
+    ("benefit", "harm"), ("benefits", "harms"), ("helpful", "harmful"), ("likely", "unlikely"),
+    ("possible", "impossible"), ("common", "rare"), ("available", "unavailable"), ("friendly", "hostile"),
+)
+_CONTRAST_CLASSES: dict[str, tuple[str, ...]] = {
+    "mass": ("kilograms", "kilogram", "kg", "grams", "gram", "pounds", "pound", "lbs", "ounces", "ounce", "tons",
+             "tonnes", "stone"),
+    "length": ("kilometres", "kilometers", "kilometre", "kilometer", "km", "miles", "mile", "metres", "meters",
+               "metre", "meter", "feet", "foot", "yards", "yard", "inches", "inch", "centimetres", "centimeters",
+               "cm", "millimetres", "millimeters", "mm"),
+    "volume": ("litres", "liters", "litre", "liter", "gallons", "gallon", "millilitres", "milliliters", "ml",
+               "pints", "pint", "cups", "cup"),
+    "time": ("seconds", "second", "minutes", "minute", "hours", "hour", "days", "day", "weeks", "week", "months",
+             "month", "years", "year", "decades", "decade", "centuries", "century"),
+    "money": ("dollars", "dollar", "euros", "euro", "pounds sterling", "yen", "yuan", "rupees", "francs",
+              "cents", "pence"),
+    "temperature": ("celsius", "fahrenheit", "kelvin"),
+    "area": ("acres", "acre", "hectares", "hectare", "square miles", "square kilometres"),
+    "scale": ("thousand", "million", "billion", "trillion", "hundred"),
+    "quantity": ("most", "few", "many", "some", "all", "none", "several", "majority", "minority", "half",
+                 "dozens", "hundreds", "thousands", "millions"),
+    "frequency": ("always", "usually", "often", "sometimes", "rarely", "never", "seldom", "daily", "weekly",
+                  "monthly", "annually", "yearly"),
+    "month": ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+              "november", "december"),
+    "weekday": ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
+    "multiple": ("twice", "thrice", "double", "doubled", "tripled", "quadrupled", "halved"),
+    "ordinal": ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+                "last"),
+}
+NUMBER_WORDS: dict[str, int] = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+    "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "dozen": 12,
+}
+SCALES: dict[str, int] = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000,
+                          "trillion": 1_000_000_000_000}
+
+SYNONYMS: dict[str, frozenset[str]] = {}
+for _group in _SYNONYM_GROUPS:
+    for _word in _group:
+        SYNONYMS[_word] = SYNONYMS.get(_word, frozenset()) | frozenset(w for w in _group if w != _word)
+ANTONYMS_EXTENDED: dict[str, str] = {}
+for _a, _b in _ANTONYM_PAIRS:
+    ANTONYMS_EXTENDED.setdefault(_a, _b)
+    ANTONYMS_EXTENDED.setdefault(_b, _a)
+_CLASS_OF: dict[str, str] = {w: name for name, members in _CONTRAST_CLASSES.items() for w in members}
+
+
+def contrast_class(word: str) -> str | None:
+    """The closed class (``mass``, ``month``, ``quantity``...) of a lower-case word, None for other words."""
+    return _CLASS_OF.get(word)
+
+
+def class_members(name: str) -> tuple[str, ...]:
+    """The words of the closed class ``name`` (see :func:`contrast_class`)."""
+    return _CONTRAST_CLASSES[name]
+
+
+def are_synonyms(a: str, b: str) -> bool:
+    """Whether two lower-case words are listed as synonyms (symmetric)."""
+    return b in SYNONYMS.get(a, ())
+
+
+def contradicting(a: str, b: str) -> bool:
+    """Whether two different lower-case words contradict where one stands for the other: listed antonyms, or two
+    members of one closed class (units of one dimension, months, quantity words...)."""
+    if a == b:
+        return False
+    if ANTONYMS_EXTENDED.get(a) == b:
+        return True
+    ca = contrast_class(a)
+    return ca is not None and ca == contrast_class(b)
+
+TITLES: tuple[str, ...] = ("King", "Queen", "Dr.", "Professor", "President", "Sir", "General", "Mayor", "Senator",
+                           "Bishop", "Prince")
+FIGURE_TEMPLATES: tuple[str, ...] = (
+    "at a cost of ${n} million", "a rise of {n} percent", "affecting some {n},000 people", "with {n} percent more "
+    "visitors than last year", "worth about {n} million euros", "up {n} percent on the year before",
+    "drawing {n},000 spectators", "in just {n} days", "with a budget of {n} million dollars",
+    "about {n} percent of the total")
+RECOMMENDATIONS: tuple[str, ...] = (
+    "Visitors are advised to book well in advance.", "Experts recommend checking with a doctor first.",
+    "Residents should avoid the area until further notice.", "It is best to arrive early to avoid the queues.",
+    "Readers should compare prices before buying.", "Officials urge everyone to get vaccinated.",
+    "Parents are encouraged to keep children indoors.", "Investors should diversify their portfolios.",
+    "The authors recommend further study before any policy change.", "Customers are advised to call ahead.",
+    "Travellers should carry their passports at all times.", "Anyone affected should contact their insurer.",
+)
+JSON_CLAIMS: tuple[str, ...] = ("It offers {}.", "The place also has {}.", "Guests can enjoy {} there.",
+                                "It is known for its {}.", "They provide {}.")
+AMENITIES: tuple[str, ...] = ("valet parking", "free Wi-Fi", "outdoor seating", "live music", "a children's menu",
+                              "a rooftop terrace", "home delivery", "a drive-through", "a happy hour",
+                              "wheelchair access", "a full bar", "gluten-free options", "a private dining room",
+                              "late-night hours", "a loyalty programme", "catering services")
+STOPLIKE_NAMES: frozenset[str] = frozenset({"the", "this", "that", "there", "these", "those", "however", "but",
+                                            "and", "in", "on", "at", "for", "it", "he", "she", "they", "we"})
