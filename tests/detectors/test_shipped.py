@@ -130,3 +130,29 @@ def test_one_call_detect_loads_once_and_checks_its_input(shipped) -> None:
 
 def test_run_info_is_not_in_its_own_manifest() -> None:
     assert RUN_INFO_FILE not in read_run_info(DEFAULT_DIR)["files_sha256"]
+
+
+def test_the_shipped_run_records_what_it_trained_on() -> None:
+    """The overlap guard knows the shipped detector's training data (trained_on.json, in its manifest)."""
+    from ragtruth_spans.pipeline.overlap import model_training_data
+
+    training = model_training_data(DEFAULT_NAME)
+    assert training.status == "known" and training.trained_on is not None
+    build = json.loads((DEFAULT_DIR / BUILD_FILE).read_text(encoding="utf-8"))
+    assert training.trained_on.records["eval"] == build["data"]["eval"]["responses"]
+    assert training.trained_on.records["train"] >= build["data"]["train"]["responses"]  # with the augmented ones
+    assert "trained_on.json" in read_run_info(DEFAULT_DIR)["files_sha256"]
+
+
+def test_the_shipped_run_overlaps_all_of_the_shared_pool() -> None:
+    """Evaluated on ../shared/data's RAGTruth responses, every one is counted as seen (skipped without it)."""
+    from ragtruth_spans.data.ragtruth import load_ragtruth
+    from ragtruth_spans.evaluation.overlap import count_overlap
+    from ragtruth_spans.pipeline.overlap import model_training_data
+
+    pool = REPO.parent / "shared" / "data" / "ragtruth_pool"
+    if not (pool / "response.jsonl").is_file():
+        pytest.skip("../shared/data is not present")
+    gold = load_ragtruth(pool)
+    overlap = count_overlap(gold, model_training_data(DEFAULT_NAME))
+    assert overlap.status == "known" and len(overlap.ids) == len(gold) == overlap.shared_source
