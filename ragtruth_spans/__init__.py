@@ -4,8 +4,10 @@ The public API is small and imported lazily, so ``import ragtruth_spans`` does n
 
 - :class:`Span`, :class:`Record` — the data types (character offsets, half-open ``[start, end)``).
 - :func:`load_ragtruth` — read an official RAGTruth directory into records.
-- :func:`load_detector` — any saved detector run (or a named rule-based one) behind one interface:
-  ``load_detector(path).detect(context=..., response=..., task=...)`` → :class:`Detection`.
+- :func:`detect` — one call with the detector that ships inside the package (loaded once per process):
+  ``detect(context, response, question=None)`` → :class:`Detection` (spans as character offsets, a score).
+- :func:`load_detector` — any saved detector run (or a named rule-based one; none: the shipped one) behind one
+  interface: ``load_detector(path).detect(context=..., response=..., task=...)`` → :class:`Detection`.
 - :func:`evaluate` — score predicted spans against gold records.
 - :func:`select_best` — best-of-N answer selection by detected hallucinations.
 - :func:`load_recipe`, :func:`train` — a recipe (shipped name or YAML file, ``key=value`` overrides) and training
@@ -34,6 +36,7 @@ _EXPORTS = {
     "Detection": "ragtruth_spans.detectors.base",
     "DetectItem": "ragtruth_spans.detectors.base",
     "load_detector": "ragtruth_spans.detectors.loader",
+    "detect": "ragtruth_spans.detectors.quick_detect",
     "evaluate": "ragtruth_spans.evaluation.evaluator",
     "Report": "ragtruth_spans.evaluation.report",
     "select_best": "ragtruth_spans.selection.select",

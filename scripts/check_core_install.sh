@@ -18,4 +18,9 @@ if ragtruth-spans predict --model sim-cosine --data "$tmp/data/test.jsonl" --out
   echo "sim-cosine ran without the detect extra" >&2; exit 1
 fi
 grep -qF "pip install 'ragtruth-spans[detect]'" "$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+# The shipped detector (no --model) is package data, but it needs the detect extra to run: it says so.
+if ragtruth-spans detect --context "Opened in 1999." --response "Opened in 1998." --task Summary 2>"$tmp/err"; then
+  echo "the shipped detector ran without the detect extra" >&2; exit 1
+fi
+grep -qF "pip install 'ragtruth-spans[detect]'" "$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
 echo "core-only install: prepare, import, predict (rules), evaluate and report work without torch"

@@ -29,7 +29,8 @@ from ragtruth_spans.cli.common import (
 def benchmark_command(
     data: Path = typer.Option(..., "--data", help="Prepared split file with gold spans, e.g. OUT/test.jsonl."),
     detectors: str = typer.Option(..., "--detectors", help="Comma-separated detector names or run directories, "
-                                  "e.g. numbers,sim-cosine,sim-cosine@dev,runs/two-tier[threshold=0.4] (NAME@dev: "
+                                  "e.g. default,numbers,sim-cosine@dev,runs/two-tier[threshold=0.4] (default: the "
+                                  "detector shipped with the package; NAME@dev: "
                                   "tune its thresholds on --dev first; [KEY=VALUE,...]: this detector's own load "
                                   "options, over the load flags below, which apply to every detector)."),
     out_dir: Path = typer.Option(..., "--out", help="Directory for predictions/, tuning/, leaderboard.{md,json,svg} "

@@ -167,6 +167,27 @@ def data_inputs(flag: str, path: Any) -> list[tuple[str, Any]]:
 
 # --- the one set of load options (predict, detect, serve, select-best, benchmark) -------------------------------
 
+def model_option(names: str = "numbers, absent-words, flag-all, flag-none") -> Any:
+    """``--model``: optional; left out (or ``default``), the detector shipped with the package."""
+    return typer.Option(None, "--model", help=f"A run directory written by `train`, or a detector name ({names}). "
+                        "Default: the detector shipped with the package (`default`; docs/MODEL_CARD.md).")
+
+
+def resolve_model(model: str | None) -> str:
+    """The ``--model`` value commands load: the shipped detector's run directory for None or ``default`` (unless
+    a directory of that name exists), anything else as given."""
+    from ragtruth_spans.detectors.shipped import resolve_detector
+
+    return str(resolve_detector(model))
+
+
+def model_label(model: str | None) -> str:
+    """How messages name ``--model``: ``the shipped detector (default)``, or the value given."""
+    from ragtruth_spans.detectors.shipped import is_default
+
+    return "the shipped detector (default)" if is_default(model) else str(model)
+
+
 def device_option() -> Any:
     return typer.Option(None, "--device", help="torch device: cpu, cuda, cuda:1 ... (default: cuda if available).")
 

@@ -33,7 +33,9 @@ from ragtruth_spans.cli.common import (
     load_in_4bit_option,
     load_options,
     max_new_tokens_option,
+    model_option,
     out,
+    resolve_model,
     threshold_option,
     user_errors,
 )
@@ -129,8 +131,7 @@ def _write(rows: list[tuple[dict[str, Any], str]], view: bool, stream: TextIO) -
 
 @app.command("detect")
 def detect_command(
-    model: str = typer.Option(..., "--model", help="A run directory written by `train`, or a detector name "
-                              "(numbers, absent-words, flag-all, flag-none)."),
+    model: Optional[str] = model_option(),
     context: Optional[str] = typer.Option(None, "--context", help="The context (passages, article or data), or "
                                           "@FILE."),
     question: Optional[str] = typer.Option(None, "--question", help="The question (QA), or @FILE."),
@@ -170,7 +171,7 @@ def detect_command(
             options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
                                    max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,
                                    option=option)
-            detector = load_detector(model, **options)
+            detector = load_detector(resolve_model(model), **options)
         except OSError as exc:
             fail(exc)
         view = output == "view" or (output == "auto" and out.is_terminal)

@@ -20,7 +20,10 @@ from ragtruth_spans.cli.common import (
     load_in_4bit_option,
     load_options,
     max_new_tokens_option,
+    model_label,
+    model_option,
     note,
+    resolve_model,
     threshold_option,
     user_errors,
 )
@@ -30,9 +33,8 @@ from ragtruth_spans.core.errors import InputError, check_choice
 
 @app.command("predict")
 def predict_command(
-    model: str = typer.Option(..., "--model", help="Run directory written by `train` (or a judge directory), or "
-                              "a detector name (numbers, absent-words, flag-all, flag-none, sim-cosine, sim-overlap, "
-                              "sim-hybrid, keyword-match, llm-judge)."),
+    model: Optional[str] = model_option("numbers, absent-words, flag-all, flag-none, sim-cosine, sim-overlap, "
+                                        "sim-hybrid, keyword-match, llm-judge; or a judge directory"),
     data: Path = typer.Option(..., "--data", help="Prepared split file, e.g. OUT/test.jsonl."),
     out_path: Path = typer.Option(..., "--out", help="Predictions JSONL to write; ids already in it are skipped."),
     chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="Responses per detect_batch call, "
@@ -72,7 +74,8 @@ def predict_command(
     from ragtruth_spans.reporting.console import predict_summary, printable
 
     if logs.verbosity() != "quiet":
-        err.print(escape(printable(f"predicting with {model} on {data} → {out_path}")))
+        err.print(escape(printable(f"predicting with {model_label(model)} on {data} → {out_path}")))
+    model = resolve_model(model)
     with user_errors():
         options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
                                max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,

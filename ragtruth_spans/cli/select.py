@@ -20,8 +20,10 @@ from ragtruth_spans.cli.common import (
     load_in_4bit_option,
     load_options,
     max_new_tokens_option,
+    model_option,
     note,
     out,
+    resolve_model,
     threshold_option,
     user_errors,
 )
@@ -104,7 +106,7 @@ def select_command(
 
 @app.command("select-best")
 def select_best_command(
-    model: str = typer.Option(..., "--model", help="A run directory written by `train`, or a detector name."),
+    model: Optional[str] = model_option(),
     context: str = typer.Option(..., "--context", help="The context (passages, article, data): text, or @FILE "
                                 "for a UTF-8 file's content."),
     candidates: Path = typer.Option(..., "--candidates", help='JSONL, one {"response": "...", "id"?: "..."} '
@@ -152,7 +154,7 @@ def select_best_command(
         options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
                                max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,
                                option=option)
-        detector = load_detector(model, **options)
+        detector = load_detector(resolve_model(model), **options)
         chosen = select_best(items, strategy=strategy, seed=seed, tie_break=tie_break, detector=detector,
                              context=context_text, task=task, question=question)
     payload = chosen.to_dict()

@@ -20,7 +20,10 @@ from ragtruth_spans.cli.common import (
     load_in_4bit_option,
     load_options,
     max_new_tokens_option,
+    model_label,
+    model_option,
     note,
+    resolve_model,
     threshold_option,
     user_errors,
 )
@@ -59,8 +62,7 @@ def page_wanted(ui: bool | None, host: str) -> bool:
 
 @app.command("serve")
 def serve_command(
-    model: str = typer.Option(..., "--model", help="A run directory written by `train`, or a detector name "
-                              "(numbers, absent-words, flag-all, flag-none)."),
+    model: Optional[str] = model_option(),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port to listen on."),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Require 'Authorization: Bearer KEY' "
@@ -133,6 +135,7 @@ def serve_command(
                                  evidence_queue=evidence_queue, light_evidence_chars=light_evidence_chars,
                                  max_body_bytes=int(max_body_mb * 1024 * 1024), api_key=api_key_from_env(api_key_env),
                                  docs=docs, ui=page_wanted(ui, host))
+        label, model = model_label(model), resolve_model(model)
         run_info = read_run_info(model) if Path(model).is_dir() else None
         try:
             options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
@@ -142,7 +145,7 @@ def serve_command(
         except OSError as exc:
             fail(exc)
     page = f"http://{host}:{port}/" if settings.ui else "off (--ui)"
-    note(f"serving {detector.kind} detector {model} on http://{host}:{port} (page: {page}; docs: "
+    note(f"serving {detector.kind} detector {label} on http://{host}:{port} (page: {page}; docs: "
          f"{'/docs' if docs else 'off'}; auth: "
          f"{'bearer token from $' + api_key_env if api_key_env else 'none'})")
     config = uvicorn.Config(create_app(detector, settings=settings, run_info=run_info), host=host, port=port,

@@ -8,6 +8,9 @@
   being written is one error naming the writer, and ``train --overwrite`` waits for a load in progress.
 - A **name** of a detector that needs no training (``numbers``, ``flag-all``, ``flag-none``, ...): built by the
   family that offers it.
+- **Nothing**, or the name ``default``: the detector that ships inside the package
+  (:mod:`ragtruth_spans.detectors.shipped`, a run directory verified like any other). A directory named
+  ``default`` that exists is a run directory, as before.
 
 ``options`` go to the family (e.g. ``device``, ``batch_size``, ``backend`` for the generative family); options
 given as None are left out, so a command line can pass its unset flags through. An option the family does not
@@ -25,6 +28,7 @@ from ragtruth_spans.core.extras import require
 from ragtruth_spans.core.locks import shared_reading
 from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.family import get_family, named_detectors
+from ragtruth_spans.detectors.shipped import DEFAULT_DIR, DEFAULT_NAME, is_default, resolve_detector
 from ragtruth_spans.runs.run_dir import run_kind, verify_run
 
 
@@ -35,16 +39,20 @@ def check_threshold(value: Any, field: str = "threshold") -> None:
         raise InputError(f"must be in (0, 1) (0 and 1 excluded), got {value}", field=field)
 
 
-def load_detector(path_or_name: str | Path, **options: Any) -> Detector:
-    """The detector saved in a run directory, or the named detector (see the module docstring); it remembers the
-    options it was loaded with (``detector.load_options``, part of its operating point). As quiet as the command
-    line: the libraries' load reports and weight-loading progress bars are off unless the program chose otherwise
+def load_detector(path_or_name: str | Path | None = None, **options: Any) -> Detector:
+    """The detector saved in a run directory, the named detector, or without an argument (or ``"default"``) the
+    shipped one (see the module docstring); it remembers the options it was loaded with
+    (``detector.load_options``, part of its operating point). As quiet as the command line: the libraries' load
+    reports and weight-loading progress bars are off unless the program chose otherwise
     (:func:`ragtruth_spans.core.logs.quiet_libraries`)."""
     from ragtruth_spans.core.logs import quiet_libraries
 
     quiet_libraries()
     options = {key: value for key, value in options.items() if value is not None}
-    detector = _load(path_or_name, options)
+    if is_default(path_or_name) and not DEFAULT_DIR.is_dir():
+        raise InputError("the shipped detector is missing from this installation: reinstall ragtruth-spans, or "
+                         "rebuild it with scripts/build_default_detector.py", path=DEFAULT_DIR)
+    detector = _load(resolve_detector(path_or_name), options)
     detector.load_options = MappingProxyType(dict(options))
     return detector
 
@@ -66,5 +74,5 @@ def _load(path_or_name: str | Path, options: dict[str, Any]) -> Detector:
         if family.extra:
             require(family.extra, f"the {path_or_name} detector")
         return factory(**options)
-    raise InputError(f"neither a run directory nor a detector name (names: {', '.join(sorted(named))})",
-                     path=path)
+    names = ", ".join(sorted([*named, DEFAULT_NAME]))
+    raise InputError(f"neither a run directory nor a detector name (names: {names})", path=path)

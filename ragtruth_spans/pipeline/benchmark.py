@@ -96,6 +96,7 @@ def parse_detectors(text: str | Sequence[str], options: dict[str, Any] | None = 
     override ``options`` (the command's load flags, for every detector); labels are made unique."""
     from ragtruth_spans.detectors.family import named_detectors
     from ragtruth_spans.detectors.loader import check_threshold
+    from ragtruth_spans.detectors.shipped import DEFAULT_NAME, is_default, resolve_detector
 
     items = [part.strip() for part in (split_detectors(text) if isinstance(text, str) else text) if part.strip()]
     if not items:
@@ -107,13 +108,16 @@ def parse_detectors(text: str | Sequence[str], options: dict[str, Any] | None = 
         tune = bare.endswith(TUNE_SUFFIX) and not Path(bare).is_dir()
         source = bare[: -len(TUNE_SUFFIX)] if tune else bare
         path = Path(source)
-        if path.is_dir():
+        if is_default(source):  # the shipped detector (a directory named "default" stays a run directory)
+            label, source = DEFAULT_NAME, str(resolve_detector(source))
+        elif path.is_dir():
             label = path.resolve().name
         elif source in names:
             label = source
         else:
-            raise InputError(f"{item!r} is neither a run directory nor a detector name (names: "
-                             f"{', '.join(sorted(names))}; add {TUNE_SUFFIX} to a name to tune it on --dev)",
+            known = ", ".join(sorted([*names, DEFAULT_NAME]))
+            raise InputError(f"{item!r} is neither a run directory nor a detector name (names: {known}; add "
+                             f"{TUNE_SUFFIX} to a name to tune it on --dev)",
                              field="--detectors")
         label += TUNE_SUFFIX if tune else ""
         if own:

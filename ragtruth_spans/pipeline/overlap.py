@@ -44,9 +44,12 @@ def run_training_data(run_dir: str | Path, *, fingerprint: str | None = None) ->
 
 
 def model_training_data(model: str) -> TrainingData:
-    """What ``--model`` trained on: a run directory's ``trained_on.json``, nothing for a detector name."""
+    """What ``--model`` trained on: a run directory's ``trained_on.json`` (``default``: the shipped detector's),
+    nothing for a detector name."""
     from ragtruth_spans.detectors.family import named_detectors
+    from ragtruth_spans.detectors.shipped import resolve_detector
 
+    model = str(resolve_detector(model))
     if Path(model).is_dir():
         return run_training_data(model)
     if model in named_detectors():

@@ -121,22 +121,32 @@ def render_markdown(payload: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def leaderboard_view(payload: Mapping[str, Any], title: str | None = None) -> Any:
+def leaderboard_view(payload: Mapping[str, Any], title: str | None = None, *, compact: bool = False) -> Any:
     """The main figures as a rich table for the terminal (what ``benchmark`` and ``quickstart`` print; the full
-    table, recall per type included, is ``leaderboard.md``): one row per detector, best span F1 first."""
+    table, recall per type included, is ``leaderboard.md``): one row per detector, best span F1 first.
+    ``compact``: for narrow consoles (80 columns), the detector's label without its operating point, span F1 with
+    its interval, response F1, AUROC and speed only."""
     from rich.table import Table
     from rich.text import Text
 
     table = Table(title=title or f"Leaderboard: {payload.get('responses', '?')} responses (span F1 with its 95 % "
                                  "bootstrap interval; full table in leaderboard.md)", title_justify="left")
-    for name in ("#", "detector", "span P", "span R", "span F1 [95% CI]", "resp. F1 [95% CI]", "resp. macro-F1",
-                 "AUROC", "resp./s"):
-        table.add_column(name, justify="left" if name == "detector" else "right")
+    columns = ("#", "detector", "span F1 [95% CI]", "resp. F1", "AUROC", "resp./s") if compact else (
+        "#", "detector", "span P", "span R", "span F1 [95% CI]", "resp. F1 [95% CI]", "resp. macro-F1", "AUROC",
+        "resp./s")
+    for name in columns:
+        table.add_column(name, justify="left" if name == "detector" else "right",
+                         no_wrap=compact and name != "detector")
     for rank, entry in enumerate(payload["detectors"], start=1):
         report = entry["report"]
         overall, ci = report["overall"], (report.get("ci") or {}).get("overall") or {}
+        span_f1 = _with_ci(overall["span"]["f1"], ci.get("span", {}).get("f1"))
+        if compact:
+            table.add_row(str(rank), Text(entry["label"]), span_f1, _num(overall["response"]["f1"]),
+                          _num(overall["auroc"]), _rate(entry["throughput"]))
+            continue
         table.add_row(str(rank), Text(_name(entry).replace("`", "")), _num(overall["span"]["precision"]),
-                      _num(overall["span"]["recall"]), _with_ci(overall["span"]["f1"], ci.get("span", {}).get("f1")),
+                      _num(overall["span"]["recall"]), span_f1,
                       _with_ci(overall["response"]["f1"], ci.get("response", {}).get("f1")),
                       _num(overall["response_macro"]["f1"]), _num(overall["auroc"]), _rate(entry["throughput"]))
     return table

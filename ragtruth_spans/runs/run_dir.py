@@ -372,12 +372,23 @@ def write_run_files(output_dir: str | Path, recipe: SavedRecipe, info: dict[str,
         run_info["trained_on"] = trained_on.summary()
     run_info["libraries"] = library_versions()
     atomic_write_text(output_dir / RECIPE_FILE, recipe.to_yaml())
-    run_info.pop("fingerprint", None)
-    run_info[MANIFEST_KEY] = files_manifest(output_dir)
-    run_info = json.loads(json.dumps(run_info, ensure_ascii=False))  # as it will be read back
-    run_info["fingerprint"] = content_fingerprint(run_info)
-    write_json(output_dir / RUN_INFO_FILE, run_info)
-    return run_info
+    return seal_run_info(output_dir, run_info)
+
+
+def seal_run_info(output_dir: str | Path, run_info: Mapping[str, Any]) -> dict[str, Any]:
+    """Write ``run_info`` as ``output_dir/run_info.json`` with the manifest of the directory's files as they are
+    now and the ``fingerprint`` covering both (module docstring); return what was written. The last step of
+    :func:`write_run_files`, and of a tool that adds a file to a finished run (``build.json`` of the shipped
+    detector) or rewrites a value that only reports."""
+    from ragtruth_spans.core.jsonl import write_json
+
+    output_dir = Path(output_dir)
+    info = {key: value for key, value in run_info.items() if key != "fingerprint"}
+    info[MANIFEST_KEY] = files_manifest(output_dir)
+    info = json.loads(json.dumps(info, ensure_ascii=False))  # as it will be read back
+    info["fingerprint"] = content_fingerprint(info)
+    write_json(output_dir / RUN_INFO_FILE, info)
+    return info
 
 
 def read_trained_on(run_dir: str | Path) -> TrainedOn | None:
