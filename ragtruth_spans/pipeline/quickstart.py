@@ -47,7 +47,7 @@ DEFAULT_WORKDIR = Path("ragtruth-spans-quickstart")
 TOTAL_STEPS = 5
 SHIPPED_LABEL = "default (shipped)"
 RECOMMENDED_RECIPE = "recommended-cpu"
-RECOMMENDED_OVERRIDES = ("features.encoder=null",)
+RECOMMENDED_OVERRIDES = ("features.encoder=null", "data.synth=null")  # seconds, not minutes: the shipped build has both
 """The recommended recipe without its sentence encoder: seconds on the sample (docs/STACKED.md)."""
 RECOMMENDED_LABEL = "recommended-cpu (sample-trained)"
 PIPED_WIDTH = 80

@@ -43,6 +43,7 @@ def test_own_data_from_import_to_evaluation_with_a_retry_after_bad_data(tmp_path
     assert stats["written"] == 20 and all(s["responses"] for s in stats["splits"].values())
 
     train_args = ["train", "recommended-cpu", "--set", "data.prepared_dir=data", "--set", "features.encoder=null",
+                  "--set", "data.synth.count=40", "--set", "data.synth.eval_count=10",
                   "--set", "output_dir=run"]
     good = (tmp_path / "data" / "train.jsonl").read_text(encoding="utf-8")
     (tmp_path / "data" / "train.jsonl").write_text(good + '{"id": "broken"\n', encoding="utf-8")

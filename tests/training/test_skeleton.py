@@ -38,7 +38,9 @@ def test_the_stacked_recipe_selects_the_records_it_always_did(tmp_path):
         assert [r.id for r in selected.train] == [r.id for r in before] and selected.source == source
         held_out = load_eval_records(data)
         assert held_out is not None and selected.eval is not None
-        assert [r.id for r in selected.eval] == [r.id for r in held_out[0] if r.task_type in data.tasks]
+        real = [r.id for r in held_out[0] if r.task_type in data.tasks]
+        assert [r.id for r in selected.eval[:len(real)]] == real  # then data.synth's generated held-out records
+        assert len(selected.eval) == len(real) + (data.synth.eval_count if data.synth else 0)
 
 
 def test_the_eval_rule_keeps_every_record_of_the_tasks_unless_sampled_as_training(tmp_path):

@@ -272,3 +272,17 @@ def test_extra_training_sources_are_weighted_rows_never_tuned_on(prepared, tmp_p
     assert info["tuning"]["responses"] == 32 + 12          # the real training and eval responses, no extra one
     assert (info["response"] or info["response_head_dropped"])["responses"] == 32 + 12
     assert info["words"]["train"] > 0 and load_detector(out).detect_batch(synthetic_records(1, 2, "test"))
+
+
+def test_generated_records_join_training_and_the_eval_split_and_are_tuned_on(prepared, tmp_path):
+    out = tmp_path / "run"
+    recipe = stacked_recipe(prepared, out)
+    recipe["data"]["synth"] = {"count": 30, "eval_count": 12, "seed": 3}
+    train(validate_recipe(recipe))
+    info = json.loads((out / "run_info.json").read_text())
+    counts = info["data"]["counts"]["synth"]
+    assert counts["records"] == 30 and sum(counts["made"].values()) == 30
+    assert info["data"]["eval"]["counts"]["synth"]["records"] == 12
+    eval_real = info["data"]["eval"]["counts"]["records"]
+    assert info["tuning"]["eval"] == eval_real + 12  # the generated held-out records are tuned on
+    assert load_detector(out).detect_batch(synthetic_records(2, 1, "test"))
