@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 
@@ -16,6 +18,9 @@ from ragtruth_spans.training.recipe import Recipe
 from ragtruth_spans.training.run import TrainResult, claim_on_main_process
 
 __all__ = ["TrainResult", "check_extra_sources", "train"]
+
+TRAINER_KINDS = ("generative", "token-classification")
+"""The families that train with a transformers ``Trainer`` and accept ``callbacks``."""
 
 
 def check_extra_sources(recipe: Recipe, family: Family) -> None:
@@ -34,14 +39,16 @@ def check_extra_sources(recipe: Recipe, family: Family) -> None:
 
 
 def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = False,
-          resume: bool = False) -> TrainResult:
+          resume: bool = False, callbacks: Sequence[Any] = ()) -> TrainResult:
     """Train the detector that ``recipe`` describes (its family's train function) into ``recipe.output_dir``.
 
     The run directory rules (:mod:`ragtruth_spans.runs.run_dir`) are applied first: a new run starts, an
     unfinished run of the same fingerprint resumes, anything else is refused unless ``overwrite`` (start over) or
     ``resume`` (continue a run of other settings). The family's train function gets ``resume`` (continue from
     the last checkpoint of ``output_dir``) and the ``fingerprint`` to record in ``run_info.json``. A new run
-    that fails before saving a checkpoint leaves nothing behind (:func:`release_failed_run`).
+    that fails before saving a checkpoint leaves nothing behind (:func:`release_failed_run`). ``callbacks``
+    (``transformers.TrainerCallback`` objects) are handed to the families that train with a transformers
+    ``Trainer`` (generative, token-classification); another family given some is an :class:`InputError`.
     """
     from ragtruth_spans.core.logs import quiet_libraries
 
@@ -51,6 +58,8 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
         raise InputError(f"detectors of kind {recipe.kind!r} are not trained", field="kind")
     require("train", "training")
     check_extra_sources(recipe, family)
+    if callbacks and recipe.kind not in TRAINER_KINDS:
+        raise InputError(f"{recipe.kind} training takes no trainer callbacks", field="kind")
     data_files = [training_file(recipe.data)] if recipe.reads_key("data.split") else []
     if recipe.data.eval_split is not None:
         data_files.append(split_file(recipe.data, recipe.data.eval_split))
@@ -58,8 +67,9 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     fingerprint = run_fingerprint(recipe, data_files)
     resuming = claim_on_main_process(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume)
     try:
+        observers = {"callbacks": list(callbacks)} if callbacks else {}
         return family.train(recipe, console=console or Console(stderr=True), resume=resuming,
-                            fingerprint=fingerprint)
+                            fingerprint=fingerprint, **observers)
     except BaseException:
         if not resuming and int(os.environ.get("RANK", "0")) == 0:
             release_failed_run(recipe.output_dir)  # nothing saved: a retry (fixed data, other settings) starts
