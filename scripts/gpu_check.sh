@@ -13,7 +13,9 @@
 #   scripts/gpu_check.sh run [--wheels DIR] [gpu_check.py options]
 #       installs the wheels of DIR (if given) into a fresh folder first on PYTHONPATH, checks the imports, then
 #       runs gpu_check.py; writes $OUT/gpu_check.json and $OUT/gpu_check.log ($OUT: the device tool's output
-#       folder; the current folder when unset, or pass --out). `run --tiny` is the CPU test.
+#       folder; the current folder when unset, or pass --out). The scratch folder (the 16 GB random base, the
+#       runs) is /dev/shm when it has 40 GB free, else a temporary folder (or pass --work). `run --tiny` is the
+#       CPU test.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -87,12 +89,20 @@ run() {
         "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" "$wheels"/*.whl
         pythonpath="$site:$CODE"
     fi
-    local out_dir="${OUT:-.}" has_out=0 has_tokenizer=0
+    local out_dir="${OUT:-.}" has_out=0 has_tokenizer=0 has_work=0 tiny=0
     for a in "${args[@]+"${args[@]}"}"; do
-        [[ "$a" == --out ]] && has_out=1
-        [[ "$a" == --tokenizer ]] && has_tokenizer=1
+        case "$a" in
+            --out) has_out=1 ;;
+            --tokenizer) has_tokenizer=1 ;;
+            --work) has_work=1 ;;
+            --tiny) tiny=1 ;;
+        esac
     done
     ((has_out)) || args+=(--out "$out_dir/gpu_check.json")
+    # the 16 GB random base is written once and loaded three times: in memory (/dev/shm) when it has room
+    if ((! has_work && ! tiny)) && [[ -d /dev/shm ]] && (($(df -Pk /dev/shm | awk 'NR==2 {print $4}') > 40000000)); then
+        args+=(--work /dev/shm/gpu-check-work)
+    fi
     if ((! has_tokenizer)) && [[ -f "$CODE/tokenizer/tokenizer.json" ]]; then args+=(--tokenizer "$CODE/tokenizer"); fi
     export PYTHONPATH="$pythonpath${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
         TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1

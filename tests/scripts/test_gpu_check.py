@@ -49,8 +49,8 @@ def test_the_real_shape_is_llama_3_1_8b(tokenizer) -> None:
 
 
 def test_padded_responses_fill_the_training_budget_whole(tokenizer) -> None:
-    from ragtruth_spans.detectors.generative.train import DataStats, build_examples
     from ragtruth_spans.detectors.generative.prompts import render_conversation
+    from ragtruth_spans.detectors.generative.train import DataStats, build_examples
 
     records = gpu_check.padded_records(tokenizer, gpu_check.fits_generative(tokenizer, 2048), 2)
     assert len({r.id for r in records}) == 2 and all(r.spans for r in records)

@@ -4,7 +4,8 @@ models, a few steps), in its own process as a user runs it. The ones that train 
 Scripts covered elsewhere: ``make_sample.py`` (tests/data/test_ragtruth.py), ``subset_by_source.py``
 (tests/data/test_subset_by_source.py), ``bench_serve.py`` (tests/serving/test_bench_serve.py),
 ``bench_obvious.py`` (tests/scripts/test_bench_obvious.py), ``bench_selection.py`` and ``bench_calibration.py``
-(tests/scripts/test_bench_selection_calibration.py).
+(tests/scripts/test_bench_selection_calibration.py), ``gpu_check.py`` and ``gpu_check.sh``
+(tests/scripts/test_gpu_check.py).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ragtruth_spans.data.ragtruth import sample_data_dir
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
 COVERED_ELSEWHERE = {"make_sample.py", "subset_by_source.py", "bench_serve.py", "bench_obvious.py",
-                     "bench_selection.py", "bench_calibration.py"}
+                     "bench_selection.py", "bench_calibration.py", "gpu_check.py", "gpu_check.sh"}
 CORE_ONLY = """
 import importlib.util, sys
 BLOCKED = set()
