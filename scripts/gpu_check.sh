@@ -107,8 +107,8 @@ run() {
     export PYTHONPATH="$pythonpath${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
         TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
     mkdir -p "$out_dir"
-    "$PYTHON" -c 'import importlib.metadata as m, torch, transformers, peft, trl, bitsandbytes, datasets, pydantic, rapidfuzz, seqeval, ragtruth_spans
-print("imports ok; cuda:", torch.cuda.is_available(), {n: m.version(n) for n in ("torch", "transformers", "peft", "trl", "bitsandbytes", "datasets", "accelerate")})'
+    (cd "$CODE" && "$PYTHON" -c 'import importlib.metadata as m, torch, transformers, peft, trl, bitsandbytes, datasets, pydantic, rapidfuzz, seqeval, ragtruth_spans
+print("imports ok; cuda:", torch.cuda.is_available(), {n: m.version(n) for n in ("torch", "transformers", "peft", "trl", "bitsandbytes", "datasets", "accelerate")}, ragtruth_spans.__file__)')
     "$PYTHON" "$CODE/scripts/gpu_check.py" "${args[@]}" 2>&1 | tee "$out_dir/gpu_check.log"
 }
 
