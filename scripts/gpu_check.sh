@@ -24,7 +24,8 @@ PYTHON="${PYTHON:-python3}"
 # The wheels the device lacks or has in other versions than the test suite's (--no-deps: each named).
 WHEELS=(bitsandbytes==0.50.2 trl==1.16.0 transformers==5.24.0 peft==0.21.2 datasets==5.2.0 dill==0.4.1
         multiprocess==0.70.19 pydantic==2.14.4 pydantic_core==2.50.5 annotated-types==0.8.0
-        typing-inspection==0.4.5 typing_extensions==4.16.0 rapidfuzz==3.14.6 regex==2026.11.19 seqeval==1.2.2)
+        typing-inspection==0.4.5 typing_extensions==4.16.0 rapidfuzz==3.14.6 regex==2026.11.19 seqeval==1.2.2
+        pysbd==0.3.4 yake==0.7.3 lightgbm==4.7.0)  # the last three: found by the detect extra's check
 PLATFORMS=(manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_24_x86_64 manylinux_2_17_x86_64
            manylinux2014_x86_64 manylinux1_x86_64)
 
@@ -108,7 +109,9 @@ run() {
         TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
     mkdir -p "$out_dir"
     (cd "$CODE" && "$PYTHON" -c 'import importlib.metadata as m, torch, transformers, peft, trl, bitsandbytes, datasets, pydantic, rapidfuzz, seqeval, ragtruth_spans
-print("imports ok; cuda:", torch.cuda.is_available(), {n: m.version(n) for n in ("torch", "transformers", "peft", "trl", "bitsandbytes", "datasets", "accelerate")}, ragtruth_spans.__file__)')
+print("imports ok; cuda:", torch.cuda.is_available(), {n: m.version(n) for n in ("torch", "transformers", "peft", "trl", "bitsandbytes", "datasets", "accelerate")}, ragtruth_spans.__file__)
+from ragtruth_spans.core.extras import require
+require("train", "the GPU check"); require("detect", "the GPU check")')
     "$PYTHON" "$CODE/scripts/gpu_check.py" "${args[@]}" 2>&1 | tee "$out_dir/gpu_check.log"
 }
 
