@@ -289,7 +289,7 @@ def worker(name: str, run_dir: str | None, inputs: Path, out: Path, cell_seconds
     ms = [1000 * s for s in seconds]
     write_json(out, {"detector": name, "responses": len(seconds), "of": len(records),
                      "responses_per_s": round(len(seconds) / sum(seconds), 3),
-                     "p50_ms": round(statistics.median(ms), 1), "p95_ms": round(percentile(ms, 95), 1),
+                     "p50_ms": round(statistics.median(ms), 3), "p95_ms": round(percentile(ms, 95), 3),
                      "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
                      "load_s": round(loaded - start, 1), "load_avg_before": round(load_before, 2),
                      "load_avg_after": round(os.getloadavg()[0], 2), "torch_threads": torch.get_num_threads(),
