@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -19,6 +21,9 @@ from ragtruth_spans.training.recipe import Recipe
 from ragtruth_spans.training.run import TrainResult, claim_on_main_process
 
 __all__ = ["TrainResult", "check_extra_sources", "train"]
+
+TRAINER_KINDS = ("generative", "token-classification")
+"""The families that train with a transformers ``Trainer`` and accept ``callbacks``."""
 
 
 def check_extra_sources(recipe: Recipe, family: Family) -> None:
@@ -53,7 +58,7 @@ def run_inputs(recipe: Recipe) -> list[tuple[str, str | Path]]:
 
 
 def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = False,
-          resume: bool = False) -> TrainResult:
+          resume: bool = False, callbacks: Sequence[Any] = ()) -> TrainResult:
     """Train the detector that ``recipe`` describes (its family's train function) into ``recipe.output_dir``.
 
     ``output_dir`` is checked first, before any data is read: not an input of the run, not holding one
@@ -65,6 +70,9 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     (:func:`release_failed_run`). The run directory is locked for the whole run (``OUTPUT_DIR.lock``): a second
     ``train`` into it is refused at once, naming this one
     (:func:`~ragtruth_spans.training.run.claim_on_main_process`).
+    ``callbacks`` (``transformers.TrainerCallback`` objects) are handed to the families that train with a
+    transformers ``Trainer`` (generative, token-classification); another family given some is an
+    :class:`InputError`.
     """
     from ragtruth_spans.core.logs import quiet_libraries
 
@@ -76,6 +84,8 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     check_extra_sources(recipe, family)
     check_output_dir(recipe.output_dir, field="output_dir", inputs=run_inputs(recipe), writes=None,
                      inside_inputs=True)
+    if callbacks and recipe.kind not in TRAINER_KINDS:
+        raise InputError(f"{recipe.kind} training takes no trainer callbacks", field="kind")
     data_files = [training_file(recipe.data)] if recipe.reads_key("data.split") else []
     if recipe.data.eval_split is not None:
         data_files.append(split_file(recipe.data, recipe.data.eval_split))
@@ -86,8 +96,9 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
         resuming = claim_on_main_process(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume,
                                          lock=lock)
         try:
+            observers = {"callbacks": list(callbacks)} if callbacks else {}
             return family.train(recipe, console=console or Console(stderr=True), resume=resuming,
-                                fingerprint=fingerprint)
+                                fingerprint=fingerprint, **observers)
         except BaseException:
             if not resuming and int(os.environ.get("RANK", "0")) == 0:
                 release_failed_run(recipe.output_dir)  # nothing saved: a retry (fixed data, other settings) starts

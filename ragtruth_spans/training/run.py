@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,14 +78,18 @@ def last_checkpoint(output_dir: str | Path, resume: bool, console: Console) -> s
 
 
 def run_trainer(trainer: Any, last: str | None, *, best_metric: str | None = None,
-                console: Console | None = None) -> dict[str, Any]:
+                console: Console | None = None, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     """Train (continuing from checkpoint ``last`` when not None) and return the trainer's metrics plus ``wall_s``
     and ``train_loss_whole_run``; with ``best_metric`` (the name under which to record the best evaluation
     figure, for a run with an eval split) also that figure and ``best_checkpoint``. Progress and metrics are
-    shown on ``console`` as :func:`~ragtruth_spans.training.progress.attach_progress` says."""
+    shown on ``console`` as :func:`~ragtruth_spans.training.progress.attach_progress` says; ``callbacks``
+    (``transformers.TrainerCallback``) are added to the trainer, e.g. to time steps
+    (``scripts/gpu_check.py``)."""
     from ragtruth_spans.training.progress import attach_progress
 
     attach_progress(trainer, console)
+    for callback in callbacks:
+        trainer.add_callback(callback)
     start = time.time()
     metrics = dict(trainer.train(resume_from_checkpoint=last).metrics)
     metrics["wall_s"] = round(time.time() - start, 2)

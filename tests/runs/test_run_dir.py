@@ -13,8 +13,8 @@ import pytest
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_json
 from ragtruth_spans.detectors.recipes import validate_recipe
-from ragtruth_spans.training.run import claim_on_main_process, whole_run_train_loss
 from ragtruth_spans.runs.run_dir import claim_output_dir, run_fingerprint, write_run_files
+from ragtruth_spans.training.run import claim_on_main_process, whole_run_train_loss
 
 
 def recipe(out, **training):

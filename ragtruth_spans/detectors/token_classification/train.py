@@ -214,9 +214,10 @@ def _trainer(recipe: TokenClassificationRecipe, data: _Prepared, model: Any, out
 
 
 def train(recipe: TokenClassificationRecipe, *, console: Console | None = None, resume: bool = False,
-          fingerprint: dict[str, Any] | None = None) -> TrainResult:
+          fingerprint: dict[str, Any] | None = None, callbacks: Sequence[Any] = ()) -> TrainResult:
     """Fine-tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.detectors.train.train`);
-    ``resume``: continue from the directory's last checkpoint; ``fingerprint`` goes into ``run_info.json``."""
+    ``resume``: continue from the directory's last checkpoint; ``fingerprint`` goes into ``run_info.json``;
+    ``callbacks``: ``TrainerCallback`` objects added to the trainer."""
     from transformers import set_seed
 
     console = console or Console(stderr=True)
@@ -229,7 +230,7 @@ def train(recipe: TokenClassificationRecipe, *, console: Console | None = None, 
     model = load_for_training(recipe, data.base_path, data.revision, data.tokenizer)
     trainer = _trainer(recipe, data, model, output_dir)
     metrics = run_trainer(trainer, last, best_metric="best_eval_token_f1" if data.eval else None,
-                          console=console)
+                          console=console, callbacks=callbacks)
     trainer.save_model(str(output_dir))  # weights (or adapter + head) and the tokenizer
     if trainer.is_world_process_zero():
         detection = _tune_threshold(recipe, trainer.model, data, console)
