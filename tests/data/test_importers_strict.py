@@ -62,9 +62,10 @@ def test_xsum_malformed_csv_is_one_error_naming_the_line(tmp_path, body, line, f
 
 def test_xsum_a_field_over_the_csv_limit_is_one_line_through_the_cli(tmp_path):
     huge = "x" * (csv.field_size_limit() + 10)
-    folder = _xsum_folder(tmp_path, _row(0) + f'11,S1,"{huge}",intrinsic,1998,22,26,wid_1\n')
+    (tmp_path / "in").mkdir()
+    folder = _xsum_folder(tmp_path / "in", _row(0) + f'11,S1,"{huge}",intrinsic,1998,22,26,wid_1\n')
     result = CliRunner().invoke(app, ["import", "xsum-hallucinations", "--in", str(folder), "--out",
-                                      str(tmp_path / "out")])
+                                      str(tmp_path / "out")])  # beside the input: never inside it
     assert result.exit_code == 2, result.output
     assert f"{CSV_NAME}:3" in result.output and "limit" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "out").exists()
