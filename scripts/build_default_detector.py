@@ -9,6 +9,9 @@
 The only way the shipped files are made. It reads ``DATA_DIR/ragtruth_pool`` and ``DATA_DIR/ragtruth_sample``
 (RAGTruth's ``response.jsonl`` + ``source_info.jsonl``), trains the ``recommended-cpu`` recipe (``kind: stacked``,
 docs/STACKED.md) on all of their responses and writes a finished run directory to ``--out`` plus ``build.json``.
+The recipe's generated data (``data.synth``) also reads the **contexts** (never the labels) of XSum, SummEdits and
+ExpertQA in ``DATA_DIR/external``, imported into the work folder with each importer's defaults
+(:data:`SYNTH_DOCUMENTS`; ``--set data.synth=null`` builds without generated data, and without reading them).
 
 **The split.** Training on everything leaves no held-out set, yet the recipe early-stops the combiner and tunes its
 decision on an eval split. That eval split is the pool's documented source-disjoint dev split (``prepare
@@ -148,6 +151,42 @@ def describe(records: Sequence[Any]) -> dict[str, Any]:
                          for m in sorted({str(r.model) for r in records})}}
 
 
+EXTERNAL = {"xsum": ("xsum-hallucinations", "xsum_hallucinations"), "summedits": ("summedits", "summedits"),
+            "expertqa": ("expertqa", "expertqa")}
+"""The public sets of ``DATA_DIR/external`` whose **contexts** (never their labels) ``data.synth`` generates
+from: ``external/<name>`` in the work folder, imported with each importer's defaults."""
+
+
+SYNTH_DOCUMENTS = f"data.synth.documents=[{', '.join(f'external/{name}' for name in EXTERNAL)}]"
+"""The override every build starts with (a ``--set`` given to the script comes after it and may replace it)."""
+
+
+def import_documents(data_dir: Path, work: Path, overrides: Sequence[str]) -> dict[str, Path]:
+    """Import each set of :data:`EXTERNAL` that the recipe's ``data.synth.documents`` names (``external/<name>``,
+    relative to the work folder) from ``DATA_DIR/external``; returns their input files for build.json's hashes
+    (a missing folder is an InputError)."""
+    import subprocess
+
+    from ragtruth_spans.core.errors import InputError
+    from ragtruth_spans.detectors.recipes import load_recipe
+
+    synth = load_recipe(RECIPE, list(overrides)).data.synth
+    named = {d.removeprefix("external/") for d in (synth.documents if synth else [])}
+    inputs: dict[str, Path] = {}
+    for name, (command, folder) in EXTERNAL.items():
+        if name not in named:
+            continue
+        source = data_dir / "external" / folder
+        if not source.is_dir():
+            raise InputError(f"missing: data.synth reads the contexts of {folder} under --data-dir/external",
+                             path=source)
+        subprocess.run([sys.executable, "-m", "ragtruth_spans", "--quiet", "import", command, "--in", str(source),
+                        "--out", str(work / "external" / name)], check=True)
+        for path in sorted(p for p in source.rglob("*") if p.is_file()):
+            inputs[f"external/{folder}/{path.relative_to(source)}"] = path
+    return inputs
+
+
 def library_versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -247,9 +286,11 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         write_records(work / WORK_DATA / "train.jsonl", train)
         write_records(work / WORK_DATA / "dev.jsonl", evaluation)
         print(f"training on {len(train)} responses, early stopping and tuning on {len(evaluation)}", flush=True)
-        info = train_run(work, args.overrides)
+        overrides = [SYNTH_DOCUMENTS, *args.overrides]
+        files.update(import_documents(args.data_dir, work, overrides))
+        info = train_run(work, overrides)
         payload = {
-            "recipe": RECIPE, "overrides": list(args.overrides),
+            "recipe": RECIPE, "overrides": overrides,
             "training_fingerprint": info["training_fingerprint"],
             "inputs_sha256": {name: file_sha256(path) for name, path in files.items()},
             "split": {"train": f"{POOL} train{'' if args.hold_out_test else '+test'} parts and all of {SAMPLE}",

@@ -33,15 +33,18 @@ def test_the_shipped_files_match_their_manifest_and_build_record() -> None:
     assert build["training_fingerprint"] == info["training_fingerprint"]
     assert build["recipe"] == "recommended-cpu" and yaml.safe_load((DEFAULT_DIR / "recipe.yaml").read_text())[
         "kind"] == "stacked"
-    assert set(build["inputs_sha256"]) == {f"{d}/{f}" for d in ("ragtruth_pool", "ragtruth_sample")
-                                           for f in ("response.jsonl", "source_info.jsonl")}
+    assert {f"{d}/{f}" for d in ("ragtruth_pool", "ragtruth_sample") for f in ("response.jsonl",
+                                                                              "source_info.jsonl")} <= set(
+        build["inputs_sha256"])  # and the external sets whose contexts data.synth read (external/...)
+    assert all(k.startswith(("ragtruth_", "external/")) for k in build["inputs_sha256"])
     assert {"lightgbm", "numpy", "sentence-transformers", "torch", "python"} <= set(build["libraries"])
     assert build["command"][:2] == ["python", "scripts/build_default_detector.py"]
     train, held = build["data"]["train"], build["data"]["eval"]
     assert info["data"]["counts"]["records"] == train["responses"]  # what the run says it read
     assert sum(t["responses"] for t in train["by_task"].values()) == train["responses"]
     assert sum(m["responses"] for m in train["by_model"].values()) == train["responses"]
-    assert held["responses"] == info["tuning"]["eval"]
+    generated = (info["data"]["eval"]["counts"].get("synth") or {}).get("records", 0)
+    assert held["responses"] + generated == info["tuning"]["eval"]  # the eval split + data.synth's held-out
 
 
 def test_the_shipped_inputs_are_the_shared_data_when_present() -> None:

@@ -19,6 +19,8 @@ from ragtruth_spans.data.ragtruth import sample_data_dir
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "build_default_detector.py"
+SMALL_SYNTH = "data.synth={count: 40, eval_count: 8}"
+"""Generated data from the training contexts only (no external documents in these inputs), a few records."""
 
 
 def run_build(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -59,7 +61,7 @@ def test_two_builds_give_identical_files_that_load_and_detect(tmp_path: Path) ->
     outs = [tmp_path / "first", tmp_path / "second"]
     for out in outs:
         result = run_build("--data-dir", str(data), "--out", str(out), "--subset", "36", "--set",
-                           "features.encoder=null", "--threads", "1", cwd=tmp_path)
+                           "features.encoder=null", "--set", SMALL_SYNTH, "--threads", "1", cwd=tmp_path)
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
         assert "built " in result.stdout
     first, second = ({p.name: p.read_bytes() for p in out.iterdir()} for out in outs)
@@ -69,7 +71,9 @@ def test_two_builds_give_identical_files_that_load_and_detect(tmp_path: Path) ->
     build = json.loads(first["build.json"])
     assert build["training_fingerprint"] == info["training_fingerprint"] and build["split"]["subset"] == 36
     assert build["data"]["train"]["responses"] >= 36 and build["data"]["eval"]["responses"] >= 1  # the dev part: 7
-    assert "--out" not in build["command"] and build["overrides"] == ["features.encoder=null"]
+    assert "--out" not in build["command"]
+    assert build["overrides"][1:] == ["features.encoder=null", SMALL_SYNTH]  # after the script's documents
+    assert info["data"]["counts"]["synth"]["records"] == 40  # generated from the training contexts alone
     assert build["command"][2:4] == ["--data-dir", str(data)]  # as given; no other path of this machine:
     assert not any(str(tmp_path) in text.decode() for name, text in first.items() if name != "build.json")
     context = "Passage 1: The Grand Hotel opened in 1999 and has 120 rooms."
