@@ -9,6 +9,7 @@ schema, loading a recipe file, reading the recipe a run directory saved.
 
 from __future__ import annotations
 
+import types
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Union
@@ -87,6 +88,16 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return data
 
 
+def _section_model(annotation: Any) -> type[BaseModel] | None:
+    """The section model of a field annotated ``Section`` or ``Section | None``; None for any other field."""
+    import typing
+
+    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) \
+        else (annotation,)
+    models = [a for a in options if isinstance(a, type) and issubclass(a, BaseModel)]
+    return models[0] if len(models) == 1 and all(a is type(None) or a is models[0] for a in options) else None
+
+
 def _set_key(data: dict[str, Any], root: type[BaseModel], keys: list[str], value: Any) -> None:
     model: type[BaseModel] | None = root
     node = data
@@ -95,14 +106,15 @@ def _set_key(data: dict[str, Any], root: type[BaseModel], keys: list[str], value
         if key not in fields:
             dotted = ".".join(keys[: depth + 1])
             raise InputError(f"unknown recipe key {dotted!r} (valid here: {', '.join(fields)})", field="--set")
-        annotation = fields[key].annotation
-        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        model = _section_model(fields[key].annotation)
         if depth == len(keys) - 1:
             node[key] = value
         else:
             if model is None:
                 raise InputError(f"recipe key {'.'.join(keys[: depth + 1])!r} has no sub-keys", field="--set")
-            node = node.setdefault(key, {})
+            if node.get(key) is None:  # an optional section that is off (null) is switched on with its defaults
+                node[key] = {}
+            node = node[key]
             if not isinstance(node, dict):
                 raise InputError(f"recipe key {'.'.join(keys[: depth + 1])!r} is not a section", field="--set")
 

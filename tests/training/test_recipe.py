@@ -166,3 +166,13 @@ def test_recipe_kind_defaults_to_generative_and_unknown_kinds_are_named(tmp_path
     binary.write_bytes(b"model:\n  name_or_path: caf\xe9\n")
     with pytest.raises(InputError, match=r"latin1.yaml:2: not valid UTF-8"):
         load_recipe(binary)
+
+
+def test_dotted_keys_reach_into_optional_sections():
+    recipe = load_recipe("recommended-cpu", ["data.synth.documents=[a, b]", "data.synth.count=40"])
+    assert recipe.data.synth.documents == ["a", "b"] and recipe.data.synth.count == 40
+    assert recipe.data.synth.eval_count == 300  # the rest of the section as the recipe has it
+    switched_on = load_recipe("tiny-cpu", ["data.augment.share=0.5"])  # tiny-cpu has no augment: defaults
+    assert switched_on.data.augment is not None and switched_on.data.augment.share == 0.5
+    with pytest.raises(InputError, match=r"unknown recipe key 'data\.synth\.cuont'"):
+        load_recipe("recommended-cpu", ["data.synth.cuont=3"])
