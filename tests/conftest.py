@@ -250,3 +250,16 @@ def judge_server(judge_server_process) -> JudgeServer:
     """The scripted judge server, its script and log cleared for this test."""
     judge_server_process.reset()
     return judge_server_process
+
+
+def load_script(name: str):
+    """``scripts/<name>.py`` imported as the module ``name`` (the scripts are not a package)."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

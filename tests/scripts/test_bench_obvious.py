@@ -4,30 +4,20 @@ strictly and counts what rule detectors (and their baselines) and a tiny stacked
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import make_record
+from conftest import load_script, make_record
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = REPO / "scripts" / "obvious_cases.jsonl"
 NUMBER_KINDS = {"year", "percent", "count"}
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("bench_obvious", REPO / "scripts" / "bench_obvious.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_obvious"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench_obvious = _load_script()
+bench_obvious = load_script("bench_obvious")
 
 
 def _rows() -> list[dict]:

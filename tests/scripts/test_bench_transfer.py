@@ -3,27 +3,17 @@ figures from the project's evaluator, per-kind caught / flagged rates, the files
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
-from conftest import make_record
+from conftest import load_script, make_record
 
 from ragtruth_spans.core.jsonl import write_records
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("bench_transfer", REPO / "scripts" / "bench_transfer.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_transfer"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench_transfer = _load_script()
+bench_transfer = load_script("bench_transfer")
 CONTEXT = ("The Harlow Street Bridge opened in 1932 and carries 40,000 cars a day. Engineers found corrosion in two "
            "steel supports in March. Repairs will cost 4.2 million pounds and take eight months.")
 

