@@ -5,7 +5,8 @@ Scripts covered elsewhere: ``make_sample.py`` (tests/data/test_ragtruth.py), ``s
 (tests/data/test_subset_by_source.py), ``bench_serve.py`` (tests/serving/test_bench_serve.py),
 ``bench_obvious.py`` (tests/scripts/test_bench_obvious.py), ``bench_selection.py`` and ``bench_calibration.py``
 (tests/scripts/test_bench_selection_calibration.py), ``build_default_detector.py``
-(tests/scripts/test_build_default_detector.py), ``gpu_check.py`` and ``gpu_check.sh`` (tests/scripts/test_gpu_check.py).
+(tests/scripts/test_build_default_detector.py), ``gpu_check.py`` and ``gpu_check.sh`` (tests/scripts/test_gpu_check.py),
+``bench_transfer.py`` (tests/scripts/test_bench_transfer.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
 COVERED_ELSEWHERE = {"make_sample.py", "subset_by_source.py", "bench_serve.py", "bench_obvious.py",
                      "bench_selection.py", "bench_calibration.py", "build_default_detector.py", "gpu_check.py",
-                     "gpu_check.sh"}
+                     "gpu_check.sh", "bench_transfer.py"}
 CORE_ONLY = """
 import importlib.util, sys
 BLOCKED = set()
