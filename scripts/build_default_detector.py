@@ -188,15 +188,10 @@ def import_documents(data_dir: Path, work: Path, overrides: Sequence[str]) -> di
 
 
 def library_versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
+    """Python's version, then those of :data:`LIBRARIES` (what build.json records)."""
+    from ragtruth_spans.runs.run_dir import library_versions as installed
 
-    versions = {"python": platform.python_version()}
-    for name in LIBRARIES:
-        try:
-            versions[name] = version(name)
-        except PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
+    return {"python": platform.python_version(), **installed(LIBRARIES)}
 
 
 @contextlib.contextmanager

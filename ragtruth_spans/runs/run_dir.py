@@ -258,12 +258,12 @@ def run_kind(run_dir: str | Path) -> str:
     return DEFAULT_KIND
 
 
-def library_versions() -> dict[str, str]:
-    """Installed versions of the libraries that shape a run ("not installed" when absent)."""
+def library_versions(names: Sequence[str] = LIBRARIES) -> dict[str, str]:
+    """Installed versions of ``names`` (default: the libraries that shape a run; "not installed" when absent)."""
     from importlib.metadata import PackageNotFoundError, version
 
     versions: dict[str, str] = {}
-    for name in LIBRARIES:
+    for name in names:
         try:
             versions[name] = version(name)
         except PackageNotFoundError:
