@@ -188,6 +188,27 @@ def _synonym_support(tokens: Sequence[str], numbers: Sequence[str | None], index
     return out
 
 
+def _other_form_columns(tokens: Sequence[str], numbers: Sequence[str | None], content: np.ndarray,
+                        sid: np.ndarray, soft_support: np.ndarray | None, index: ContextIndex) -> dict:
+    """The columns of support in another form and of closed-class contradiction: soft support (the word, ±3
+    content words, its sentence's content words; 0 without token embeddings), synonym support, a closed-class
+    word or an antonym the context holds another member of."""
+    soft = np.zeros(len(tokens), dtype=np.float32) if soft_support is None else \
+        np.asarray(soft_support, dtype=np.float32)
+    return {
+        "soft_support": soft,
+        "soft_support_3": _window_mean(soft, content, 3),
+        "sentence_soft_support": [soft[(sid == s) & (content > 0)].mean() if ((sid == s) & (content > 0)).any()
+                                  else 0.0 for s in sid],
+        "synonym_in_context": _synonym_support(tokens, numbers, index),
+        "contrast_in_context": [t not in index.words and (c := lexicon.contrast_class(t)) is not None
+                                and any(o in index.words for o in lexicon.class_members(c) if o != t)
+                                for t in tokens],
+        "antonym_in_context": [t not in index.words and lexicon.ANTONYMS_EXTENDED.get(t) in index.words
+                               for t in tokens],
+    }
+
+
 def _longest_runs(tokens: Sequence[str], grams: frozenset[tuple[str, ...]]) -> np.ndarray:
     """For each token, the length of the longest run of consecutive tokens through it found in ``grams``
     (1 when none of length ≥ 2 is)."""
@@ -308,17 +329,7 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     columns.update(conflict)
     columns["sentence_conflict"] = sentence_conflict
     columns["number_near"] = [conflict_signals.near_number(t, index.numbers) for t in tokens]
-    soft = np.zeros(n, dtype=np.float32) if soft_support is None else np.asarray(soft_support, dtype=np.float32)
-    columns["soft_support"] = soft
-    columns["soft_support_3"] = _window_mean(soft, content, 3)
-    columns["sentence_soft_support"] = [soft[(sid == s) & (content > 0)].mean() if ((sid == s) & (content > 0)).any()
-                                        else 0.0 for s in sid]
-    columns["synonym_in_context"] = _synonym_support(tokens, numbers, index)
-    columns["contrast_in_context"] = [t not in index.words and (c := lexicon.contrast_class(t)) is not None
-                                      and any(o in index.words for o in lexicon.class_members(c) if o != t)
-                                      for t in tokens]
-    columns["antonym_in_context"] = [t not in index.words and lexicon.ANTONYMS_EXTENDED.get(t) in index.words
-                                     for t in tokens]
+    columns.update(_other_form_columns(tokens, numbers, content, sid, soft_support, index))
     for j, name in enumerate(BASE_FEATURES):
         out[:, j] = np.asarray(columns[name], dtype=np.float32)
     return out
