@@ -228,7 +228,7 @@ def _class_choices(*classes: str) -> Callable[[str], list[str]]:
         name = lexicon.contrast_class(word)
         if name not in classes:
             return []
-        return [w for w in lexicon.class_members(name) if w != word and " " not in w]
+        return [w for w in lexicon.contrasting(word) if " " not in w]
     return choices
 
 
@@ -251,8 +251,7 @@ def _unit(record: Record, rng: random.Random, pool: Sequence[Record]) -> Record 
         return None
     m = rng.choice(found)
     unit = m.group(2).lower()
-    options = [w for w in lexicon.class_members(lexicon.contrast_class(unit) or "") if w != unit
-               and " " not in w and w.rstrip("s") != unit.rstrip("s") and (w.endswith("s") == unit.endswith("s"))]
+    options = [w for w in lexicon.contrasting(unit) if " " not in w and (w.endswith("s") == unit.endswith("s"))]
     if not options:
         return None
     return _edited(record, "unit", m.start(2), m.end(2), _cased(rng.choice(options), m.group(2)))

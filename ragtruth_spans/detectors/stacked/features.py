@@ -174,12 +174,13 @@ def _number_values(tokens: Sequence[str]) -> set[str]:
 
 
 def _synonym_support(tokens: Sequence[str], numbers: Sequence[str | None], index: ContextIndex) -> np.ndarray:
-    """1 for a word the context supports through another form: a listed synonym, a number word or a scaled
+    """1 for a word the context supports through another form: a listed synonym or another form of its closed-class
+    sense (``kg`` for ``kilograms``), a number word or a scaled
     number whose value the context states, a negated negative (``not uncommon`` where the context says
     ``common``)."""
     out = np.zeros(len(tokens), dtype=np.float32)
     for i, t in enumerate(tokens):
-        synonym = any(s in index.words for s in lexicon.SYNONYMS.get(t, ()))
+        synonym = any(s in index.words for s in (*lexicon.SYNONYMS.get(t, ()), *lexicon.other_forms(t)))
         number_word = t in lexicon.NUMBER_WORDS and f"{lexicon.NUMBER_WORDS[t]:g}" in index.numbers
         scaled = numbers[i] is not None and (_scaled(tokens, i) or "") in index.numbers
         negated_negative = i > 0 and tokens[i - 1] in conflict_signals.NEGATORS and any(
@@ -201,8 +202,7 @@ def _other_form_columns(tokens: Sequence[str], numbers: Sequence[str | None], co
         "sentence_soft_support": [soft[(sid == s) & (content > 0)].mean() if ((sid == s) & (content > 0)).any()
                                   else 0.0 for s in sid],
         "synonym_in_context": _synonym_support(tokens, numbers, index),
-        "contrast_in_context": [t not in index.words and (c := lexicon.contrast_class(t)) is not None
-                                and any(o in index.words for o in lexicon.class_members(c) if o != t)
+        "contrast_in_context": [t not in index.words and any(o in index.words for o in lexicon.contrasting(t))
                                 for t in tokens],
         "antonym_in_context": [t not in index.words and lexicon.ANTONYMS_EXTENDED.get(t) in index.words
                                for t in tokens],
