@@ -5,13 +5,12 @@ evaluate through the CLI."""
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-from conftest import make_record
+from conftest import synthetic_records
 from typer.testing import CliRunner
 
 from ragtruth_spans.cli import app
@@ -22,24 +21,6 @@ from ragtruth_spans.detectors.loader import load_detector
 from ragtruth_spans.detectors.recipes import validate_recipe
 from ragtruth_spans.detectors.stacked.combiner import decide
 from ragtruth_spans.detectors.train import train
-
-CITIES = ["Leeds", "Paris", "Oslo", "Rome", "Lima", "Kyoto", "Cairo", "Perth"]
-
-
-def synthetic_records(n_sources: int, seed: int, split: str) -> list:
-    """Per source, a faithful response and one whose year is changed (the changed year is the gold span)."""
-    rng = random.Random(seed)
-    records = []
-    for s in range(n_sources):
-        city, year, rooms = rng.choice(CITIES), rng.randint(1900, 2020), rng.randint(10, 300)
-        context = f"The hotel in {city} opened in {year}. It has {rooms} rooms and a small garden."
-        ok = f"The hotel in {city} opened in {year} and has {rooms} rooms."
-        wrong_year = str(year + rng.randint(1, 9))
-        bad = f"The hotel in {city} opened in {wrong_year} and has {rooms} rooms."
-        for k, (response, spans) in enumerate([(ok, []), (bad, [(wrong_year, "Evident Conflict")])]):
-            record = make_record(f"{split}-{s}-{k}", "Summary", context, response, spans, split=split)
-            records.append(record.__class__(**{**record.__dict__, "source_id": f"{split}-src-{s}"}))
-    return records
 
 
 def test_decide_merges_flagged_words_across_small_gaps():
