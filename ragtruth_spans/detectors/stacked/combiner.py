@@ -232,8 +232,8 @@ def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabi
     For each gap: the best single threshold, and with ``per_task`` also the best threshold of each task's
     responses alone; the candidate (gap, single or per-task) with the best pooled span F1 wins (ties: the earlier,
     so the smaller gap and the single threshold). Every figure is the one tuner's
-    (:func:`~ragtruth_spans.training.tuning.tune_thresholds`). Returns the decision and one row per candidate."""
-    from ragtruth_spans.training.tuning import tune_thresholds
+    (:func:`~ragtruth_spans.training.tuning.choose_best`). Returns the decision and one row per candidate."""
+    from ragtruth_spans.training.tuning import choose_best
 
     inputs = TuningInputs(records, words, probabilities)
     everyone = list(range(len(records)))
@@ -248,10 +248,9 @@ def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabi
                 if subset:
                     thresholds[task] = _best_threshold(inputs, subset, settings.grid, gap)
             candidates.append(Decision(thresholds, gap))
-    result = tune_thresholds(records, [{"candidate": k} for k in range(len(candidates))],
-                             lambda c: inputs.spans(everyone, candidates[c["candidate"]]), criterion="span_f1")
-    table = [{**candidates[row["candidate"]].to_dict(), "span_f1": round(row["span_f1"], 6)} for row in result.table]
-    return candidates[result.thresholds["candidate"]], table
+    choice = choose_best(records, candidates, lambda c: inputs.spans(everyone, c), criterion="span_f1")
+    table = [{**c.to_dict(), "span_f1": round(row["span_f1"], 6)} for c, row in zip(candidates, choice.figures)]
+    return choice.best, table
 
 
 def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabilities: Sequence[np.ndarray],
@@ -262,7 +261,7 @@ def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], pr
     ``settings.gate_span_f1_tolerance`` of the ungated, unfilled decision's (ties: the earlier candidate: the
     first scale, the first fill, the lowest gate). The one tuner scores them; every candidate is appended to
     ``table``."""
-    from ragtruth_spans.training.tuning import tune_thresholds
+    from ragtruth_spans.training.tuning import choose_best
 
     inputs = TuningInputs(records, words, probabilities, scores, conflicts)
     everyone = list(range(len(records)))
@@ -271,11 +270,10 @@ def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], pr
                            decision.max_word_gap, gate, fill, settings.conflict_rule)
                   for scale in settings.gate_threshold_scales for fill in settings.fill
                   for gate in [0.0, *settings.grid]]
-    result = tune_thresholds(records, [{"candidate": k} for k in range(len(candidates))],
-                             lambda c: inputs.spans(everyone, candidates[c["candidate"]]), criterion="response_f1",
-                             admissible=lambda row: row["span_f1"] >= floor)
-    table.extend({**candidates[row["candidate"]].to_dict(), "span_f1": round(row["span_f1"], 6),
-                  "response_f1": round(row["response_f1"], 6)} for row in result.table)
-    if not any(row["span_f1"] >= floor for row in result.table):
+    choice = choose_best(records, candidates, lambda c: inputs.spans(everyone, c), criterion="response_f1",
+                         admissible=lambda row: row["span_f1"] >= floor)
+    table.extend({**c.to_dict(), "span_f1": round(row["span_f1"], 6), "response_f1": round(row["response_f1"], 6)}
+                 for c, row in zip(candidates, choice.figures))
+    if not any(row["span_f1"] >= floor for row in choice.figures):
         return decision
-    return candidates[result.thresholds["candidate"]]
+    return choice.best
