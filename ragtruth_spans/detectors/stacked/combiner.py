@@ -65,14 +65,20 @@ def rounds_of(booster: Any) -> int:
     return int(booster.best_iteration or booster.current_iteration())
 
 
+def source_folds(groups: Sequence[str] | np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """A seeded fold number in ``[0, folds)`` per row (``groups``: one source id per row) such that rows of one source
+    share a fold: the sorted distinct sources take ``permutation(sources) % folds`` in order (one mapping for the
+    combiner's out-of-fold refits, the response head's cross-validation and the members' folds)."""
+    sources = np.unique(np.asarray(groups))
+    fold_of = dict(zip(sources, np.random.default_rng(seed).permutation(len(sources)) % folds))
+    return np.array([fold_of[g] for g in groups], dtype=np.int64)
+
+
 def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, settings: CombinerSection, names: Sequence[str],
                 rounds: int, weight: np.ndarray | None = None) -> np.ndarray:
     """Probabilities of every row from boosters fitted, ``rounds`` rounds each, on the other folds of a
     source-disjoint split (``groups``: one source id per row; folds are seeded)."""
-    sources = np.unique(groups)
-    rng = np.random.default_rng(settings.seed)
-    fold_of = dict(zip(sources, rng.permutation(len(sources)) % settings.oof_folds))
-    folds = np.array([fold_of[g] for g in groups])
+    folds = source_folds(groups, settings.oof_folds, settings.seed)
     out = np.zeros(len(y), dtype=np.float64)
     for k in range(settings.oof_folds):
         held = folds == k

@@ -100,7 +100,7 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
             on_train[member.name] = character_scores(detectors[member.name], train_items)
         else:
             home = run_dir / MEMBERS_DIR / member.name
-            folds = response.source_folds([r.source_id for r in train_records], member.folds, recipe.data.seed)
+            folds = combiner.source_folds([r.source_id for r in train_records], member.folds, recipe.data.seed)
             scores: list[Any] = [None] * len(train_records)
             fold_detectors = []
             for k in range(member.folds):
