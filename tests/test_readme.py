@@ -4,7 +4,6 @@ recommended detector used throughout its RAGTruth section, and the own-data exam
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from ragtruth_spans.data.imported import ImportReport
