@@ -44,7 +44,15 @@ def load_detector(path_or_name: str | Path | None = None, **options: Any) -> Det
     shipped one (see the module docstring); it remembers the options it was loaded with
     (``detector.load_options``, part of its operating point). As quiet as the command line: the libraries' load
     reports and weight-loading progress bars are off unless the program chose otherwise
-    (:func:`ragtruth_spans.core.logs.quiet_libraries`)."""
+    (:func:`ragtruth_spans.core.logs.quiet_libraries`).
+
+    >>> from ragtruth_spans import load_detector
+    >>> detector = load_detector("numbers")  # a rule-based detector: no weights
+    >>> found = detector.detect(context="The hotel opened in 1999 and has 120 rooms.",
+    ...                         response="The hotel opened in 1998 and has 120 rooms.", task="Summary")
+    >>> [(s.start, s.end, s.type) for s in found.spans]
+    [(20, 24, 'Evident Conflict')]
+    """
     from ragtruth_spans.core.logs import quiet_libraries
 
     quiet_libraries()

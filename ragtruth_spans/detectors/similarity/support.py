@@ -70,13 +70,6 @@ _contexts = BoundedCache(CONTEXT_CACHE_SIZE)
 _supports = BoundedCache(SUPPORT_CACHE_SIZE)
 
 
-def clear_caches() -> None:
-    """Forget every cached context, sentence split and support (benchmarks measure cold runs with it)."""
-    _contexts.clear()
-    _supports.clear()
-    response_sentences.cache_clear()
-
-
 def context_evidence(context: str, task: str, question: str | None = None) -> ContextEvidence:
     """The (cached) evidence units of ``context`` for ``task`` and ``question``."""
     digest = hashlib.sha256()

@@ -19,7 +19,7 @@ from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.detectors.base import DetectItem
 from ragtruth_spans.detectors.loader import load_detector
 from ragtruth_spans.detectors.recipes import validate_recipe
-from ragtruth_spans.detectors.stacked.combiner import decide
+from ragtruth_spans.detectors.stacked.combiner import decide, source_folds
 from ragtruth_spans.detectors.train import train
 
 
@@ -31,6 +31,16 @@ def test_decide_merges_flagged_words_across_small_gaps():
     merged = decide(spans, probs, 0.5, 1)[0]
     assert merged.score == pytest.approx(0.8)
     assert decide(spans, probs, 0.95, 2) == []
+
+
+def test_source_folds_keep_a_source_in_one_fold_and_are_seeded():
+    groups = [f"src-{i % 7}" for i in range(40)]
+    folds = source_folds(groups, 3, seed=0)
+    assert set(folds.tolist()) == {0, 1, 2}
+    assert all(len({f for g, f in zip(groups, folds) if g == source}) == 1 for source in set(groups))
+    assert folds.tolist() == source_folds(list(reversed(groups)), 3, seed=0)[::-1].tolist()  # row order is free
+    ranks = np.random.default_rng(0).permutation(7) % 3  # the sorted sources take the permutation in order
+    assert [folds[groups.index(f"src-{i}")] for i in range(7)] == ranks.tolist()
 
 
 @pytest.fixture(scope="module")
