@@ -54,6 +54,18 @@ def resolve_task(item: Mapping[str, Any]) -> Any:
     return task
 
 
+def required_task(item: Mapping[str, Any]) -> str:
+    """The task of a detection item by :func:`resolve_task`, which must be one of QA, Summary, Data2txt: a missing
+    or unknown task is an :class:`InputError` naming the field. :meth:`DetectItem.of` (so ``detect_batch``) and
+    :meth:`Detector.detect` both decide the task with it."""
+    task = resolve_task(item)
+    if task is None:
+        raise InputError("missing required field (QA, Summary or Data2txt; QA is assumed only when a question "
+                         "is given)", field="task")
+    check_choice(task, TASK_TYPES, "task", field="task")
+    return task
+
+
 @dataclass(frozen=True)
 class DetectItem:
     """One thing to check: ``response`` written from ``context`` for a ``task`` (QA / Summary / Data2txt);
@@ -77,11 +89,7 @@ class DetectItem:
             return cls(context=item.context, response=item.response, task=item.task_type, question=item.question)
         if not isinstance(item, Mapping):
             raise InputError(f"expected an object with context, response and task, got {type(item).__name__}")
-        task = resolve_task(item)
-        if task is None:
-            raise InputError("missing required field (QA, Summary or Data2txt; QA is assumed only when a question "
-                             "is given)", field="task")
-        check_choice(task, TASK_TYPES, "task", field="task")
+        task = required_task(item)
         for key in ("context", "response"):
             check_text(item.get(key), field=key, nonempty=True)
         question = check_text(item.get("question"), field="question", optional=True)
@@ -202,8 +210,11 @@ class Detector(ABC):
         mappings (see :meth:`DetectItem.of`). A malformed item raises :class:`InputError`; an item the detector
         cannot judge gets a Detection with ``error`` set, without failing the others."""
 
-    def detect(self, *, context: str, response: str, task: str, question: str | None = None) -> Detection:
-        """The :class:`Detection` of one response (:meth:`detect_batch` of one item)."""
+    def detect(self, *, context: str, response: str, task: str | None = None,
+               question: str | None = None) -> Detection:
+        """The :class:`Detection` of one response (:meth:`detect_batch` of one item). ``task`` follows the rule of
+        ``detect_batch`` (:func:`required_task`): left out, QA when a ``question`` is given, else an error."""
+        task = required_task({"task": task, "question": question})
         return self.detect_batch([DetectItem(context=context, response=response, task=task, question=question)])[0]
 
     load_options: Mapping[str, Any] = MappingProxyType({})
