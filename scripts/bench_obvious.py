@@ -481,7 +481,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.out is not None:
             check_output_path(args.out, field="--out")
-        result = bench(args.model, args.data, DetectorOptions.from_items(args.option).load_kwargs(), baselines=args.baselines)
+        options = DetectorOptions.from_items(args.option).load_kwargs()
+        result = bench(args.model, args.data, options, baselines=args.baselines)
         if args.out is not None:
             with exclusive_output(args.out):
                 write_json(args.out, result)

@@ -55,7 +55,7 @@ def test_report_out_and_select_json_never_replace_an_input(scored) -> None:
     _one_line_exit_2(result, "is the input given as --gold")
     result = runner.invoke(app, ["select", "--gold", str(data), "--pred", str(pred), "--models", "a,b",
                                  "--json", str(data)])
-    _one_line_exit_2(result, "is the input given as --data")
+    _one_line_exit_2(result, "is the input given as --gold")
     assert data.read_bytes() == before
 
 
