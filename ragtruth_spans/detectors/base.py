@@ -54,18 +54,6 @@ def resolve_task(item: Mapping[str, Any]) -> Any:
     return task
 
 
-def required_task(item: Mapping[str, Any]) -> str:
-    """The task of a detection item by :func:`resolve_task`, which must be one of QA, Summary, Data2txt: a missing
-    or unknown task is an :class:`InputError` naming the field. :meth:`DetectItem.of` (so ``detect_batch``) and
-    :meth:`Detector.detect` both decide the task with it."""
-    task = resolve_task(item)
-    if task is None:
-        raise InputError("missing required field (QA, Summary or Data2txt; QA is assumed only when a question "
-                         "is given)", field="task")
-    check_choice(task, TASK_TYPES, "task", field="task")
-    return task
-
-
 @dataclass(frozen=True)
 class DetectItem:
     """One thing to check: ``response`` written from ``context`` for a ``task`` (QA / Summary / Data2txt);
@@ -89,7 +77,11 @@ class DetectItem:
             return cls(context=item.context, response=item.response, task=item.task_type, question=item.question)
         if not isinstance(item, Mapping):
             raise InputError(f"expected an object with context, response and task, got {type(item).__name__}")
-        task = required_task(item)
+        task = resolve_task(item)
+        if task is None:
+            raise InputError("missing required field (QA, Summary or Data2txt; QA is assumed only when a question "
+                             "is given)", field="task")
+        check_choice(task, TASK_TYPES, "task", field="task")
         for key in ("context", "response"):
             check_text(item.get(key), field=key, nonempty=True)
         question = check_text(item.get("question"), field="question", optional=True)
@@ -212,10 +204,11 @@ class Detector(ABC):
 
     def detect(self, *, context: str, response: str, task: str | None = None,
                question: str | None = None) -> Detection:
-        """The :class:`Detection` of one response (:meth:`detect_batch` of one item). ``task`` follows the rule of
-        ``detect_batch`` (:func:`required_task`): left out, QA when a ``question`` is given, else an error."""
-        task = required_task({"task": task, "question": question})
-        return self.detect_batch([DetectItem(context=context, response=response, task=task, question=question)])[0]
+        """The :class:`Detection` of one response: :meth:`detect_batch` of one item, read by the one item schema
+        (:meth:`DetectItem.of`), so ``task`` follows the same rule (:func:`resolve_task`): left out, QA when a
+        ``question`` is given, else an :class:`InputError`."""
+        item = {"context": context, "response": response, "task": task, "question": question}
+        return self.detect_batch([DetectItem.of(item)])[0]
 
     load_options: Mapping[str, Any] = MappingProxyType({})
     """The options :func:`~ragtruth_spans.detectors.loader.load_detector` loaded it with (set by the loader)."""
