@@ -33,7 +33,14 @@ option is given as ``--option KEY=VALUE``."""
 def parse_key_values(items: Iterable[str] | None, *, flag: str = "--option") -> dict[str, Any]:
     """``KEY=VALUE`` items → a dict. Values are YAML (quote a string that YAML would read otherwise); a dotted key
     sets a nested mapping (``extra_body.top_k=20`` → ``{"extra_body": {"top_k": 20}}``). An item without ``=``,
-    a value that is not YAML, or a key given twice is an :class:`InputError` naming ``flag`` and the key."""
+    a value that is not YAML, or a key given twice is an :class:`InputError` naming ``flag`` and the key.
+
+    >>> parse_key_values(["extra_body.top_k=5", "extra_body.stop=[a, b]", "mode=claims"])
+    {'extra_body': {'top_k': 5, 'stop': ['a', 'b']}, 'mode': 'claims'}
+    >>> parse_key_values(["threshold=0.3", "threshold=0.4"])
+    Traceback (most recent call last):
+    ragtruth_spans.core.errors.InputError: field '--option': --option 'threshold=0.4': threshold is given twice
+    """
     from ragtruth_spans.training.recipe_files import parse_override
 
     options: dict[str, Any] = {}
@@ -64,7 +71,17 @@ also takes 0, which flags everything)."""
 
 class DetectorOptions(BaseModel):
     """A detector's load options (see the module docstring); unset ones are None, which the loader leaves out.
-    Family options are kept as given (``model_extra``) for the family to check."""
+    Family options are kept as given (``model_extra``) for the family to check.
+
+    >>> options = DetectorOptions.from_items(["threshold=0.4", "extra_body.top_k=5"])
+    >>> options.load_kwargs()
+    {'threshold': 0.4, 'extra_body': {'top_k': 5}}
+    >>> options == DetectorOptions.of({"threshold": 0.4, "extra_body": {"top_k": 5}})  # e.g. JSON over HTTP
+    True
+    >>> DetectorOptions.from_items(["batch_size=many"], flag="--detectors")
+    Traceback (most recent call last):
+    ragtruth_spans.core.errors.InputError: field '--detectors': batch_size='many': Input should be a valid integer
+    """
 
     model_config = ConfigDict(extra="allow", strict=True, frozen=True)
 
