@@ -1,4 +1,5 @@
-"""Detectors: one interface (:mod:`.base`), one loader (:mod:`.loader`) and its options (:mod:`.options`), one folder or module per family."""
+"""Detectors: one interface (:mod:`.base`), one loader (:mod:`.loader`) and its options (:mod:`.options`), one
+folder or module per family."""
 
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.detectors.loader import load_detector
