@@ -230,9 +230,13 @@ class Detector(ABC):
         mappings (see :meth:`DetectItem.of`). A malformed item raises :class:`InputError`; an item the detector
         cannot judge gets a Detection with ``error`` set, without failing the others."""
 
-    def detect(self, *, context: str, response: str, task: str, question: str | None = None) -> Detection:
-        """The :class:`Detection` of one response (:meth:`detect_batch` of one item)."""
-        return self.detect_batch([DetectItem(context=context, response=response, task=task, question=question)])[0]
+    def detect(self, *, context: str, response: str, task: str | None = None,
+               question: str | None = None) -> Detection:
+        """The :class:`Detection` of one response: :meth:`detect_batch` of one item, read by the one item schema
+        (:meth:`DetectItem.of`), so ``task`` follows the same rule (:func:`resolve_task`): left out, QA when a
+        ``question`` is given, else an :class:`InputError`."""
+        item = {"context": context, "response": response, "task": task, "question": question}
+        return self.detect_batch([DetectItem.of(item)])[0]
 
     load_options: Mapping[str, Any] = MappingProxyType({})
     """The options :func:`~ragtruth_spans.detectors.loader.load_detector` loaded it with (set by the loader)."""

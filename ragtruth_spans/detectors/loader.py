@@ -14,7 +14,9 @@
 
 ``options`` go to the family (e.g. ``device``, ``batch_size``, ``backend`` for the generative family); options
 given as None are left out, so a command line can pass its unset flags through. An option the family does not
-take is an :class:`~ragtruth_spans.core.errors.InputError`.
+take is an :class:`~ragtruth_spans.core.errors.InputError`. Every front (command line, benchmark, HTTP, Python)
+builds them as one :class:`~ragtruth_spans.detectors.options.DetectorOptions`:
+``load_detector(path, **options.load_kwargs())``.
 """
 
 from __future__ import annotations
@@ -30,13 +32,6 @@ from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.family import get_family, named_detectors
 from ragtruth_spans.detectors.shipped import DEFAULT_DIR, DEFAULT_NAME, is_default, resolve_detector
 from ragtruth_spans.runs.run_dir import run_kind, verify_run
-
-
-def check_threshold(value: Any, field: str = "threshold") -> None:
-    """The rule of the ``threshold`` load option on the command line (every command, and each detector of a
-    benchmark): a number strictly between 0 and 1. (The Python API lets a test flag everything with 0.)"""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1):
-        raise InputError(f"must be in (0, 1) (0 and 1 excluded), got {value}", field=field)
 
 
 def load_detector(path_or_name: str | Path | None = None, **options: Any) -> Detector:

@@ -208,7 +208,7 @@ def test_detect_benchmark_and_serve_use_a_stacked_run(prepared, tmp_path):
     line = json.loads(result.stdout.strip().splitlines()[-1])
     assert [record.response[s["start"]:s["end"]] for s in line["spans"]] == [record.spans[0].text]
     board = tmp_path / "board"
-    result = runner.invoke(app, ["benchmark", "--data", str(prepared / "test.jsonl"), "--detectors",
+    result = runner.invoke(app, ["benchmark", "--gold", str(prepared / "test.jsonl"), "--detectors",
                                  f"{out},numbers", "--out", str(board)])
     assert result.exit_code == 0, result.output
     entries = json.loads((board / "leaderboard.json").read_text())["detectors"]
