@@ -109,19 +109,37 @@ class ContextIndex:
         tokens = [normalise(context[a:b]) for a, b in words(context)]
         stems = [stem(t) for t in tokens]
         question_words = [normalise(question[a:b]) for a, b in words(question)] if question else []
+        parts = compound_parts(context)
         numbers = _number_values(tokens)
         grams = {tuple(tokens[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(tokens) - n + 1)}
         stem_grams = {tuple(stems[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(stems) - n + 1)}
-        vocabulary = tuple(sorted(set(tokens) | set(question_words)))
+        vocabulary = tuple(sorted(set(tokens) | set(question_words) | parts))
         false_keys, true_keys = _json_key_stems(context)
         capitalised = tuple(context[a:a + 1].isupper() for a, _ in words(context))
-        return cls(frozenset(tokens) | frozenset(question_words), frozenset(stems) | {stem(q) for q in question_words},
+        return cls(frozenset(tokens) | frozenset(question_words) | parts,
+                   frozenset(stems) | {stem(q) for q in question_words} | {stem(p) for p in parts},
                    frozenset(numbers), frozenset(question_words), frozenset(grams), frozenset(stem_grams),
                    vocabulary, len(tokens), false_keys, true_keys, tuple(tokens), capitalised,
                    *conflict_signals.anchors(tokens), conflict_signals.negated_pairs(tokens))
 
 
 _KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def compound_parts(text: str) -> frozenset[str]:
+    """The normalised parts of the compound words of ``text`` — camelCase or snake_case names such as JSON keys
+    (``BusinessAcceptsCreditCards`` → ``business``, ``accepts``, ``credit``, ``cards``; ``review_count`` →
+    ``review``, ``count``) — which support a response's words as the words themselves would.
+
+    >>> sorted(compound_parts('{"WheelchairAccessible": true, "review_count": 3} plain words'))
+    ['accessible', 'count', 'review', 'wheelchair']
+    """
+    out: set[str] = set()
+    for a, b in words(text):
+        found = _KEY_WORD.findall(text[a:b])
+        if len(found) > 1:
+            out.update(normalise(part) for part in found if not part.isdigit())
+    return frozenset(out)
 _FALSE_VALUES = (False, None, "no", "none", "false", "null", "")
 
 

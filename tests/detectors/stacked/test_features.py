@@ -205,3 +205,10 @@ def test_the_fused_encoder_pass_gives_the_sentence_embeddings_of_encode():
         assert len(offsets) == len(embeddings) and np.array_equal(offsets, offsets2)
         assert np.allclose(embeddings, embeddings2, atol=1e-5)
         assert text[offsets[0][0]:offsets[0][1]].lower() == text.split()[0].lower()[:offsets[0][1] - offsets[0][0]]
+
+
+def test_the_parts_of_compound_json_keys_support_the_words_of_a_description():
+    context = '{"name": "Spoke", "attributes": {"BusinessAcceptsCreditCards": true, "WheelchairAccessible": true}}'
+    f = features_of(context, "Spoke accepts credit cards and is wheelchair accessible.", task="Data2txt")
+    for word in ("accepts", "credit", "cards", "wheelchair", "accessible"):
+        assert f[word]["in_context"] == 1, word
