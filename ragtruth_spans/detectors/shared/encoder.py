@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,18 +25,22 @@ class SentenceEncoder:
     """L2-normalised sentence embeddings (so a dot product is the cosine similarity)."""
 
     def __init__(self, name_or_path: str = MINILM, *, device: str | None = None, batch_size: int = 64) -> None:
-        from ragtruth_spans.models.hf_models import is_local_reference, loading
+        from ragtruth_spans.models.hf_models import loading
         from ragtruth_spans.models.pretrained import resolve_model
 
         self.name_or_path = name_or_path
         path, self.revision = resolve_model(name_or_path)
         self.batch_size = batch_size
+        self._max_length = mean_pooling_layout(path)
         with loading(path, "sentence encoder"):
-            from sentence_transformers import SentenceTransformer
+            if self._max_length is not None:  # one transformer pass gives sentences and tokens; no import of ST
+                from transformers import AutoModel
 
-            self.model = SentenceTransformer(path, device=device or "cpu",
-                                             local_files_only=is_local_reference(path))
-            self.model.eval()
+                self.model = None
+                self._transformer = AutoModel.from_pretrained(path, local_files_only=True).to(device or "cpu").eval()
+            else:
+                self.model = _sentence_transformer(path, device)
+                self._transformer, self._max_length = self.model[0].auto_model, self.model.max_seq_length
         self._cache: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
         self._texts: OrderedDict[str, np.ndarray] = OrderedDict()
         self._token_cache: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
@@ -44,6 +49,8 @@ class SentenceEncoder:
 
     def dimension(self) -> int:
         """The embedding size."""
+        if self.model is None:
+            return int(self._transformer.config.hidden_size)
         get = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(get() or 0)
 
@@ -51,6 +58,8 @@ class SentenceEncoder:
         """``len(texts) x dim`` float32 array of unit-length embeddings (``0 x dim`` for no text)."""
         if not texts:
             return np.zeros((0, self.dimension()), dtype=np.float32)
+        if self.model is None:
+            return self.encode_with_tokens(texts)[0]
         return np.asarray(self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                             convert_to_numpy=True, show_progress_bar=False), dtype=np.float32)
 
@@ -96,13 +105,6 @@ class SentenceEncoder:
             self._fast_tokenizer = AutoTokenizer.from_pretrained(self._path, use_fast=True, local_files_only=True)
         return self._fast_tokenizer
 
-    def _mean_pooled(self) -> bool:
-        """Whether the model is a transformer, mean pooling and (optionally) normalisation — then one transformer
-        pass gives both the sentence and the token embeddings (:meth:`encode_with_tokens`)."""
-        kinds = [type(module).__name__ for module in self.model]
-        return kinds in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]) and \
-            getattr(self.model[1], "pooling_mode", None) == "mean" and getattr(self.model[1], "include_prompt", True)
-
     def _passes(self, texts: Sequence[str]) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
         """One transformer pass over ``texts`` in batches of similar lengths (longest first, as
         sentence-transformers orders them): per text, ``(index, sentence, offsets, tokens)`` — its mean-pooled
@@ -110,12 +112,12 @@ class SentenceEncoder:
         out) and their unit-length contextual embeddings; texts cut at the model's ``max_seq_length``."""
         import torch
 
-        tokenizer, transformer = self._tokenizer(), self.model[0].auto_model
+        tokenizer, transformer = self._tokenizer(), self._transformer
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         for at in range(0, len(order), self.batch_size):
             chunk = order[at:at + self.batch_size]
             batch = tokenizer([texts[i] for i in chunk], padding=True, truncation=True,
-                              max_length=self.model.max_seq_length, return_offsets_mapping=True,
+                              max_length=self._max_length, return_offsets_mapping=True,
                               return_special_tokens_mask=True, return_tensors="pt")
             offsets = batch.pop("offset_mapping").numpy()
             keep = ((batch.pop("special_tokens_mask") == 0) & (batch["attention_mask"] == 1)).numpy()
@@ -138,10 +140,10 @@ class SentenceEncoder:
         return out
 
     def encode_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-        """``(encode(texts), token_embeddings(texts))`` from one transformer pass when the model mean-pools
-        (all-MiniLM-L6-v2 does; the sentence embeddings then equal :meth:`encode`'s to float precision), else from
-        the two calls."""
-        if not self._mean_pooled():
+        """``(encode(texts), token_embeddings(texts))``: from one transformer pass when the model is a transformer
+        with mean pooling (all-MiniLM-L6-v2: :func:`mean_pooling_layout`; the embeddings equal
+        sentence-transformers' to float precision), else from sentence-transformers and a token pass."""
+        if self.model is not None:
             return self.encode(texts), self.token_embeddings(texts)
         sentences = np.zeros((len(texts), self.dimension()), dtype=np.float32)
         tokens: list[Any] = [None] * len(texts)
@@ -162,12 +164,45 @@ class SentenceEncoder:
         self._token_cache[key] = stacked
         if len(self._token_cache) > CONTEXT_CACHE_SIZE:
             self._token_cache.popitem(last=False)
-        if key not in self._cache and self._mean_pooled():
+        if key not in self._cache and self.model is None:
             self._remember_units(key, embeddings)
         return stacked
 
     def describe(self) -> dict[str, Any]:
         return {"encoder": self.name_or_path, "encoder_revision": self.revision}
+
+
+def mean_pooling_layout(path: str | Path) -> int | None:
+    """The ``max_seq_length`` of a local sentence-transformers folder whose modules are a transformer at its root,
+    mean pooling and (optionally) normalisation, without lower-casing — what all-MiniLM-L6-v2 and all-mpnet-base-v2
+    are; None for any other folder or a hub name (those load through sentence-transformers)."""
+    import json
+
+    folder = Path(path)
+    try:
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+        kinds = [str(m["type"]).rsplit(".", 1)[-1] for m in modules]
+        if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]) or \
+                modules[0].get("path", "") not in ("", "."):
+            return None
+        pooling = json.loads((folder / modules[1]["path"] / "config.json").read_text(encoding="utf-8"))
+        config = json.loads((folder / "sentence_bert_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    modes = {k for k, v in pooling.items() if k.startswith("pooling_mode") and v}
+    mean = modes == {"pooling_mode_mean_tokens"} or pooling.get("pooling_mode") == "mean"
+    if not mean or config.get("do_lower_case") or not isinstance(config.get("max_seq_length"), int):
+        return None
+    return int(config["max_seq_length"])
+
+
+def _sentence_transformer(path: str, device: str | None) -> Any:
+    from sentence_transformers import SentenceTransformer
+
+    from ragtruth_spans.models.hf_models import is_local_reference
+
+    model = SentenceTransformer(path, device=device or "cpu", local_files_only=is_local_reference(path))
+    return model.eval()
 
 
 _SHARED: dict[tuple[str, str | None, int], SentenceEncoder] = {}

@@ -191,16 +191,27 @@ def test_one_anchor_word_is_enough_for_a_contradicting_unit_but_other_forms_of_a
         assert not any(forms[word][name] for name in (*CONFLICTS, "contrast_in_context")), word
 
 
-def test_the_fused_encoder_pass_gives_the_sentence_embeddings_of_encode():
-    import numpy as np
+def test_the_encoder_gives_sentence_transformers_embeddings_without_importing_it():
+    import subprocess
+    import sys
 
-    from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from ragtruth_spans.detectors.shared.encoder import SentenceEncoder, mean_pooling_layout
+    from ragtruth_spans.models.pretrained import MINILM, resolve_model
 
     encoder = SentenceEncoder()
     texts = ["The castle was completed in 1240.", "A much longer sentence about the town and its 1,500,000 residents.",
              "Short."]
     sentences, pieces = encoder.encode_with_tokens(texts)
-    assert np.allclose(sentences, encoder.encode(texts), atol=1e-5)
+    path = resolve_model(MINILM)[0]
+    assert mean_pooling_layout(path) == 256 and encoder.model is None
+    reference = SentenceTransformer(path, device="cpu").encode(texts, normalize_embeddings=True)
+    assert np.allclose(sentences, reference, atol=1e-5) and np.allclose(encoder.encode(texts), reference, atol=1e-5)
+    probe = ("import sys; from ragtruth_spans.detectors.shared.encoder import SentenceEncoder; "
+             "SentenceEncoder().encode(['a']); print('sentence_transformers' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "False"
     for text, (offsets, embeddings), (offsets2, embeddings2) in zip(texts, pieces, encoder.token_embeddings(texts)):
         assert len(offsets) == len(embeddings) and np.array_equal(offsets, offsets2)
         assert np.allclose(embeddings, embeddings2, atol=1e-5)
