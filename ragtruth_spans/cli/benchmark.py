@@ -13,7 +13,6 @@ from ragtruth_spans.cli.common import (
     backend_option,
     batch_size_option,
     device_option,
-    err,
     family_option,
     load_in_4bit_option,
     load_options,
@@ -66,7 +65,7 @@ def benchmark_command(
                                max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,
                                option=option)
         payload = run_benchmark(data, detectors, out_dir, dev=dev, criterion=criterion, bootstrap=bootstrap,
-                                seed=seed, chunk_size=chunk_size, console=err, options=options,
+                                seed=seed, chunk_size=chunk_size, options=options,
                                 drop_overlap=drop_overlap)
     out.print(leaderboard_view(payload))  # the Markdown (every column) is in its files
     for entry in payload["detectors"]:

@@ -5,12 +5,15 @@ path stays on one line when stderr is a pipe or a file and ``grep`` finds it. Re
 to stdout through :data:`out`, which never wraps text either when stdout is not a terminal.
 
 Global options (before the command): ``--quiet`` (results and errors only) and ``--verbose`` (the libraries'
-own warnings, load reports and progress bars); see :mod:`ragtruth_spans.core.logs`.
+own warnings, load reports and progress bars). The callback that reads them is the one place logging is set up
+(:func:`ragtruth_spans.core.logs.configure`); every module emits through its own ``logging.getLogger(__name__)``.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -18,20 +21,24 @@ from typing import Any, NoReturn
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError, check_choice
+
+logger = logging.getLogger(__name__)
 
 
 def _help_width() -> None:
     """``--help`` at the terminal's width; through a pipe or into a file (no terminal to measure, no ``COLUMNS``
     or typer's ``TERMINAL_WIDTH``), at :data:`~ragtruth_spans.core.logs.FILE_WIDTH` columns rather than rich's 80,
-    so that no help text is cut ("token-classific…"). Decided when the help is drawn, through typer's console
-    factory."""
-    import os
-
+    so that no help text is cut ("token-classific…"). Typer has no public switch for the width of its help console
+    other than ``TERMINAL_WIDTH``, read when typer is imported, so this wraps its console factory; it is installed
+    by the command line's entry (:class:`_Commands`), never on import."""
     from typer import rich_utils
 
+    if getattr(rich_utils._get_rich_console, "_ragtruth_spans", False):
+        return
     original = rich_utils._get_rich_console
 
     def console(stderr: bool = False) -> Console:
@@ -40,11 +47,20 @@ def _help_width() -> None:
             made.width = logs.FILE_WIDTH
         return made
 
+    console._ragtruth_spans = True  # type: ignore[attr-defined]
     rich_utils._get_rich_console = console
 
 
-_help_width()
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+class _Commands(TyperGroup):
+    """The command line's group: its ``main`` (the entry, from the console script and from a test runner alike)
+    sets up the width of ``--help`` before the arguments are read."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        _help_width()
+        return super().main(*args, **kwargs)
+
+
+app = typer.Typer(cls=_Commands, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Find the exact hallucinated spans in RAG answers (RAGTruth).")
 err: Console = Console(stderr=True, soft_wrap=True, highlight=False)
 out: Console = logs.make_console()
@@ -59,9 +75,7 @@ def _global_options(
     """Find the exact hallucinated spans in RAG answers (RAGTruth)."""
     if quiet and verbose:
         fail(InputError("--quiet and --verbose exclude each other", field="--quiet"))
-    logs.configure("quiet" if quiet else "verbose" if verbose else "normal")
-
-logs._drop_kernels_notice()  # bitsandbytes' "pip install kernels" notice, whatever the level (core/logs.py)
+    logs.configure("quiet" if quiet else "verbose" if verbose else "normal")  # the one set-up of logging
 
 
 BATCH_SIZE_HELP = ("What the detector runs together in one forward pass, by family: token-classification: "
@@ -113,11 +127,8 @@ def argument_text(value: str | None, option: str) -> str | None:
 
 
 def note(message: str) -> None:
-    """A one-line note to stderr (not with ``--quiet``), control characters escaped."""
-    if logs.verbosity() != "quiet":
-        from ragtruth_spans.reporting.console import printable
-
-        err.print(printable(message), markup=False)
+    """A one-line note to stderr (an ``INFO`` record: not with ``--quiet``), control characters escaped."""
+    logger.info(message)
 
 
 def parse_options(items: list[str] | None, *, flag: str = "--option") -> dict[str, Any]:

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 
 from ragtruth_spans.cli.common import (
     aggregation_option,
@@ -14,7 +13,6 @@ from ragtruth_spans.cli.common import (
     backend_option,
     batch_size_option,
     device_option,
-    err,
     evidence_finder,
     family_option,
     load_in_4bit_option,
@@ -27,7 +25,6 @@ from ragtruth_spans.cli.common import (
     threshold_option,
     user_errors,
 )
-from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError, check_choice
 
 
@@ -71,10 +68,9 @@ def predict_command(
     """Detect hallucinated spans in each response and write the predictions file (resumable). The load options
     are the same as detect's, serve's, select-best's and benchmark's."""
     from ragtruth_spans.pipeline.predict import predict_file
-    from ragtruth_spans.reporting.console import predict_summary, printable
+    from ragtruth_spans.reporting.console import predict_summary
 
-    if logs.verbosity() != "quiet":
-        err.print(escape(printable(f"predicting with {model_label(model)} on {data} → {out_path}")))
+    note(f"predicting with {model_label(model)} on {data} → {out_path}")
     model = resolve_model(model)
     with user_errors():
         options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,

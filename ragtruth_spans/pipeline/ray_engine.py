@@ -163,7 +163,7 @@ def ray_session(settings: RaySettings) -> Iterator[Any]:
     import ray
     import ray.data  # it configures its loggers on import: quieten them after
 
-    loud = logs.verbosity() == "verbose"
+    loud = logs.verbose()
     if ray.is_initialized():
         yield ray
         return

@@ -17,6 +17,7 @@ table, feature importances, counts, seconds per stage).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -24,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.console import Console
 
 from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.core.types import Record
@@ -43,6 +43,8 @@ from ragtruth_spans.training.data import RecordStats, record_origin, record_weig
 from ragtruth_spans.training.run import TrainResult
 from ragtruth_spans.training.skeleton import data_record, select_data, trained_on
 
+logger = logging.getLogger(__name__)
+
 Scores = list[tuple[np.ndarray, bool]]
 
 
@@ -51,8 +53,7 @@ def word_labels(record: Record, words: Sequence[tuple[int, int]]) -> np.ndarray:
     return np.array([any(s.start < b and a < s.end for s in record.spans) for a, b in words], dtype=np.int8)
 
 
-def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, output: Path, console: Console
-                  ) -> Detector:
+def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, output: Path) -> Detector:
     """The member trained on ``data_dir/train.jsonl`` (eval: ``data_dir/dev.jsonl``) into ``output``; a finished
     run there with the same fingerprint is reused, an unfinished one resumes (a killed ``train`` goes on)."""
     from ragtruth_spans.detectors.loader import load_detector
@@ -70,9 +71,9 @@ def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, 
     stored = output / FINGERPRINT_FILE
     if (output / RUN_INFO_FILE).is_file() and stored.is_file() and \
             json.loads(stored.read_text(encoding="utf-8")).get("fingerprint") == fingerprint:
-        console.print(f"member {member.name}: reusing the finished run {output}")
+        logger.info("member %s: reusing the finished run %s", member.name, output)
     else:
-        train(sub, console=console)
+        logger.info("member %s: %s", member.name, train(sub).summary)
     return load_detector(output)
 
 
@@ -82,8 +83,8 @@ def _member_data(directory: Path, train_records: Sequence[Record], eval_records:
     return directory
 
 
-def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_records: list[Record], run_dir: Path,
-                  console: Console) -> tuple[dict[str, Detector], dict[str, Scores], dict[str, Scores]]:
+def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_records: list[Record], run_dir: Path
+                  ) -> tuple[dict[str, Detector], dict[str, Scores], dict[str, Scores]]:
     """Every member's detector (as detection will use it) and its scores of the training (out-of-fold for
     trained members) and eval records. Members trained here live in ``members/<name>/{fold-k,full}`` and their
     data in ``members/<name>/data/``."""
@@ -104,18 +105,18 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
             scores: list[Any] = [None] * len(train_records)
             fold_detectors = []
             for k in range(member.folds):
-                console.print(f"member {member.name}: fold {k + 1}/{member.folds}")
+                logger.info("member %s: fold %d/%d", member.name, k + 1, member.folds)
                 data = _member_data(home / "data" / f"fold-{k}",
                                     [r for r, f in zip(train_records, folds) if f != k], eval_records)
-                detector = _train_member(member, recipe, data, home / f"fold-{k}", console)
+                detector = _train_member(member, recipe, data, home / f"fold-{k}")
                 fold_detectors.append(detector)
                 held = [i for i, f in enumerate(folds) if f == k]
                 for i, result in zip(held, character_scores(detector, [train_items[i] for i in held])):
                     scores[i] = result
             if member.refit:
-                console.print(f"member {member.name}: all training responses")
+                logger.info("member %s: all training responses", member.name)
                 data = _member_data(home / "data" / "full", train_records, eval_records)
-                detectors[member.name] = _train_member(member, recipe, data, home / "full", console)
+                detectors[member.name] = _train_member(member, recipe, data, home / "full")
             else:
                 detectors[member.name] = FoldMean(fold_detectors)
             on_train[member.name] = scores
@@ -147,19 +148,18 @@ def origins(records: Sequence[Record]) -> str:
     return " + ".join(f"{counts[o]} {o}" for o in ("real", "augmented", "extra") if counts[o] or o == "real")
 
 
-def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool = False,
+def train(recipe: StackedRecipe, *, resume: bool = False,
           fingerprint: dict[str, Any] | None = None) -> TrainResult:
     """Train per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`)."""
-    console = console or Console(stderr=True)
     run_dir = Path(recipe.output_dir)
     seconds: dict[str, float] = {}
     started = time.perf_counter()
     selected = select_data(recipe.data, RecordStats())
     train_records, source, eval_records = selected.train, selected.source, selected.eval
     assert eval_records is not None  # the recipe requires data.eval_split
-    console.print(f"stacked: {origins(train_records)} training responses ({source}), {len(eval_records)} eval "
-                  f"responses ({selected.eval_source}), {len(recipe.members)} member(s)", highlight=False)
-    detectors, on_train, on_eval = member_scores(recipe, train_records, eval_records, run_dir, console)
+    logger.info("stacked: %s training responses (%s), %d eval responses (%s), %d member(s)", origins(train_records),
+                source, len(eval_records), selected.eval_source, len(recipe.members))
+    detectors, on_train, on_eval = member_scores(recipe, train_records, eval_records, run_dir)
     seconds["members"] = time.perf_counter() - started
 
     tick = time.perf_counter()
@@ -169,8 +169,9 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
                           lm_augmented=recipe.features.lm is None or recipe.features.lm.augmented)
     eval_cols = _columns(builder, eval_records, on_eval, "columns (eval)")
     seconds["columns"] = time.perf_counter() - tick
-    console.print(f"stacked: {len(builder.names)} columns for {sum(len(c.words) for c in train_cols):,} training "
-                  f"and {sum(len(c.words) for c in eval_cols):,} eval words ({seconds['columns']:.0f} s); boosting")
+    logger.info("stacked: %d columns for %s training and %s eval words (%.0f s); boosting", len(builder.names),
+                f"{sum(len(c.words) for c in train_cols):,}", f"{sum(len(c.words) for c in eval_cols):,}",
+                seconds["columns"])
 
     tick = time.perf_counter()
     x = np.concatenate([c.matrix for c in train_cols])
@@ -186,7 +187,7 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     seconds["combiner"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
-    console.print("stacked: tuning thresholds and span merging on out-of-fold training + eval probabilities")
+    logger.info("stacked: tuning thresholds and span merging on out-of-fold training + eval probabilities")
     eval_probs = booster.predict(x_eval, num_iteration=rounds)
     flat = np.concatenate([oof, eval_probs])
     every_record = train_records + eval_records
@@ -206,13 +207,13 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     word_max = [float(p.max()) if len(p) else 0.0 for p in probabilities]
     scores = word_max
     if recipe.response is not None:
-        console.print("stacked: response head (cross-validated by source, calibrated on out-of-fold responses)")
+        logger.info("stacked: response head (cross-validated by source, calibrated on out-of-fold responses)")
         try:
             head = response.train_head(recipe.response, decision, builder.names, every_record, every_cols,
                                        every_probs, len(train_records))
         except response.HeadNotFitted as exc:  # one source, one class, too few responses to cross-validate
             head, head_dropped = None, {"reason": str(exc)}
-            console.print(f"stacked: response head dropped ({exc})", highlight=False)
+            logger.info("stacked: response head dropped (%s)", exc)
         kept = False
         if head is not None:
             head_scores = [float(head.scores[i]) for i in real]
@@ -220,7 +221,7 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
         if kept:
             scores, head_dropped = head_scores, None
         elif head is not None:  # too little data for the head to rank better than the top word probability
-            console.print(f"stacked: response head dropped ({head_dropped['reason']})", highlight=False)
+            logger.info("stacked: response head dropped (%s)", head_dropped["reason"])
             head_dropped |= head.info(real, every_record)
             head = None
     decision = combiner.tune_gate(tuned_records, tuned_words, probabilities, scores, decision, recipe.decision,
@@ -253,8 +254,8 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
             "seconds": {k: round(v, 1) for k, v in seconds.items()}}
     write_run_files(run_dir, recipe, info, fingerprint=fingerprint, trained_on=trained_on(selected))
     head_words = "" if head is None else f"; response head AUROC {info['response']['auroc']} (out of fold)"
-    console.print(f"[bold green]done[/]: {rounds} boosting rounds{head_words}; {combiner.describe(decision)}; "
-                  f"span F1 {chosen['span_f1']:.3f} / response F1 {chosen['response_f1']:.3f} on "
-                  f"{len(tuned_records)} responses (out-of-fold training + eval) → {run_dir}", highlight=False)
+    summary = (f"{rounds} boosting rounds{head_words}; {combiner.describe(decision)}; span F1 "
+               f"{chosen['span_f1']:.3f} / response F1 {chosen['response_f1']:.3f} on {len(tuned_records)} responses "
+               f"(out-of-fold training + eval) → {run_dir}")
     return TrainResult(output_dir=run_dir, stats={"responses": len(train_records)}, metrics=info["tuning"],
-                       resumed_from=None)
+                       resumed_from=None, summary=summary)
