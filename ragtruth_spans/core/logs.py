@@ -117,9 +117,13 @@ class _Stderr(logging.StreamHandler):
 
 
 class OneLineFormatter(logging.Formatter):
-    """A record as one line: ``warning: ...`` / ``error: ...`` prefixed, ``INFO`` and below bare; a warning
-    captured from :mod:`warnings` keeps its first line (``file:line: Category: message``); control characters
-    are escaped and line breaks become `` | ``."""
+    """A record as one line: ``warning: ...`` / ``error: ...`` prefixed, ``INFO`` and below bare (or laid out by
+    ``fmt``, e.g. with a time stamp); a warning captured from :mod:`warnings` keeps its first line
+    (``file:line: Category: message``); control characters are escaped and line breaks become `` | ``."""
+
+    def __init__(self, fmt: str | None = None) -> None:
+        super().__init__(fmt)
+        self.laid_out = fmt is not None
 
     def format(self, record: logging.LogRecord) -> str:
         message = record.getMessage()
@@ -128,6 +132,9 @@ class OneLineFormatter(logging.Formatter):
         if record.exc_info:
             message += f" ({record.exc_info[1]!r})"
         text = printable(" | ".join(line for line in message.splitlines() if line.strip()) or message)
+        if self.laid_out:
+            return super().format(logging.makeLogRecord({**record.__dict__, "msg": text, "args": None,
+                                                         "exc_info": None, "exc_text": None}))
         return text if record.levelno < logging.WARNING else f"{record.levelname.lower()}: {text}"
 
 
@@ -156,10 +163,11 @@ class KernelsNotice(logging.Filter):
 
 
 def configure(level: Verbosity = "normal", *, mute_libraries: bool = True, capture_warnings: bool = True,
-              rich: bool | None = None, console: Console | None = None) -> logging.Handler:
+              rich: bool | None = None, console: Console | None = None, fmt: str | None = None) -> logging.Handler:
     """For entry points: set the run's verbosity and its one handler on the root logger (a later call replaces
     both). ``rich``: draw records with rich (default: when stderr is a terminal), else plain one-line records;
-    ``console``: draw them with rich on that console (at its width: the quickstart's, which fits ``COLUMNS``).
+    ``console``: draw them with rich on that console (at its width: the quickstart's, which fits ``COLUMNS``);
+    ``fmt``: plain records laid out by this :class:`logging.Formatter` format (a server's time-stamped log).
     ``mute_libraries``: quieten the libraries underneath unless verbose (see the module docstring).
     ``capture_warnings``: route Python warnings through logging (:func:`logging.captureWarnings`). Returns the
     handler (its :class:`LibraryWarnings` filter counts the library warnings dropped)."""
@@ -169,7 +177,9 @@ def configure(level: Verbosity = "normal", *, mute_libraries: bool = True, captu
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "_ragtruth_spans", False)]:
         root.removeHandler(old)
-    handler = _handler(sys.stderr.isatty() if rich is None else rich, console)
+    handler = _handler(sys.stderr.isatty() if rich is None and fmt is None else bool(rich), console)
+    if fmt is not None:
+        handler.setFormatter(OneLineFormatter(fmt))
     handler._ragtruth_spans = True  # type: ignore[attr-defined]
     if mute_libraries and not loud:
         handler.addFilter(LibraryWarnings())
