@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Optional
 
@@ -25,6 +26,7 @@ from ragtruth_spans.cli.common import (
     threshold_option,
     user_errors,
 )
+from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError, check_choice
 
 
@@ -87,7 +89,10 @@ def predict_command(
             from ragtruth_spans.pipeline.ray_engine import RaySettings, predict_ray
 
             settings = RaySettings(address=address, workers=workers, cpus_per_worker=cpus_per_worker,
-                                   gpus_per_worker=gpus_per_worker, batch_size=chunk_size)
+                                   gpus_per_worker=gpus_per_worker, batch_size=chunk_size,
+                                   # Ray's own plans, progress and worker output: only with --verbose
+                                   ray_log_level=None if logs.verbose() else logging.ERROR,
+                                   log_to_driver=logs.verbose())
             summary = predict_ray(model, data, out_path, settings=settings, limit=limit,
                                   detector_options=options, evidence=finder)
         else:
