@@ -29,7 +29,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from rich.console import Console
 
@@ -194,18 +194,29 @@ def configure(level: Verbosity = "normal", *, mute_libraries: bool = True, captu
 
 
 def _handler(rich: bool, console: Console | None = None) -> logging.Handler:
-    if rich or console is not None:
-        from rich.logging import RichHandler
-
-        console = console or Console(stderr=True, highlight=False)
-        handler: logging.Handler = RichHandler(console=console, show_time=False,
-                                               show_path=False, show_level=False, markup=False,
-                                               rich_tracebacks=False)
-        handler.setFormatter(OneLineFormatter())
-        return handler
-    handler = _Stderr()
+    handler: logging.Handler = _ConsoleHandler(console or Console(stderr=True, highlight=False)) \
+        if rich or console is not None else _Stderr()
     handler.setFormatter(OneLineFormatter())
     return handler
+
+
+class _ConsoleHandler(logging.Handler):
+    """Records drawn by rich on ``console`` (a terminal): wrapped at its width, never read as markup, warnings
+    in yellow and errors in red."""
+
+    STYLES: ClassVar[dict[int, str]] = {logging.WARNING: "yellow", logging.ERROR: "bold red",
+                                        logging.CRITICAL: "bold red"}
+
+    def __init__(self, console: Console) -> None:
+        super().__init__()
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.console.print(self.format(record), markup=False, highlight=False,
+                               style=self.STYLES.get(record.levelno))
+        except Exception:  # logging's contract: a failing handler reports, never raises
+            self.handleError(record)
 
 
 def _mute(loud: bool) -> None:
