@@ -1,7 +1,8 @@
 """The Typer application, the consoles and the one way a command fails: a one-line ``error: ...`` and exit 2.
 
-Messages to people go to stderr through :data:`err` and never wrap (``soft_wrap``), so an error naming a long
-path stays on one line when stderr is a pipe or a file and ``grep`` finds it. Results (tables, YAML, JSON) go
+Errors go to stderr through :data:`err` and never wrap (``soft_wrap``), so an error naming a long path stays on
+one line when stderr is a pipe or a file and ``grep`` finds it; notes and progress are log records (:func:`note`),
+one plain line each off a terminal. Results (tables, YAML, JSON) go
 to stdout through :data:`out`, which never wraps text either when stdout is not a terminal.
 
 Global options (before the command): ``--quiet`` (results and errors only) and ``--verbose`` (the libraries'
