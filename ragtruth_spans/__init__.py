@@ -13,6 +13,16 @@ The public API is small and imported lazily, so ``import ragtruth_spans`` does n
 - :func:`load_recipe`, :func:`train` — a recipe (shipped name or YAML file, ``key=value`` overrides) and training
   it into a run directory; :func:`read_own_jsonl` and :func:`write_prepared` — your own annotated JSONL into a
   prepared directory (docs/DATA.md).
+
+The task types and the hallucination types (RAGTruth's), and the version:
+
+>>> import ragtruth_spans
+>>> ragtruth_spans.TASK_TYPES
+('QA', 'Summary', 'Data2txt')
+>>> ragtruth_spans.HALLUCINATION_TYPES
+('Evident Conflict', 'Subtle Conflict', 'Evident Baseless Info', 'Subtle Baseless Info')
+>>> ragtruth_spans.__version__
+'0.1.0'
 """
 
 from __future__ import annotations

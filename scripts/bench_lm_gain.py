@@ -31,7 +31,6 @@ from ragtruth_spans.detectors.stacked import combiner
 from ragtruth_spans.detectors.stacked.columns import ColumnBuilder
 from ragtruth_spans.detectors.stacked.features import BASE_FEATURES
 from ragtruth_spans.detectors.stacked.lm_gain import LM_FEATURES, LMScorer, lm_columns
-from ragtruth_spans.detectors.stacked.response import source_folds
 from ragtruth_spans.detectors.stacked.train import word_labels
 
 
@@ -49,7 +48,7 @@ def cross_validated(records: list, columns: list, x: np.ndarray, y: np.ndarray, 
                     recipe) -> dict:
     """Out-of-fold word probabilities → word AUROC, the tuned decision's span F1 (overall, by task) and the
     response AUROC of the top word probability."""
-    fold_of = source_folds([r.source_id for r in records], folds, 0)
+    fold_of = combiner.source_folds([r.source_id for r in records], folds, 0)
     word_fold = np.concatenate([[f] * len(c.words) for f, c in zip(fold_of, columns)])
     oof = np.zeros(len(y))
     for k in range(folds):

@@ -467,11 +467,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.model is None and not args.check:
         parser.error("--model is required (or --check)")
 
-    from ragtruth_spans.cli.common import parse_options
     from ragtruth_spans.core.errors import InputError
     from ragtruth_spans.core.files import check_output_path, exclusive_output
     from ragtruth_spans.core.jsonl import write_json
     from ragtruth_spans.core.logs import configure, make_console
+    from ragtruth_spans.detectors.options import DetectorOptions
 
     configure("normal")  # the libraries' warnings and progress bars off, as on the command line
     console = make_console()
@@ -481,7 +481,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.out is not None:
             check_output_path(args.out, field="--out")
-        result = bench(args.model, args.data, parse_options(args.option), baselines=args.baselines)
+        options = DetectorOptions.from_items(args.option).load_kwargs()
+        result = bench(args.model, args.data, options, baselines=args.baselines)
         if args.out is not None:
             with exclusive_output(args.out):
                 write_json(args.out, result)

@@ -4,6 +4,7 @@ trains each tiny model once."""
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,26 @@ def make_record(rid: str, task: str, context: str, response: str, spans: list[tu
         gold.append(Span(start, start + len(text), typ, text))
     return Record(id=rid, source_id=f"src-{rid}", task_type=task, model="test-model", split=split,
                   quality="good", response=response, context=context, question=question, spans=gold)
+
+
+CITIES = ["Leeds", "Paris", "Oslo", "Rome", "Lima", "Kyoto", "Cairo", "Perth"]
+
+
+def synthetic_records(n_sources: int, seed: int, split: str) -> list:
+    """Tiny stacked-training data. Per source, a faithful response and one whose year is changed (the changed
+    year is the gold span)."""
+    rng = random.Random(seed)
+    records = []
+    for s in range(n_sources):
+        city, year, rooms = rng.choice(CITIES), rng.randint(1900, 2020), rng.randint(10, 300)
+        context = f"The hotel in {city} opened in {year}. It has {rooms} rooms and a small garden."
+        ok = f"The hotel in {city} opened in {year} and has {rooms} rooms."
+        wrong_year = str(year + rng.randint(1, 9))
+        bad = f"The hotel in {city} opened in {wrong_year} and has {rooms} rooms."
+        for k, (response, spans) in enumerate([(ok, []), (bad, [(wrong_year, "Evident Conflict")])]):
+            record = make_record(f"{split}-{s}-{k}", "Summary", context, response, spans, split=split)
+            records.append(record.__class__(**{**record.__dict__, "source_id": f"{split}-src-{s}"}))
+    return records
 
 
 def overfit_records():

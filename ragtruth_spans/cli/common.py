@@ -13,16 +13,20 @@ own warnings, load reports and progress bars). The callback that reads them is t
 from __future__ import annotations
 
 import errno
+import functools
+import inspect
 import logging
 import os
-from collections.abc import Iterator
+import typing
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from dataclasses import dataclass, fields
+from typing import Any, NoReturn, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError, check_choice
@@ -82,7 +86,7 @@ def _global_options(
 BATCH_SIZE_HELP = ("What the detector runs together in one forward pass, by family: token-classification: "
                    "context windows [16]; generative (hf backend): responses [8]; two-tier: sentence pairs of the "
                    "cross-encoder [32]; similarity: sentences of the encoder [64] (default: the detector's).")
-"""The help of ``--batch-size``, whose unit depends on the detector family (predict, detect, serve)."""
+"""The help of ``--batch-size``, whose unit depends on the detector family."""
 
 
 def fail(exc: Exception) -> NoReturn:
@@ -132,27 +136,6 @@ def note(message: str) -> None:
     logger.info(message)
 
 
-def parse_options(items: list[str] | None, *, flag: str = "--option") -> dict[str, Any]:
-    """``KEY=VALUE`` command-line items → a dict of detector options. Values are YAML (``0.5``, ``true``,
-    ``[a, b]``, ``{k: v}``; quote a string that YAML would read otherwise); a dotted key sets a nested mapping
-    (``extra_body.top_k=20`` → ``{"extra_body": {"top_k": 20}}``). A key given twice is an :class:`InputError`."""
-    from ragtruth_spans.training.recipe_files import parse_override
-
-    options: dict[str, Any] = {}
-    for item in items or []:
-        keys, value = parse_override(item, flag=flag)
-        node = options
-        for depth, key in enumerate(keys[:-1]):
-            node = node.setdefault(key, {})
-            if not isinstance(node, dict):
-                raise InputError(f"{flag} {item!r}: {'.'.join(keys[:depth + 1])} is already a value, not a mapping",
-                                 field=flag)
-        if keys[-1] in node:
-            raise InputError(f"{flag} {item!r}: {'.'.join(keys)} is given twice", field=flag)
-        node[keys[-1]] = value
-    return options
-
-
 def evidence_finder(evidence: bool, mode: str, device: str | None = None) -> Any:
     """The :class:`~ragtruth_spans.evidence.EvidenceFinder` of ``--evidence``/``--evidence-mode``, or
     None without ``--evidence``."""
@@ -177,12 +160,66 @@ def data_inputs(flag: str, path: Any) -> list[tuple[str, Any]]:
     return [(flag, path)]
 
 
+DEFAULT_BOOTSTRAP = 1000
+"""The bootstrap resamples of every command that scores (evaluate, report, benchmark, select): 95% intervals by
+default; ``--bootstrap 0`` for none (= ``ragtruth_spans.pipeline.benchmark.DEFAULT_BOOTSTRAP``, kept equal by a
+test: the CLI starts without the pipeline)."""
+
+
+def bootstrap_option() -> Any:
+    """``--bootstrap``: one default and one help for every command that scores."""
+    return typer.Option(DEFAULT_BOOTSTRAP, "--bootstrap", min=0, help="Bootstrap resamples for the 95% confidence "
+                        "intervals (0: none).")
+
+
+def data_alias_option() -> Any:
+    """``--data``: the old name of ``--gold`` in ``benchmark`` and ``select``, hidden, kept for one release."""
+    return typer.Option(None, "--data", hidden=True, help="Deprecated: the old name of --gold.")
+
+
+def gold_path(gold: Any, data: Any) -> Any:
+    """The gold file of ``--gold``, or of its deprecated alias ``--data`` (with a note); both, or neither, is an
+    :class:`InputError`."""
+    if gold is not None and data is not None:
+        raise InputError("--data is the old name of --gold: give one", field="--data")
+    if gold is None and data is None:
+        raise InputError("missing: give the labelled file with --gold", field="--gold")
+    if data is not None:
+        note("--data is deprecated here: use --gold (the same file); --data goes in the next release")
+    return gold if gold is not None else data
+
+
 # --- the one set of load options (predict, detect, serve, select-best, benchmark) -------------------------------
 
-def model_option(names: str = "numbers, absent-words, flag-all, flag-none") -> Any:
+DETECTOR_NAMES = "{detector names}"
+"""Stands in a help text for the names of the detectors built by name; :class:`DetectorCommand` fills it in from
+the loader's registry when the help is shown (the registry imports every family: too slow for every start)."""
+
+
+def detector_names() -> str:
+    """``default, absent-words, flag-all, ...``: the shipped detector's name, then every name the loader's
+    registry builds (:func:`~ragtruth_spans.detectors.family.named_detectors`)."""
+    from ragtruth_spans.detectors.family import named_detectors
+    from ragtruth_spans.detectors.shipped import DEFAULT_NAME
+
+    return ", ".join([DEFAULT_NAME, *sorted(named_detectors())])
+
+
+class DetectorCommand(TyperCommand):
+    """A command that loads a detector: its help lists the registry's detector names (:data:`DETECTOR_NAMES`)."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        for param in self.params:
+            if DETECTOR_NAMES in (getattr(param, "help", None) or ""):
+                param.help = param.help.replace(DETECTOR_NAMES, detector_names())
+        super().format_help(ctx, formatter)
+
+
+def model_option() -> Any:
     """``--model``: optional; left out (or ``default``), the detector shipped with the package."""
-    return typer.Option(None, "--model", help=f"A run directory written by `train`, or a detector name ({names}). "
-                        "Default: the detector shipped with the package (`default`; docs/MODEL_CARD.md).")
+    return typer.Option(None, "--model", help=f"A run directory written by `train` (or a judge directory: "
+                        f"docs/JUDGE.md), or a detector name ({DETECTOR_NAMES}). Default: the detector shipped "
+                        "with the package (`default`; docs/MODEL_CARD.md).")
 
 
 def resolve_model(model: str | None) -> str:
@@ -200,61 +237,83 @@ def model_label(model: str | None) -> str:
     return "the shipped detector (default)" if is_default(model) else str(model)
 
 
-def device_option() -> Any:
-    return typer.Option(None, "--device", help="torch device: cpu, cuda, cuda:1 ... (default: cuda if available).")
+@dataclass(frozen=True)
+class LoadFlags:
+    """The load flags as given on the command line (unset ones None): what a :func:`detector_command` receives as
+    its ``load`` parameter. :meth:`options` turns them into the one options model."""
+
+    device: str | None = None
+    batch_size: int | None = None
+    threshold: float | None = None
+    backend: str | None = None
+    max_new_tokens: int | None = None
+    load_in_4bit: bool | None = None
+    aggregation: str | None = None
+    option: list[str] | None = None
+
+    def options(self) -> Any:
+        """The :class:`~ragtruth_spans.detectors.options.DetectorOptions` of these flags and the ``--option``
+        items; a bad value, a key given twice, or given both as a flag and as ``--option``, is an
+        :class:`InputError` (an option the detector's family does not take is refused when it loads)."""
+        from ragtruth_spans.detectors.options import DetectorOptions
+
+        flags = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "option"}
+        return DetectorOptions.from_command_line(flags, self.option)
 
 
-def batch_size_option() -> Any:
-    return typer.Option(None, "--batch-size", min=1, help=BATCH_SIZE_HELP)
+LOAD_FLAG_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "device": (Optional[str], typer.Option(None, "--device", help="torch device: cpu, cuda, cuda:1 ... (default: "
+                                           "cuda if available).")),
+    "batch_size": (Optional[int], typer.Option(None, "--batch-size", min=1, help=BATCH_SIZE_HELP)),
+    "threshold": (Optional[float], typer.Option(
+        None, "--threshold", help="The operating point, in (0, 1): the probability at or above which a token (token "
+        "classification), a sentence (two-tier), a word (stacked: one threshold for every task) or a sentence score "
+        "(similarity with one threshold) is flagged (default: the run's tuned one).")),
+    "backend": (Optional[str], typer.Option(None, "--backend", help="Generative runs: hf (transformers, CPU/GPU; "
+                                            "default) or vllm (optional, GPU).")),
+    "max_new_tokens": (Optional[int], typer.Option(None, "--max-new-tokens", min=1, help="Generative runs: "
+                                                   "generation budget per response.")),
+    "load_in_4bit": (Optional[bool], typer.Option(None, "--load-in-4bit/--no-load-in-4bit", help="Override the "
+                                                  "recipe's 4-bit quantization of the base model.")),
+    "aggregation": (Optional[str], typer.Option(
+        None, "--aggregation", help="Token-classification runs: how a token's probabilities from several context "
+        "windows combine (mean, max, min, best, by-type; default: the run's).")),
+    "option": (Optional[list[str]], typer.Option(
+        None, "--option", help="Detector option KEY=VALUE (repeatable; the value is YAML; a dotted key sets a nested "
+        "one; a key given twice is refused), e.g. for llm-judge: --option base_url=http://127.0.0.1:8000/v1 "
+        "--option model=NAME --option mode=claims. See docs/JUDGE.md.")),
+}
+"""The one declaration of the load flags: ``{parameter: (type, typer option)}``, in the order of the help."""
 
 
-def threshold_option() -> Any:
-    return typer.Option(None, "--threshold", help="The operating point, in (0, 1): the probability at or above which "
-                        "a token (token classification), a sentence (two-tier), a word (stacked: one threshold for "
-                        "every task) or a sentence score (similarity with one threshold) is flagged (default: the "
-                        "run's tuned one).")
+def with_load_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` with its ``load: LoadFlags`` parameter replaced, in the command line, by the load flags of
+    :data:`LOAD_FLAG_OPTIONS` (at the same place in the help), which reach it gathered as one :class:`LoadFlags`."""
+    hints = typing.get_type_hints(command)
+    signature = inspect.signature(command)
+    parameters = []
+    for parameter in signature.parameters.values():
+        if parameter.name == "load":
+            parameters += [inspect.Parameter(name, parameter.kind, default=option, annotation=kind)
+                           for name, (kind, option) in LOAD_FLAG_OPTIONS.items()]
+        else:
+            parameters.append(parameter.replace(annotation=hints.get(parameter.name, parameter.annotation)))
+
+    @functools.wraps(command)
+    def run(**kwargs: Any) -> Any:
+        load = LoadFlags(**{name: kwargs.pop(name) for name in LOAD_FLAG_OPTIONS})
+        return command(**kwargs, load=load)
+
+    run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": hints.get("return")}
+    return run
 
 
-def backend_option() -> Any:
-    return typer.Option(None, "--backend", help="Generative runs: hf (transformers, CPU/GPU; default) or vllm "
-                        "(optional, GPU).")
+def detector_command(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``@app.command(name)`` for a command that loads a detector: the load flags from :func:`with_load_flags`,
+    the detector names in its help from the registry (:class:`DetectorCommand`)."""
+    def register(command: Callable[..., Any]) -> Callable[..., Any]:
+        app.command(name, cls=DetectorCommand)(with_load_flags(command))
+        return command
 
-
-def max_new_tokens_option() -> Any:
-    return typer.Option(None, "--max-new-tokens", min=1, help="Generative runs: generation budget per response.")
-
-
-def load_in_4bit_option() -> Any:
-    return typer.Option(None, "--load-in-4bit/--no-load-in-4bit", help="Override the recipe's 4-bit quantization "
-                        "of the base model.")
-
-
-def aggregation_option() -> Any:
-    return typer.Option(None, "--aggregation", help="Token-classification runs: how a token's probabilities from "
-                        "several context windows combine (mean, max, min, best, by-type; default: the run's).")
-
-
-def family_option() -> Any:
-    return typer.Option(None, "--option", help="Detector option KEY=VALUE (repeatable; the value is YAML; a dotted "
-                        "key sets a nested one), e.g. for llm-judge: --option base_url=http://127.0.0.1:8000/v1 "
-                        "--option model=NAME --option mode=claims. See docs/JUDGE.md.")
-
-
-def load_options(*, device: str | None = None, batch_size: int | None = None, threshold: float | None = None,
-                 backend: str | None = None, max_new_tokens: int | None = None, load_in_4bit: bool | None = None,
-                 aggregation: str | None = None, option: list[str] | None = None) -> dict[str, Any]:
-    """The detector options of the shared load flags and ``--option KEY=VALUE`` items, for
-    :func:`~ragtruth_spans.detectors.loader.load_detector` (unset flags are None, which the loader leaves out).
-    A threshold outside (0, 1), or a key given both as a flag and as ``--option``, is an :class:`InputError`;
-    an option the detector's family does not take is refused by the family when it loads."""
-    flags = {"device": device, "batch_size": batch_size, "threshold": threshold, "backend": backend,
-             "max_new_tokens": max_new_tokens, "load_in_4bit": load_in_4bit, "aggregation": aggregation}
-    options = parse_options(option)
-    both = sorted(key for key in options if flags.get(key) is not None)
-    if both:
-        raise InputError(f"{', '.join(both)} given both as a flag and as --option; keep one", field="--option")
-    from ragtruth_spans.detectors.loader import check_threshold
-
-    merged = {**flags, **options}
-    check_threshold(merged.get("threshold"), field="--threshold")
-    return merged
+    return register

@@ -21,22 +21,14 @@ from typing import Any, Optional, TextIO
 import typer
 
 from ragtruth_spans.cli.common import (
-    aggregation_option,
-    app,
+    LoadFlags,
     argument_text,
-    backend_option,
-    batch_size_option,
-    device_option,
+    detector_command,
     evidence_finder,
     fail,
-    family_option,
-    load_in_4bit_option,
-    load_options,
-    max_new_tokens_option,
     model_option,
     out,
     resolve_model,
-    threshold_option,
     user_errors,
 )
 from ragtruth_spans.core.errors import InputError, check_choice
@@ -129,7 +121,7 @@ def _write(rows: list[tuple[dict[str, Any], str]], view: bool, stream: TextIO) -
         stream.flush()
 
 
-@app.command("detect")
+@detector_command("detect")
 def detect_command(
     model: Optional[str] = model_option(),
     context: Optional[str] = typer.Option(None, "--context", help="The context (passages, article or data), or "
@@ -141,14 +133,7 @@ def detect_command(
     output: str = typer.Option("auto", "--output", help="auto (a highlighted view on a terminal, JSON lines "
                                "otherwise) | json | view."),
     chunk_size: int = typer.Option(32, "--chunk-size", min=1, help="Stdin items per detect_batch call."),
-    device: Optional[str] = device_option(),
-    batch_size: Optional[int] = batch_size_option(),
-    threshold: Optional[float] = threshold_option(),
-    backend: Optional[str] = backend_option(),
-    max_new_tokens: Optional[int] = max_new_tokens_option(),
-    load_in_4bit: Optional[bool] = load_in_4bit_option(),
-    aggregation: Optional[str] = aggregation_option(),
-    option: Optional[list[str]] = family_option(),
+    load: LoadFlags = LoadFlags(),
     evidence: bool = typer.Option(False, "--evidence", help="Add each span's evidence: the context passages "
                                   "about its claim and a verdict (contradicted, unsupported, uncertain)."),
     evidence_mode: str = typer.Option("lexical", "--evidence-mode", help="lexical (no model, fast) or encoder "
@@ -160,7 +145,7 @@ def detect_command(
 
     with user_errors():
         check_choice(output, OUTPUTS, "output", field="--output")
-        finder = evidence_finder(evidence, evidence_mode, device)
+        finder = evidence_finder(evidence, evidence_mode, load.device)
         if any(v is not None for v in (context, question, response)):
             items = [(None, _argument_item(context, question, response, task))]
         elif sys.stdin is None or sys.stdin.isatty():
@@ -168,10 +153,7 @@ def detect_command(
         else:
             items = read_items(getattr(sys.stdin, "buffer", sys.stdin))  # bytes: decoded strictly, line by line
         try:
-            options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
-                                   max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,
-                                   option=option)
-            detector = load_detector(resolve_model(model), **options)
+            detector = load_detector(resolve_model(model), **load.options().load_kwargs())
         except OSError as exc:
             fail(exc)
         view = output == "view" or (output == "auto" and out.is_terminal)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from ragtruth_spans.cli.common import app, data_inputs, note, out, user_errors
+from ragtruth_spans.cli.common import app, bootstrap_option, data_inputs, note, out, user_errors
 
 
 @app.command("evaluate")
@@ -23,7 +23,7 @@ def evaluate_command(
                                             help="Drop gold spans marked due_to_null (RAGTruth §3.4)."),
     allow_missing: bool = typer.Option(False, "--allow-missing",
                                        help="A gold response with no prediction line counts as no spans."),
-    bootstrap: int = typer.Option(0, "--bootstrap", min=0, help="Resamples for 95% confidence intervals."),
+    bootstrap: int = bootstrap_option(),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     model: Optional[str] = typer.Option(None, "--model", help="The detector that wrote --pred (a run directory or "
                                         "a detector name), whose training data is compared with the gold "

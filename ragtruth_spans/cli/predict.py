@@ -9,45 +9,29 @@ from typing import Optional
 import typer
 
 from ragtruth_spans.cli.common import (
-    aggregation_option,
-    app,
-    backend_option,
-    batch_size_option,
-    device_option,
+    LoadFlags,
+    detector_command,
     evidence_finder,
-    family_option,
-    load_in_4bit_option,
-    load_options,
-    max_new_tokens_option,
     model_label,
     model_option,
     note,
     resolve_model,
-    threshold_option,
     user_errors,
 )
 from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError, check_choice
 
 
-@app.command("predict")
+@detector_command("predict")
 def predict_command(
-    model: Optional[str] = model_option("numbers, absent-words, flag-all, flag-none, sim-cosine, sim-overlap, "
-                                        "sim-hybrid, keyword-match, llm-judge; or a judge directory"),
+    model: Optional[str] = model_option(),
     data: Path = typer.Option(..., "--data", help="Prepared split file, e.g. OUT/test.jsonl."),
     out_path: Path = typer.Option(..., "--out", help="Predictions JSONL to write; ids already in it are skipped."),
     chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="Responses per detect_batch call, "
                                              "written and flushed together (default: the detector's; 64 for most, "
                                              "4096 for vLLM)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=0, help="Only the first N records of --data."),
-    device: Optional[str] = device_option(),
-    batch_size: Optional[int] = batch_size_option(),
-    threshold: Optional[float] = threshold_option(),
-    backend: Optional[str] = backend_option(),
-    max_new_tokens: Optional[int] = max_new_tokens_option(),
-    load_in_4bit: Optional[bool] = load_in_4bit_option(),
-    aggregation: Optional[str] = aggregation_option(),
-    option: Optional[list[str]] = family_option(),
+    load: LoadFlags = LoadFlags(),
     evidence: bool = typer.Option(False, "--evidence", help="Add each span's evidence in the context (passages "
                                   "and a verdict: contradicted, unsupported, uncertain); see docs/EVIDENCE.md."),
     evidence_mode: str = typer.Option("lexical", "--evidence-mode", help="lexical (no model, fast) or encoder "
@@ -75,16 +59,14 @@ def predict_command(
     note(f"predicting with {model_label(model)} on {data} → {out_path}")
     model = resolve_model(model)
     with user_errors():
-        options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
-                               max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,
-                               option=option)
+        options = load.options().load_kwargs()
         check_choice(engine, ("local", "ray"), "engine", field="--engine")
         ray_flags = {"--address": address, "--workers": workers, "--gpus-per-worker": gpus_per_worker,
                      "--cpus-per-worker": cpus_per_worker if cpus_per_worker != 1.0 else None}
         if engine == "local" and any(value is not None for value in ray_flags.values()):
             given = next(name for name, value in ray_flags.items() if value is not None)
             raise InputError("applies to --engine ray only", field=given)
-        finder = evidence_finder(evidence, evidence_mode, device)
+        finder = evidence_finder(evidence, evidence_mode, load.device)
         if engine == "ray":
             from ragtruth_spans.pipeline.ray_engine import RaySettings, predict_ray
 

@@ -19,9 +19,9 @@ def quickstart_command(
     fresh: bool = typer.Option(False, "--fresh", help="Delete the previous quickstart outputs in --workdir first "
                                "(by default finished steps are reused)."),
 ) -> None:
-    """Detect the README's examples with the shipped detector → evaluate it on the embedded sample → train the
-    recommended recipe on the sample → leaderboard beside baselines and an HTML report. Output fits the terminal
-    (through a pipe: COLUMNS, else 80 columns)."""
+    """Five steps: detect the README's examples with the shipped detector → prepare the embedded sample → evaluate
+    the shipped detector on its test split → train the recommended recipe on its train split → leaderboard beside
+    baselines and an HTML report. Output fits the terminal (through a pipe: COLUMNS, else 80 columns)."""
     from ragtruth_spans.core import logs
     from ragtruth_spans.core.extras import require
     from ragtruth_spans.pipeline.quickstart import quickstart_console, run_quickstart

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ragtruth_spans.cli.common import app, data_inputs, note, user_errors
+from ragtruth_spans.cli.common import app, bootstrap_option, data_inputs, note, user_errors
 from ragtruth_spans.core.errors import InputError
 
 
@@ -38,7 +38,7 @@ def report_command(
                                      "by side."),
     names: list[str] = typer.Option([], "--name", help="A name for each --pred, in order (default: file stems)."),
     out_path: Path = typer.Option(Path("report.html"), "--out", help="The HTML file to write."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Resamples for 95% intervals (0 = none)."),
+    bootstrap: int = bootstrap_option(),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     ignore_implicit_true: bool = typer.Option(False, "--ignore-implicit-true",
                                               help="Drop gold spans marked implicit_true (RAGTruth §3.4)."),

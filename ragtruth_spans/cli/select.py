@@ -9,22 +9,18 @@ from typing import Optional
 import typer
 
 from ragtruth_spans.cli.common import (
-    aggregation_option,
+    LoadFlags,
     app,
     argument_text,
-    backend_option,
-    batch_size_option,
+    bootstrap_option,
+    data_alias_option,
     data_inputs,
-    device_option,
-    family_option,
-    load_in_4bit_option,
-    load_options,
-    max_new_tokens_option,
+    detector_command,
+    gold_path,
     model_option,
     note,
     out,
     resolve_model,
-    threshold_option,
     user_errors,
 )
 
@@ -40,15 +36,14 @@ NO_JUDGEMENT_EXIT = 3
 
 @app.command("select")
 def select_command(
-    data: Path = typer.Option(..., "--data", help="Prepared records (e.g. OUT/test.jsonl) or a RAGTruth dataset "
-                              "folder (its test split)."),
+    gold: Optional[Path] = typer.Option(None, "--gold", help="Prepared records with gold spans (e.g. "
+                                        "OUT/test.jsonl) or a RAGTruth dataset folder (its test split)."),
     pred: Path = typer.Option(..., "--pred", help="Predictions JSONL for those records."),
     models: str = typer.Option(..., "--models", help="Comma-separated models to select among, e.g. "
                                "llama-2-7b-chat,mistral-7B-instruct."),
     strategy: str = typer.Option(DEFAULT_STRATEGY, "--strategy", help=STRATEGY_HELP),
     tie_break: str = typer.Option("random", "--tie-break", help=TIE_BREAK_HELP),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples of the sources for 95% "
-                                  "intervals (0 = none)."),
+    bootstrap: int = bootstrap_option(),
     seed: int = typer.Option(0, "--seed", help="Seed of the random tie-breaks and of the bootstrap."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the report as JSON."),
     model: Optional[str] = typer.Option(None, "--model", help="The detector that wrote --pred (a run directory or "
@@ -57,6 +52,7 @@ def select_command(
     drop_overlap: bool = typer.Option(False, "--drop-overlap", help="Leave out the gold responses that share a "
                                       "source or a response with the detector's training data (their sources "
                                       "then lack a candidate and are skipped)."),
+    data: Optional[Path] = data_alias_option(),
 ) -> None:
     """Measure best-of-N answer selection on a labelled corpus (RAGTruth Table 7): one response per source among
     --models, picked by the predicted spans, against each model alone, random and the oracle; how many responses
@@ -71,10 +67,11 @@ def select_command(
     from ragtruth_spans.selection.corpus import evaluate_selection
 
     with user_errors():
+        gold = gold_path(gold, data)
         if json_out is not None:
             json_out = check_output_path(json_out, field="--json",  # before any work
-                                         inputs=[*data_inputs("--data", data), ("--pred", pred)])
-        records, _ = load_gold(data)
+                                         inputs=[*data_inputs("--gold", gold), ("--pred", pred)])
+        records, _ = load_gold(gold)
         pred_file = read_prediction_file(pred, response_lengths={r.id: len(r.response) for r in records})
         names = [m.strip() for m in models.split(",") if m.strip()]
         overlap = count_overlap(records, predictions_training_data(pred, model))
@@ -104,7 +101,7 @@ def select_command(
         note(f"wrote {json_out}")
 
 
-@app.command("select-best")
+@detector_command("select-best")
 def select_best_command(
     model: Optional[str] = model_option(),
     context: str = typer.Option(..., "--context", help="The context (passages, article, data): text, or @FILE "
@@ -117,14 +114,7 @@ def select_best_command(
     strategy: str = typer.Option(DEFAULT_STRATEGY, "--strategy", help=STRATEGY_HELP),
     tie_break: str = typer.Option("random", "--tie-break", help=TIE_BREAK_HELP),
     seed: int = typer.Option(0, "--seed", help="Seed of the random tie-breaks."),
-    device: Optional[str] = device_option(),
-    batch_size: Optional[int] = batch_size_option(),
-    threshold: Optional[float] = threshold_option(),
-    backend: Optional[str] = backend_option(),
-    max_new_tokens: Optional[int] = max_new_tokens_option(),
-    load_in_4bit: Optional[bool] = load_in_4bit_option(),
-    aggregation: Optional[str] = aggregation_option(),
-    option: Optional[list[str]] = family_option(),
+    load: LoadFlags = LoadFlags(),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the selection as JSON."),
 ) -> None:
     """Pick the least hallucinated of your candidate responses to one input, with a detector. Exit status 0, 2 for
@@ -151,10 +141,7 @@ def select_best_command(
         question = check_text(argument_text(question, "--question"), field="--question", optional=True)
         context_text = check_text(argument_text(context, "--context"), field="--context")
         items = read_candidates(candidates)
-        options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
-                               max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,
-                               option=option)
-        detector = load_detector(resolve_model(model), **options)
+        detector = load_detector(resolve_model(model), **load.options().load_kwargs())
         chosen = select_best(items, strategy=strategy, seed=seed, tie_break=tie_break, detector=detector,
                              context=context_text, task=task, question=question)
     payload = chosen.to_dict()

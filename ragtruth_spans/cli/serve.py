@@ -10,21 +10,13 @@ from typing import Optional
 import typer
 
 from ragtruth_spans.cli.common import (
-    aggregation_option,
-    app,
-    backend_option,
-    batch_size_option,
-    device_option,
+    LoadFlags,
+    detector_command,
     fail,
-    family_option,
-    load_in_4bit_option,
-    load_options,
-    max_new_tokens_option,
     model_label,
     model_option,
     note,
     resolve_model,
-    threshold_option,
     user_errors,
 )
 from ragtruth_spans.core import logs
@@ -61,7 +53,7 @@ def page_wanted(ui: bool | None, host: str) -> bool:
     return is_loopback(host) if ui is None else ui
 
 
-@app.command("serve")
+@detector_command("serve")
 def serve_command(
     model: Optional[str] = model_option(),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
@@ -93,14 +85,7 @@ def serve_command(
                                       "beyond, 413."),
     graceful_timeout: float = typer.Option(30.0, "--graceful-timeout", min=0, help="On shutdown, seconds to wait "
                                            "for requests in flight."),
-    device: Optional[str] = device_option(),
-    batch_size: Optional[int] = batch_size_option(),
-    threshold: Optional[float] = threshold_option(),
-    backend: Optional[str] = backend_option(),
-    max_new_tokens: Optional[int] = max_new_tokens_option(),
-    load_in_4bit: Optional[bool] = load_in_4bit_option(),
-    aggregation: Optional[str] = aggregation_option(),
-    option: Optional[list[str]] = family_option(),
+    load: LoadFlags = LoadFlags(),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
     docs: bool = typer.Option(False, "--docs", help="Serve the interactive API docs at /docs and /redoc (their "
                               "pages load Swagger UI / ReDoc from a public CDN); /openapi.json is always served."),
@@ -145,10 +130,7 @@ def serve_command(
         label, model = model_label(model), resolve_model(model)
         run_info = read_run_info(model) if Path(model).is_dir() else None
         try:
-            options = load_options(device=device, batch_size=batch_size, threshold=threshold, backend=backend,
-                                   max_new_tokens=max_new_tokens, load_in_4bit=load_in_4bit, aggregation=aggregation,
-                                   option=option)
-            detector = load_detector(model, **options)
+            detector = load_detector(model, **load.options().load_kwargs())
         except OSError as exc:
             fail(exc)
     page = f"http://{host}:{port}/" if settings.ui else "off (--ui)"

@@ -11,7 +11,15 @@ from pathlib import Path
 
 
 class InputError(ValueError):
-    """Bad input. The message names the file, the 1-based line and the field when they are known."""
+    """Bad input. The message names the file, the 1-based line and the field when they are known.
+
+    >>> from ragtruth_spans import InputError
+    >>> error = InputError("must be an integer", path="gold.jsonl", line=3, field="spans[0].start")
+    >>> str(error)
+    "gold.jsonl:3, field 'spans[0].start': must be an integer"
+    >>> isinstance(error, ValueError), error.line
+    (True, 3)
+    """
 
     def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None,
                  field: str | None = None) -> None:

@@ -152,7 +152,23 @@ def write_json(path: str | Path, obj: Any) -> None:
 
 def read_records(path: str | Path) -> list[Record]:
     """Read a prepared split file (JSONL of :class:`Record` dicts). Ids are the file's key (predictions refer to
-    them): a repeated id raises :class:`InputError` naming both lines."""
+    them): a repeated id raises :class:`InputError` naming both lines.
+
+    >>> import pathlib, tempfile
+    >>> from ragtruth_spans import load_ragtruth, read_records, sample_data_dir
+    >>> from ragtruth_spans.core.jsonl import write_records
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "test.jsonl"
+    >>> records = load_ragtruth(sample_data_dir(), split="test")
+    >>> write_records(path, records)
+    22
+    >>> read_records(path) == records
+    True
+    >>> lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    >>> _ = path.write_text(lines[0] + "".join(lines), encoding="utf-8")  # the first record twice
+    >>> read_records(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ragtruth_spans.core.errors.InputError: ...test.jsonl:2...duplicate id...
+    """
     records: list[Record] = []
     first_line: dict[str, int] = {}
     for lineno, obj in iter_jsonl(path):

@@ -50,6 +50,15 @@ class Span:
     Gold spans carry ``type``, ``text``, ``implicit_true`` and ``due_to_null``; predicted spans may carry
     ``type`` and a confidence ``score`` in [0, 1], and ``evidence`` (:class:`SpanEvidence`: where the context
     contradicts the span's claim or that nothing supports it; not compared, not hashed).
+
+    >>> from ragtruth_spans import Span
+    >>> response = "The museum opened in 1998."
+    >>> span = Span(21, 25, type="Evident Conflict")
+    >>> response[span.start:span.end], len(span)
+    ('1998', 4)
+    >>> Span(25, 21)
+    Traceback (most recent call last):
+    ValueError: span [25, 21) is not a valid half-open interval
     """
 
     start: int
@@ -141,7 +150,17 @@ class Span:
 
 @dataclass
 class Record:
-    """One response with its context and gold spans (a line of a prepared split file)."""
+    """One response with its context and gold spans (a line of a prepared split file).
+
+    >>> from ragtruth_spans import Record, Span
+    >>> record = Record(id="r1", source_id="museum", task_type="Summary", model="m", split="test", quality="good",
+    ...                 response="The museum opened in 1998.", context="The museum opened in 1999.",
+    ...                 spans=[Span(21, 25, type="Evident Conflict")])
+    >>> [record.response[s.start:s.end] for s in record.spans]
+    ['1998']
+    >>> Record.from_dict(record.to_dict()) == record
+    True
+    """
 
     id: str
     source_id: str

@@ -23,7 +23,18 @@ def dataset_features() -> datasets.Features:
 
 
 def to_dataset(records: Sequence[Record]) -> datasets.Dataset:
-    """Records as a :class:`datasets.Dataset` with the columns of a prepared record (see :func:`dataset_features`)."""
+    """Records as a :class:`datasets.Dataset` with the columns of a prepared record (see :func:`dataset_features`).
+
+    >>> from ragtruth_spans import load_ragtruth, sample_data_dir, to_dataset
+    >>> records = load_ragtruth(sample_data_dir(), split="test")
+    >>> dataset = to_dataset(records)
+    >>> dataset.num_rows, dataset.column_names[:3]
+    (22, ['id', 'source_id', 'task_type'])
+    >>> dataset[0]["spans"] == [{"start": s.start, "end": s.end, "type": s.type, "text": s.text,
+    ...                          "implicit_true": s.implicit_true, "due_to_null": s.due_to_null}
+    ...                         for s in records[0].spans]
+    True
+    """
     from datasets import Dataset
 
     rows = []

@@ -108,7 +108,20 @@ def write_prepared(out_dir: str | Path, records: Sequence[Record], report: Impor
     ``stats.json``) whole, through :func:`~ragtruth_spans.data.prepare.prepared_output` (checked, locked, built
     beside and swapped in; ``report.input_path`` is an input it may not replace); return the stats written. The
     command line checks and locks the output before reading the input (:func:`write_splits` inside
-    ``prepared_output``)."""
+    ``prepared_output``).
+
+    >>> import json, pathlib, tempfile
+    >>> from ragtruth_spans import read_own_jsonl, write_prepared
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [{"context": f"Hotel {i} opened in {1990 + i}.", "response": f"It opened in {1980 + i}.",
+    ...           "spans": [{"start": 13, "end": 17}]} for i in range(10)]  # ten sources, one response each
+    >>> _ = (folder / "mine.jsonl").write_text("".join(json.dumps(x) + "\\n" for x in lines), encoding="utf-8")
+    >>> stats = write_prepared(folder / "data", *read_own_jsonl(folder / "mine.jsonl"))
+    >>> sorted(p.name for p in (folder / "data").iterdir())
+    ['dev.jsonl', 'stats.json', 'test.jsonl', 'train.jsonl']
+    >>> {split: figures["sources"] for split, figures in stats["splits"].items()}  # split by source, seeded
+    {'train': 7, 'dev': 1, 'test': 2}
+    """
     from ragtruth_spans.data.prepare import prepared_output
 
     with prepared_output(out_dir, field=None, inputs=[("input", report.input_path)]) as building:

@@ -2,9 +2,10 @@
 columns: synonyms (faithful paraphrase), antonyms and reversed trends (contradiction), units, quantity words,
 months and weekdays (a different member of the same class contradicts), number words and scales.
 
-All entries are lower-case. :func:`contrast_class` says which closed class a word belongs to, so two *different*
-words of one class (``kilograms`` / ``pounds``, ``most`` / ``few``, ``Monday`` / ``Thursday``) read as a
-contradiction, while :data:`SYNONYMS` pairs read as support.
+All entries are lower-case. :func:`contrast_class` says which closed class a word belongs to; a class is made of
+senses, each with its forms (``kilograms``, ``kg``), so two words of *different senses* of one class
+(``kilograms`` / ``pounds``, ``most`` / ``few``, ``Monday`` / ``Thursday``) read as a contradiction
+(:func:`contradicting`), two forms of one sense (:func:`same_sense`) and :data:`SYNONYMS` pairs as support.
 
 >>> contrast_class("kilograms") == contrast_class("pounds")
 True
@@ -70,31 +71,40 @@ _ANTONYM_PAIRS: tuple[tuple[str, str], ...] = (
     ("benefit", "harm"), ("benefits", "harms"), ("helpful", "harmful"), ("likely", "unlikely"),
     ("possible", "impossible"), ("common", "rare"), ("available", "unavailable"), ("friendly", "hostile"),
 )
-_CONTRAST_CLASSES: dict[str, tuple[str, ...]] = {
-    "mass": ("kilograms", "kilogram", "kg", "grams", "gram", "pounds", "pound", "lbs", "ounces", "ounce", "tons",
-             "tonnes", "stone"),
-    "length": ("kilometres", "kilometers", "kilometre", "kilometer", "km", "miles", "mile", "metres", "meters",
-               "metre", "meter", "feet", "foot", "yards", "yard", "inches", "inch", "centimetres", "centimeters",
-               "cm", "millimetres", "millimeters", "mm"),
-    "volume": ("litres", "liters", "litre", "liter", "gallons", "gallon", "millilitres", "milliliters", "ml",
-               "pints", "pint", "cups", "cup"),
-    "time": ("seconds", "second", "minutes", "minute", "hours", "hour", "days", "day", "weeks", "week", "months",
-             "month", "years", "year", "decades", "decade", "centuries", "century"),
-    "money": ("dollars", "dollar", "euros", "euro", "pounds sterling", "yen", "yuan", "rupees", "francs",
-              "cents", "pence"),
-    "temperature": ("celsius", "fahrenheit", "kelvin"),
-    "area": ("acres", "acre", "hectares", "hectare", "square miles", "square kilometres"),
-    "scale": ("thousand", "million", "billion", "trillion", "hundred"),
-    "quantity": ("most", "few", "many", "some", "all", "none", "several", "majority", "minority", "half",
-                 "dozens", "hundreds", "thousands", "millions"),
-    "frequency": ("always", "usually", "often", "sometimes", "rarely", "never", "seldom", "daily", "weekly",
-                  "monthly", "annually", "yearly"),
-    "month": ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-              "november", "december"),
-    "weekday": ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
-    "multiple": ("twice", "thrice", "double", "doubled", "tripled", "quadrupled", "halved"),
-    "ordinal": ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
-                "last"),
+_CONTRAST_CLASSES: dict[str, tuple[tuple[str, ...], ...]] = {
+    # each class is a tuple of senses; each sense the forms of one meaning (spellings, abbreviations, singular and
+    # plural), which support each other: only two *senses* of one class contradict (kg / kilograms do not)
+    "mass": (("kilograms", "kilogram", "kg", "kgs", "kilos", "kilo"), ("grams", "gram"),
+             ("pounds", "pound", "lbs", "lb"), ("ounces", "ounce", "oz"), ("tons", "ton", "tonnes", "tonne"),
+             ("stone", "stones")),
+    "length": (("kilometres", "kilometers", "kilometre", "kilometer", "km", "kms"), ("miles", "mile"),
+               ("metres", "meters", "metre", "meter"), ("feet", "foot", "ft"), ("yards", "yard", "yd"),
+               ("inches", "inch"), ("centimetres", "centimeters", "centimetre", "centimeter", "cm"),
+               ("millimetres", "millimeters", "millimetre", "millimeter", "mm")),
+    "volume": (("litres", "liters", "litre", "liter"), ("gallons", "gallon"),
+               ("millilitres", "milliliters", "millilitre", "milliliter", "ml"), ("pints", "pint"), ("cups", "cup")),
+    "time": (("seconds", "second", "secs", "sec"), ("minutes", "minute", "mins", "min"),
+             ("hours", "hour", "hrs", "hr"), ("days", "day"), ("weeks", "week"), ("months", "month"),
+             ("years", "year", "yrs"), ("decades", "decade"), ("centuries", "century")),
+    "money": (("dollars", "dollar", "usd"), ("euros", "euro", "eur"), ("pounds sterling",), ("yen",),
+              ("yuan", "renminbi"), ("rupees", "rupee"), ("francs", "franc"), ("cents", "cent"),
+              ("pence", "penny", "pennies")),
+    "temperature": (("celsius", "centigrade"), ("fahrenheit",), ("kelvin",)),
+    "area": (("acres", "acre"), ("hectares", "hectare"), ("square miles",), ("square kilometres",)),
+    "scale": (("thousand",), ("million",), ("billion",), ("trillion",), ("hundred",)),
+    "quantity": (("most", "majority"), ("few",), ("many", "numerous"), ("some", "several"), ("all",), ("none",),
+                 ("minority",), ("half",), ("dozens",), ("hundreds",), ("thousands",), ("millions",)),
+    "frequency": (("always",), ("usually", "generally", "typically", "normally"), ("often", "frequently"),
+                  ("sometimes", "occasionally"), ("rarely", "seldom"), ("never",), ("daily",), ("weekly",),
+                  ("monthly",), ("annually", "yearly")),
+    "month": (("january", "jan"), ("february", "feb"), ("march",), ("april", "apr"), ("may",), ("june",),
+              ("july",), ("august", "aug"), ("september", "sept", "sep"), ("october", "oct"),
+              ("november", "nov"), ("december", "dec")),
+    "weekday": (("monday",), ("tuesday", "tues"), ("wednesday",), ("thursday", "thurs"), ("friday",),
+                ("saturday",), ("sunday",)),
+    "multiple": (("twice", "double", "doubled"), ("thrice", "triple", "tripled"), ("quadrupled",), ("halved",)),
+    "ordinal": (("first",), ("second",), ("third",), ("fourth",), ("fifth",), ("sixth",), ("seventh",),
+                ("eighth",), ("ninth",), ("tenth",), ("last", "final")),
 }
 NUMBER_WORDS: dict[str, int] = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
@@ -113,17 +123,46 @@ ANTONYMS_EXTENDED: dict[str, str] = {}
 for _a, _b in _ANTONYM_PAIRS:
     ANTONYMS_EXTENDED.setdefault(_a, _b)
     ANTONYMS_EXTENDED.setdefault(_b, _a)
-_CLASS_OF: dict[str, str] = {w: name for name, members in _CONTRAST_CLASSES.items() for w in members}
+_SENSE_OF: dict[str, tuple[str, int]] = {w: (name, k) for name, senses in _CONTRAST_CLASSES.items()
+                                         for k, forms in enumerate(senses) for w in forms}
+"""Each word's ``(class, sense)``; a word of two classes (``second``: time and ordinal) keeps the later one."""
 
 
 def contrast_class(word: str) -> str | None:
     """The closed class (``mass``, ``month``, ``quantity``...) of a lower-case word, None for other words."""
-    return _CLASS_OF.get(word)
+    sense = _SENSE_OF.get(word)
+    return None if sense is None else sense[0]
 
 
-def class_members(name: str) -> tuple[str, ...]:
-    """The words of the closed class ``name`` (see :func:`contrast_class`)."""
-    return _CONTRAST_CLASSES[name]
+def same_sense(a: str, b: str) -> bool:
+    """Whether two lower-case words are forms of one sense of a closed class (``kg`` / ``kilograms``,
+    ``metres`` / ``meters``, ``most`` / ``majority``): they support each other.
+
+    >>> same_sense("kg", "kilograms"), same_sense("kg", "pounds")
+    (True, False)
+    """
+    sense = _SENSE_OF.get(a)
+    return sense is not None and sense == _SENSE_OF.get(b)
+
+
+def other_forms(word: str) -> tuple[str, ...]:
+    """The other forms of ``word``'s sense (``kg`` for ``kilograms``; empty for a word of no class)."""
+    sense = _SENSE_OF.get(word)
+    return () if sense is None else tuple(w for w in _CONTRAST_CLASSES[sense[0]][sense[1]] if w != word)
+
+
+def contrasting(word: str) -> tuple[str, ...]:
+    """The forms of the *other* senses of ``word``'s closed class (what would contradict it; empty for a word of
+    no class).
+
+    >>> "pounds" in contrasting("kg"), "kilograms" in contrasting("kg")
+    (True, False)
+    """
+    sense = _SENSE_OF.get(word)
+    if sense is None:
+        return ()
+    name, own = sense
+    return tuple(w for k, forms in enumerate(_CONTRAST_CLASSES[name]) if k != own for w in forms)
 
 
 def are_synonyms(a: str, b: str) -> bool:
@@ -138,8 +177,8 @@ def contradicting(a: str, b: str) -> bool:
         return False
     if ANTONYMS_EXTENDED.get(a) == b:
         return True
-    ca = contrast_class(a)
-    return ca is not None and ca == contrast_class(b)
+    sa, sb = _SENSE_OF.get(a), _SENSE_OF.get(b)
+    return sa is not None and sb is not None and sa[0] == sb[0] and sa[1] != sb[1]
 
 TITLES: tuple[str, ...] = ("King", "Queen", "Dr.", "Professor", "President", "Sir", "General", "Mayor", "Senator",
                            "Bishop", "Prince")

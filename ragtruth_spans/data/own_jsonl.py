@@ -44,7 +44,20 @@ RESERVED_ID_MARKS = ("#aug-", "#extra-")
 
 def read_own_jsonl(path: str | Path) -> tuple[list[Record], ImportReport]:
     """The records of a file in the minimal format (module docstring) and the report of what was defaulted;
-    bad input raises :class:`InputError` naming file, line and field."""
+    bad input raises :class:`InputError` naming file, line and field.
+
+    >>> import json, pathlib, tempfile
+    >>> from ragtruth_spans import read_own_jsonl
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "mine.jsonl"
+    >>> line = {"context": "The museum opened in 1999 in Lyon.", "response": "The museum opened in 1998.",
+    ...         "spans": [{"start": 21, "end": 25}]}
+    >>> _ = path.write_text(json.dumps(line) + "\\n", encoding="utf-8")
+    >>> records, report = read_own_jsonl(path)
+    >>> [records[0].response[s.start:s.end] for s in records[0].spans], records[0].task_type, records[0].id
+    (['1998'], 'Summary', 'mine-1')
+    >>> sorted(report.defaulted)
+    ['id', 'model', 'question', 'source_id', 'split', 'task (Summary)']
+    """
     path = Path(path)
     report = ImportReport(importer="jsonl", input_path=str(path))
     records: list[Record] = []

@@ -56,6 +56,10 @@ def sample_data_dir() -> Path:
 
     It is invented text in the official format, with train and test responses of all three tasks; see its
     ``README.md``.
+
+    >>> from ragtruth_spans import sample_data_dir
+    >>> sorted(p.name for p in sample_data_dir().glob("*.jsonl"))
+    ['response.jsonl', 'source_info.jsonl']
     """
     return Path(__file__).resolve().parent / "sample_data"
 
@@ -344,6 +348,13 @@ def load_ragtruth(ragtruth_dir: str | Path, *, split: str | None = None,
     ``split`` keeps one split; ``keep_quality`` keeps responses whose ``quality`` is listed (``None`` or
     ``"all"`` keeps every response). Labels are checked and repaired as described in the module docstring;
     :func:`load_ragtruth_with_report` also says what the filters and the label checks did.
+
+    >>> from ragtruth_spans import load_ragtruth, sample_data_dir
+    >>> records = load_ragtruth(sample_data_dir(), split="test")
+    >>> len(records), sorted({r.task_type for r in records})
+    (22, ['Data2txt', 'QA', 'Summary'])
+    >>> all(r.response[s.start:s.end] == s.text for r in records for s in r.spans)
+    True
     """
     return load_ragtruth_with_report(ragtruth_dir, split=split, keep_quality=keep_quality)[0]
 

@@ -57,7 +57,15 @@ def resolve_task(item: Mapping[str, Any]) -> Any:
 @dataclass(frozen=True)
 class DetectItem:
     """One thing to check: ``response`` written from ``context`` for a ``task`` (QA / Summary / Data2txt);
-    ``question`` is the QA question (None for the other tasks)."""
+    ``question`` is the QA question (None for the other tasks).
+
+    >>> from ragtruth_spans import DetectItem
+    >>> DetectItem.of({"context": "It opened in 1999.", "response": "It opened in 1998.", "question": "When?"})
+    DetectItem(context='It opened in 1999.', response='It opened in 1998.', task='QA', question='When?')
+    >>> DetectItem.of({"context": "It opened in 1999.", "response": "It opened in 1998."})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ragtruth_spans.core.errors.InputError: field 'task': missing required field (QA, Summary or Data2txt; ...)
+    """
 
     context: str
     response: str
@@ -90,7 +98,15 @@ class DetectItem:
 
 @dataclass
 class Detection:
-    """What a detector found in one response (see the module docstring for the meaning of each field)."""
+    """What a detector found in one response (see the module docstring for the meaning of each field).
+
+    >>> from ragtruth_spans import Detection, Span
+    >>> found = Detection(spans=[Span(21, 25, score=0.9)], score=0.8)
+    >>> found.ok, found.to_dict()
+    (True, {'spans': [{'start': 21, 'end': 25, 'score': 0.9}], 'score': 0.8})
+    >>> Detection(spans=[], error="the judge did not answer").ok  # no span, but not "no hallucination"
+    False
+    """
 
     spans: list[Span]
     score: float | None = None
@@ -183,7 +199,19 @@ def on_normal_text(method: DetectBatch) -> DetectBatch:
 
 class Detector(ABC):
     """Base class of every detector. Subclasses set :attr:`kind` and implement :meth:`detect_batch` (which reads
-    NFC text only: see the module docstring)."""
+    NFC text only: see the module docstring).
+
+    >>> import re
+    >>> from ragtruth_spans import Detection, Detector, DetectItem, Span
+    >>> class NewNumbers(Detector):  # flags the numbers of the response that the context does not hold
+    ...     kind = "new-numbers"
+    ...     def detect_batch(self, items):
+    ...         items = [DetectItem.of(item) for item in items]
+    ...         return [Detection(spans=[Span(m.start(), m.end()) for m in re.finditer("[0-9]+", item.response)
+    ...                                  if m.group() not in item.context]) for item in items]
+    >>> NewNumbers().detect(context="It opened in 1999.", response="It opened in 1998.", task="Summary").spans
+    [Span(start=13, end=17, type=None, text=None, score=None, implicit_true=False, due_to_null=False, evidence=None)]
+    """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -202,9 +230,13 @@ class Detector(ABC):
         mappings (see :meth:`DetectItem.of`). A malformed item raises :class:`InputError`; an item the detector
         cannot judge gets a Detection with ``error`` set, without failing the others."""
 
-    def detect(self, *, context: str, response: str, task: str, question: str | None = None) -> Detection:
-        """The :class:`Detection` of one response (:meth:`detect_batch` of one item)."""
-        return self.detect_batch([DetectItem(context=context, response=response, task=task, question=question)])[0]
+    def detect(self, *, context: str, response: str, task: str | None = None,
+               question: str | None = None) -> Detection:
+        """The :class:`Detection` of one response: :meth:`detect_batch` of one item, read by the one item schema
+        (:meth:`DetectItem.of`), so ``task`` follows the same rule (:func:`resolve_task`): left out, QA when a
+        ``question`` is given, else an :class:`InputError`."""
+        item = {"context": context, "response": response, "task": task, "question": question}
+        return self.detect_batch([DetectItem.of(item)])[0]
 
     load_options: Mapping[str, Any] = MappingProxyType({})
     """The options :func:`~ragtruth_spans.detectors.loader.load_detector` loaded it with (set by the loader)."""

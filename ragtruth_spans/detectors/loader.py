@@ -14,7 +14,9 @@
 
 ``options`` go to the family (e.g. ``device``, ``batch_size``, ``backend`` for the generative family); options
 given as None are left out, so a command line can pass its unset flags through. An option the family does not
-take is an :class:`~ragtruth_spans.core.errors.InputError`.
+take is an :class:`~ragtruth_spans.core.errors.InputError`. Every front (command line, benchmark, HTTP, Python)
+builds them as one :class:`~ragtruth_spans.detectors.options.DetectorOptions`:
+``load_detector(path, **options.load_kwargs())``.
 """
 
 from __future__ import annotations
@@ -32,18 +34,19 @@ from ragtruth_spans.detectors.shipped import DEFAULT_DIR, DEFAULT_NAME, is_defau
 from ragtruth_spans.runs.run_dir import run_kind, verify_run
 
 
-def check_threshold(value: Any, field: str = "threshold") -> None:
-    """The rule of the ``threshold`` load option on the command line (every command, and each detector of a
-    benchmark): a number strictly between 0 and 1. (The Python API lets a test flag everything with 0.)"""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1):
-        raise InputError(f"must be in (0, 1) (0 and 1 excluded), got {value}", field=field)
-
-
 def load_detector(path_or_name: str | Path | None = None, **options: Any) -> Detector:
     """The detector saved in a run directory, the named detector, or without an argument (or ``"default"``) the
     shipped one (see the module docstring); it remembers the options it was loaded with
     (``detector.load_options``, part of its operating point). The host program's logging, environment and the
-    libraries' loggers are left as they are (the command line quietens the libraries for itself)."""
+    libraries' loggers are left as they are (the command line quietens the libraries for itself).
+
+    >>> from ragtruth_spans import load_detector
+    >>> detector = load_detector("numbers")  # a rule-based detector: no weights
+    >>> found = detector.detect(context="The hotel opened in 1999 and has 120 rooms.",
+    ...                         response="The hotel opened in 1998 and has 120 rooms.", task="Summary")
+    >>> [(s.start, s.end, s.type) for s in found.spans]
+    [(20, 24, 'Evident Conflict')]
+    """
     options = {key: value for key, value in options.items() if value is not None}
     if is_default(path_or_name) and not DEFAULT_DIR.is_dir():
         raise InputError("the shipped detector is missing from this installation: reinstall ragtruth-spans, or "

@@ -120,7 +120,16 @@ def _set_key(data: dict[str, Any], root: type[BaseModel], keys: list[str], value
 
 
 def load_recipe(name_or_path: str | Path, overrides: list[str] | None = None) -> Recipe:
-    """Load a recipe file (or shipped name), apply ``key=value`` overrides, validate."""
+    """Load a recipe file (or shipped name), apply ``key=value`` overrides, validate.
+
+    >>> from ragtruth_spans import load_recipe
+    >>> recipe = load_recipe("recommended-cpu", ["features.encoder=null", "output_dir=runs/fast"])
+    >>> recipe.kind, recipe.features.encoder, recipe.output_dir
+    ('stacked', None, 'runs/fast')
+    >>> load_recipe("recommended-cpu", ["combiner.num_leaves=many"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ragtruth_spans.core.errors.InputError: ...combiner.num_leaves...
+    """
     path = resolve_recipe_path(name_or_path)
     data = apply_overrides(read_recipe_data(path), list(overrides or []))
     return validate_recipe(data, source=str(path))

@@ -74,6 +74,27 @@ def train(recipe: Recipe, *, overwrite: bool = False, resume: bool = False,
     Progress goes to the ``ragtruth_spans`` loggers (``INFO``); the run's one-line account is
     :attr:`TrainResult.summary`. Nothing of the host program is changed: its logging, its environment and the
     libraries' loggers are its own to set (the command line quietens them for itself).
+
+    The recommended recipe without its sentence encoder trains in seconds; here on twenty invented responses
+    (ten sources, each with a faithful answer and one whose year is wrong):
+
+    >>> import json, pathlib, tempfile
+    >>> from ragtruth_spans import load_detector, load_recipe, read_own_jsonl, train, write_prepared
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [{"context": f"The hotel in Town {i} opened in {1990 + i}.", "response": f"It opened in {year}.",
+    ...           "spans": [] if year == 1990 + i else [{"start": 13, "end": 17}]}
+    ...          for i in range(10) for year in (1990 + i, 1980 + i)]
+    >>> _ = (folder / "mine.jsonl").write_text("".join(json.dumps(x) + "\\n" for x in lines), encoding="utf-8")
+    >>> _ = write_prepared(folder / "data", *read_own_jsonl(folder / "mine.jsonl"))
+    >>> recipe = load_recipe("recommended-cpu", [f"data.prepared_dir={folder / 'data'}", "features.encoder=null",
+    ...                                          "data.synth=null", f"output_dir={folder / 'run'}"])
+    >>> result = train(recipe)
+    >>> result.output_dir == folder / "run", sorted(result.metrics)[:3]
+    (True, ['eval', 'responses', 'span_f1'])
+    >>> found = load_detector(folder / "run").detect(context="The hotel opened in 1999.",
+    ...                                              response="It opened in 1989.", task="Summary")
+    >>> [(s.start, s.end) for s in found.spans]
+    [(13, 17)]
     """
     family = get_family(recipe.kind)
     if family.train is None:

@@ -109,6 +109,18 @@ def evaluate(gold: Sequence[Record], predictions: Mapping[str, Sequence[Span]], 
     - ``bootstrap > 0``: 95 % percentile intervals from that many resamples of the responses (seeded).
     - ``response_scores``: ``{id: score}`` of the predictions that have a response score (AUROC: see the module
       docstring).
+
+    >>> from ragtruth_spans import Record, Span, evaluate
+    >>> gold = [Record(id="r1", source_id="s1", task_type="Summary", model="m", split="test", quality="good",
+    ...                response="The museum opened in 1998.", context="The museum opened in 1999.",
+    ...                spans=[Span(21, 25)])]
+    >>> evaluate(gold, {"r1": [Span(21, 25)]}).overall["span"]
+    {'precision': 1.0, 'recall': 1.0, 'f1': 1.0}
+    >>> evaluate(gold, {"r1": [Span(17, 25)]}).overall["span"]  # 4 of the 8 flagged characters are gold
+    {'precision': 0.5, 'recall': 1.0, 'f1': 0.6666666666666666}
+    >>> evaluate(gold, {})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ragtruth_spans.core.errors.InputError: ...
     """
     missing = _check_inputs(gold, predictions, response_scores, allow_missing, bootstrap)
     table = count_responses(gold, predictions, ignore_implicit_true=ignore_implicit_true,

@@ -15,7 +15,17 @@ class Report:
     ``responses``, ``span``, ``response``, ``seqeval`` (each ``{precision, recall, f1}``), ``response_macro``
     (macro average over the hallucinated and clean classes), ``type_recall`` (``{type: recall or None}``) and
     ``auroc`` (float or None). ``ci`` mirrors those keys with ``[low, high]`` 95 % percentile intervals when
-    bootstrapped."""
+    bootstrapped.
+
+    >>> from ragtruth_spans import load_ragtruth, sample_data_dir, evaluate
+    >>> gold = load_ragtruth(sample_data_dir(), split="test")
+    >>> report = evaluate(gold, {r.id: r.spans for r in gold})  # the gold spans themselves: every figure is 1
+    >>> report.overall["responses"], report.overall["span"]["f1"], sorted(report.by_task)
+    (22, 1.0, ['Data2txt', 'QA', 'Summary'])
+    >>> nothing = evaluate(gold, {r.id: [] for r in gold}, bootstrap=100)  # flags nothing
+    >>> nothing.overall["span"]["f1"], nothing.ci["overall"]["span"]["f1"], nothing.ci["level"]
+    (0.0, [0.0, 0.0], 0.95)
+    """
 
     overall: dict[str, Any]
     by_task: dict[str, dict[str, Any]]

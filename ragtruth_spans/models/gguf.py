@@ -24,20 +24,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ragtruth_spans.core.cache import cache_root
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import file_sha256
 
-CACHE_ENV = "RAGTRUTH_SPANS_CACHE"
 SOURCE_FILE = "gguf_source.json"
 """The provenance record of a converted folder (also copied into ``run_info.json`` as ``base_model.gguf``)."""
 GGUF_INSTALL = "pip install gguf"
-
-
-def cache_root() -> Path:
-    """``$RAGTRUTH_SPANS_CACHE``, else ``$XDG_CACHE_HOME/ragtruth-spans``, else ``~/.cache/ragtruth-spans``."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "ragtruth-spans"
 
 
 @cache

@@ -24,7 +24,7 @@ import logging
 import platform
 import re
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from ragtruth_spans.core.fields import is_finite_number
 from ragtruth_spans.core.files import atomic_write_text, check_output_path
 from ragtruth_spans.core.jsonl import file_sha256, read_json_file, read_records, write_json
 from ragtruth_spans.core.logs import log_lines
+from ragtruth_spans.detectors.options import DetectorOptions
 from ragtruth_spans.evaluation.overlap import TrainingData
 from ragtruth_spans.training.tuning import CRITERIA, DEFAULT_CRITERION
 
@@ -76,34 +77,30 @@ def split_detectors(text: str) -> list[str]:
     return [item.strip() for item in [*items, "".join(current)] if item.strip()]
 
 
-def _item_options(item: str) -> tuple[str, dict[str, Any]]:
-    """``"runs/x[threshold=0.4,batch_size=8]"`` → ``("runs/x", {"threshold": 0.4, "batch_size": 8})``."""
-    from ragtruth_spans.training.recipe_files import parse_override
-
+def _item_options(item: str) -> tuple[str, list[str]]:
+    """``"runs/x[threshold=0.4,batch_size=8]"`` → ``("runs/x", ["threshold=0.4", "batch_size=8"])``: the source
+    and its own ``KEY=VALUE`` load options (parsed by the one parser of ``--option``)."""
     if not item.endswith("]") or "[" not in item:
-        return item, {}
+        return item, []
     source, _, inner = item[:-1].partition("[")
-    options: dict[str, Any] = {}
-    for part in (p.strip() for p in inner.split(",")):
-        if part:
-            keys, value = parse_override(part, flag="--detectors")
-            options[".".join(keys)] = value
-    return source.strip(), options
+    return source.strip(), [part.strip() for part in inner.split(",") if part.strip()]
 
 
-def parse_detectors(text: str | Sequence[str], options: dict[str, Any] | None = None) -> list[DetectorSpec]:
+def parse_detectors(text: str | Sequence[str],
+                    options: DetectorOptions | Mapping[str, Any] | None = None) -> list[DetectorSpec]:
     """Specs from ``"numbers,sim-cosine@dev,runs/two-tier[threshold=0.4]"`` (or a list of such items): each item
     is checked (a run directory, or a known detector name with an optional ``@dev``), may end with its own load
-    options in brackets (``[KEY=VALUE,...]``, values as YAML, the keys of ``predict``'s load options), which
-    override ``options`` (the command's load flags, for every detector); labels are made unique."""
+    options in brackets (``[KEY=VALUE,...]``: the items of ``--option``, read by the same parser into the same
+    :class:`~ragtruth_spans.detectors.options.DetectorOptions`), which override ``options`` (the command's load
+    flags, for every detector); labels are made unique."""
     from ragtruth_spans.detectors.family import named_detectors
-    from ragtruth_spans.detectors.loader import check_threshold
     from ragtruth_spans.detectors.shipped import DEFAULT_NAME, is_default, resolve_detector
 
     items = [part.strip() for part in (split_detectors(text) if isinstance(text, str) else text) if part.strip()]
     if not items:
         raise InputError("no detectors given (e.g. --detectors numbers,sim-overlap,flag-all)", field="--detectors")
     names = named_detectors()
+    shared = options if isinstance(options, DetectorOptions) else DetectorOptions.of(options, flag="options")
     specs: list[DetectorSpec] = []
     for item in items:
         bare, own = _item_options(item)
@@ -123,14 +120,13 @@ def parse_detectors(text: str | Sequence[str], options: dict[str, Any] | None = 
                              field="--detectors")
         label += TUNE_SUFFIX if tune else ""
         if own:
-            label += "[" + ",".join(f"{k}={v}" for k, v in own.items()) + "]"
+            label += "[" + ",".join(own) + "]"
         taken = {s.label for s in specs}
         unique, n = label, 2
         while unique in taken:
             unique, n = f"{label}-{n}", n + 1
-        merged = {k: v for k, v in {**(options or {}), **own}.items() if v is not None}
-        check_threshold(merged.get("threshold"), field="--detectors")
-        specs.append(DetectorSpec(label=unique, source=source, tune=tune, options=merged))
+        merged = DetectorOptions.from_items(own, flag="--detectors").over(shared)
+        specs.append(DetectorSpec(label=unique, source=source, tune=tune, options=merged.load_kwargs()))
     return specs
 
 
@@ -290,7 +286,8 @@ def run_benchmark(data: str | Path, detectors: Sequence[DetectorSpec] | str, out
                   dev: str | Path | None = None, criterion: str = DEFAULT_CRITERION,
                   bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, chunk_size: int | None = None,
                   progress: bool = True,
-                  options: dict[str, Any] | None = None, drop_overlap: bool = False) -> dict[str, Any]:
+                  options: DetectorOptions | Mapping[str, Any] | None = None,
+                  drop_overlap: bool = False) -> dict[str, Any]:
     """Benchmark ``detectors`` on ``data`` into ``out`` (see the module docstring); return the leaderboard
     payload (what ``leaderboard.json`` holds), detectors ranked by span F1. ``options``: load options of every
     detector given as a string (a detector's own ``[KEY=VALUE,...]`` overrides them). Each detector's overlap with
@@ -311,7 +308,7 @@ def run_benchmark(data: str | Path, detectors: Sequence[DetectorSpec] | str, out
         check_seed(seed)  # before any detector runs
     specs = parse_detectors(detectors, options) if isinstance(detectors, str) else list(detectors)
     data, dev, paths = Path(data), Path(dev) if dev is not None else None, BenchmarkPaths(Path(out))
-    inputs = {"--data": data, "--dev": dev}
+    inputs = {"--gold": data, "--dev": dev}
     for label in [spec.label for spec in specs]:  # the output policy, before any work
         for target in (paths.predictions(label), paths.timing(label), paths.tuning(label)):
             check_output_path(target, field="--out", inputs=inputs)

@@ -163,15 +163,6 @@ class PredictSummary:
         count_diagnostics(row, self.counters)
 
 
-def done_ids(out_path: str | Path) -> tuple[set[str], bool]:
-    """Ids already in a predictions file and whether an incomplete last line was removed from it (the file is
-    rewritten: call it only once the file is known to be a predictions file of this command)."""
-    ids, fixed, cut = read_done_ids(out_path)
-    if fixed is not None:
-        atomic_write_bytes(out_path, fixed)
-    return ids, cut
-
-
 def read_done_ids(out_path: str | Path) -> tuple[set[str], bytes | None, bool]:
     """Ids already in a predictions file, the file's bytes as they must be rewritten (None: as they are) and
     whether that cuts an incomplete last line. Reads only: nothing is written.

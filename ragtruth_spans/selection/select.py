@@ -209,6 +209,13 @@ def select_best(
 
     A random tie-break draws from ``rng`` when given, else from ``random.Random(seed)``, so the result is
     deterministic. The random generator is used only when several candidates tie.
+
+    >>> from ragtruth_spans import load_detector, select_best
+    >>> answers = ["The hotel opened in 1998.", "The hotel opened in 1999."]
+    >>> chosen = select_best(answers, detector=load_detector("numbers"), context="The hotel opened in 1999.",
+    ...                      task="Summary")
+    >>> chosen.index, chosen.candidate.response, chosen.scores
+    (1, 'The hotel opened in 1999.', [1.0, 0.0])
     """
     check_choice(strategy, STRATEGIES, "strategy")
     check_choice(tie_break, TIE_BREAKS, "tie-break")

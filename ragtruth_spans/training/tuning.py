@@ -5,9 +5,9 @@ a family may pass its own grid) turns the same precomputed evidence into spans; 
 counter, :func:`ragtruth_spans.evaluation.counts.pooled_figures`, which pools exactly what
 :func:`ragtruth_spans.evaluation.evaluate` reports (tested against it), so the criterion is the figure
 ``evaluate`` would print. **One tie rule:** the best candidate wins; among equal values the first in grid order
-(thresholds ascending), i.e. the lowest threshold. Families call :func:`tune_thresholds` from their ``train`` (the
-run directory records the whole table) and implement :class:`Tunable` so that ``ragtruth-spans benchmark`` can
-tune them on ``--dev``.
+(thresholds ascending), i.e. the lowest threshold. Families call :func:`tune_thresholds` (threshold settings) or
+:func:`choose_best` (any candidates, e.g. whole decisions) from their ``train`` (the run directory records the whole
+table) and implement :class:`Tunable` so that ``ragtruth-spans benchmark`` can tune them on ``--dev``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import Field, model_validator
 
@@ -30,6 +30,7 @@ CRITERIA: dict[str, tuple[str, str]] = {"span_f1": ("span", "f1"), "response_mac
 DEFAULT_CRITERION: Criterion = "span_f1"
 PAPER_GRID: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 10))
 """{0.1, 0.2, …, 0.9}: the grid DelucionQA tuned its thresholds over."""
+C = TypeVar("C")
 
 
 class TuningSection(Section):
@@ -93,14 +94,35 @@ def criterion_value(report: Mapping[str, Any], criterion: str) -> float:
     return float(report[level][metric])
 
 
-def tune_thresholds(records: Sequence[Record], candidates: Sequence[Mapping[str, Any]],
-                    detect: Callable[[Any], Sequence[Any]], *, criterion: str = DEFAULT_CRITERION,
-                    split: str = "dev", admissible: Callable[[dict[str, Any]], bool] | None = None) -> TuningResult:
-    """Score ``detect(thresholds)`` — one :class:`~ragtruth_spans.detectors.base.Detection` (or one span list) per
-    record, in order — for each candidate with :func:`~ragtruth_spans.evaluation.counts.pooled_figures` and return
-    the best by ``criterion`` (ties: the first candidate; see the module docstring) among the candidates whose table
-    row ``admissible`` accepts (default: all; when none is, the first candidate). Each table row holds the
-    candidate's settings and its span precision, recall, F1, response F1 and response macro F1."""
+FIGURES = ("span_precision", "span_recall", "span_f1", "response_f1", "response_macro_f1")
+"""The figures of every candidate (a row of a tuning table), as :func:`figures_row` names them."""
+
+
+def figures_row(overall: Mapping[str, Any]) -> dict[str, float]:
+    """The :data:`FIGURES` of an evaluation report's ``overall`` section."""
+    return {"span_precision": overall["span"]["precision"], "span_recall": overall["span"]["recall"],
+            "span_f1": overall["span"]["f1"], "response_f1": overall["response"]["f1"],
+            "response_macro_f1": overall["response_macro"]["f1"]}
+
+
+@dataclass(frozen=True)
+class Choice(Generic[C]):
+    """The candidate :func:`choose_best` chose, its criterion value, and every candidate's :data:`FIGURES` (in
+    candidate order)."""
+
+    best: C
+    value: float
+    figures: list[dict[str, float]]
+
+
+def choose_best(records: Sequence[Record], candidates: Sequence[C], detect: Callable[[C], Sequence[Any]], *,
+                criterion: str = DEFAULT_CRITERION, split: str = "dev",
+                admissible: Callable[[dict[str, float]], bool] | None = None) -> Choice[C]:
+    """Score ``detect(candidate)`` — one :class:`~ragtruth_spans.detectors.base.Detection` (or one span list) per
+    record, in order — for each candidate (any value: thresholds, a whole decision) with
+    :func:`~ragtruth_spans.evaluation.counts.pooled_figures` and return the best by ``criterion`` (ties: the first
+    candidate; see the module docstring) among the candidates whose figures ``admissible`` accepts (default: all;
+    when none is, the first candidate)."""
     from ragtruth_spans.evaluation.counts import pooled_figures
 
     if criterion not in CRITERIA:
@@ -110,19 +132,25 @@ def tune_thresholds(records: Sequence[Record], candidates: Sequence[Mapping[str,
         raise InputError(f"no labelled responses in the {split} split to tune thresholds on")
     if not candidates:
         raise InputError("no threshold candidates to tune over")
-    table: list[dict[str, Any]] = []
-    best: tuple[float, dict[str, float]] | None = None
-    for thresholds in candidates:
-        spans = [getattr(d, "spans", d) for d in detect(thresholds)]
-        overall = pooled_figures(records, spans)
+    figures: list[dict[str, float]] = []
+    best: tuple[float, C] | None = None
+    for candidate in candidates:
+        overall = pooled_figures(records, [getattr(d, "spans", d) for d in detect(candidate)])
         value = criterion_value(overall, criterion)
-        row = {**thresholds, "span_precision": overall["span"]["precision"],
-               "span_recall": overall["span"]["recall"], "span_f1": overall["span"]["f1"],
-               "response_f1": overall["response"]["f1"], "response_macro_f1": overall["response_macro"]["f1"]}
-        table.append(row)
-        if (admissible is None or admissible(row)) and (best is None or value > best[0]):
-            best = (value, thresholds)
-    if best is None:  # nothing admissible: the first candidate (its row holds the criterion by name)
-        best = (table[0][criterion], candidates[0])
-    return TuningResult(thresholds=dict(best[1]), criterion=criterion, value=best[0], split=split,
-                        responses=len(records), table=table)
+        figures.append(figures_row(overall))
+        if (admissible is None or admissible(figures[-1])) and (best is None or value > best[0]):
+            best = (value, candidate)
+    if best is None:  # nothing admissible: the first candidate
+        best = (figures[0][criterion], candidates[0])
+    return Choice(best=best[1], value=best[0], figures=figures)
+
+
+def tune_thresholds(records: Sequence[Record], candidates: Sequence[Mapping[str, Any]],
+                    detect: Callable[[Any], Sequence[Any]], *, criterion: str = DEFAULT_CRITERION,
+                    split: str = "dev") -> TuningResult:
+    """:func:`choose_best` over threshold settings (``{"threshold": 0.3}``, one key per threshold): the chosen
+    thresholds, and a table row per candidate holding its settings and its :data:`FIGURES`."""
+    choice = choose_best(records, candidates, detect, criterion=criterion, split=split)
+    return TuningResult(thresholds=dict(choice.best), criterion=criterion, value=choice.value, split=split,
+                        responses=len(records),
+                        table=[{**candidate, **row} for candidate, row in zip(candidates, choice.figures)])

@@ -90,7 +90,7 @@ def test_evaluate_and_report_check_their_output_before_the_work(tmp_path: Path) 
     reported = runner.invoke(app, ["report", "--gold", str(gold), "--pred", str(pred), "--out",
                                    str(gold / "report.html")])
     _one_line_exit_2(reported, "gold.jsonl is a file, not a folder")
-    selected = runner.invoke(app, ["select", "--data", str(gold), "--pred", str(pred),
+    selected = runner.invoke(app, ["select", "--gold", str(gold), "--pred", str(pred),
                                    "--models", "m,n", "--json", str(tmp_path)])
     _one_line_exit_2(selected, "is a folder, not a file")
 
@@ -159,8 +159,8 @@ def test_a_negative_seed_with_bootstrap_is_one_line_not_a_traceback(sample_test_
     pred = tmp_path / "pred.jsonl"
     predict_file("flag-all", data, pred, progress=False)
     for args in (["evaluate", "--gold", str(data), "--pred", str(pred)],
-                 ["select", "--data", str(data), "--pred", str(pred), "--models", "gpt-4-0613,llama-2-7b-chat"],
-                 ["benchmark", "--data", str(data), "--detectors", "flag-none", "--out", str(tmp_path / "bench")]):
+                 ["select", "--gold", str(data), "--pred", str(pred), "--models", "gpt-4-0613,llama-2-7b-chat"],
+                 ["benchmark", "--gold", str(data), "--detectors", "flag-none", "--out", str(tmp_path / "bench")]):
         result = runner.invoke(app, [*args, "--bootstrap", "5", "--seed", "-1"])
         assert result.exit_code == 2, (args[0], result.output)
         assert "field '--seed'" in result.output and "Traceback" not in result.output, result.output

@@ -1,6 +1,7 @@
 """One set of load options: predict, detect, serve, select-best and benchmark take the same flags (benchmark also
-per detector, ``NAME[k=v,...]``); ``threshold`` reaches every family that has one (stacked included); the
-operating point used is recorded in ``OUT.meta.json`` and shown by ``/v1/model``."""
+per detector, ``NAME[k=v,...]``), read into one :class:`DetectorOptions` by one KEY=VALUE parser, so an option means
+the same on the command line, in a benchmark spec and over HTTP; ``threshold`` reaches every family that has one
+(stacked included); the operating point used is recorded in ``OUT.meta.json`` and shown by ``/v1/model``."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ from conftest import make_record
 from typer.testing import CliRunner
 
 from ragtruth_spans.cli import app
+from ragtruth_spans.cli.common import LoadFlags, detector_names
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.detectors.base import operating_point
+from ragtruth_spans.detectors.family import named_detectors
 from ragtruth_spans.detectors.loader import load_detector
+from ragtruth_spans.detectors.options import DetectorOptions
 from ragtruth_spans.detectors.recipes import validate_recipe
 from ragtruth_spans.detectors.train import train
 from ragtruth_spans.pipeline.benchmark import parse_detectors
@@ -38,6 +42,56 @@ def test_the_five_commands_take_the_same_load_flags_with_the_same_help() -> None
         assert set(options) >= LOAD_FLAGS, (name, sorted(LOAD_FLAGS - set(options)))
     for flag in LOAD_FLAGS:
         assert len({helps[name][flag] for name in COMMANDS}) == 1, flag
+
+
+def test_model_help_lists_every_registry_name_in_every_command() -> None:
+    names = ["default", *named_detectors()]
+    for name in ("predict", "detect", "serve", "select-best", "benchmark"):
+        result = CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "2000", "TERMINAL_WIDTH": "2000"})
+        assert result.exit_code == 0, result.output
+        assert detector_names() in result.output, name
+        assert all(detector in result.output for detector in names), name
+
+
+JUDGE_ITEMS = ["base_url=http://127.0.0.1:9/v1", "model=tiny", "extra_body.top_k=5", "temperature=0.5"]
+
+
+def test_an_option_means_the_same_on_the_command_line_and_in_a_benchmark_spec() -> None:
+    from_flags = LoadFlags(option=JUDGE_ITEMS).options().load_kwargs()
+    [spec] = parse_detectors(f"llm-judge[{','.join(JUDGE_ITEMS)}]")
+    assert spec.options == from_flags == {"base_url": "http://127.0.0.1:9/v1", "model": "tiny",
+                                          "extra_body": {"top_k": 5}, "temperature": 0.5}
+    assert spec.label == f"llm-judge[{','.join(JUDGE_ITEMS)}]"
+    described = [load_detector("llm-judge", **options).describe() for options in (from_flags, spec.options)]
+    assert described[0] == described[1] and described[0]["extra_body"] == {"top_k": 5}
+
+
+def test_a_key_given_twice_is_refused_on_the_command_line_and_in_a_benchmark_spec(sample_test_file,
+                                                                                    tmp_path: Path) -> None:
+    data, _ = sample_test_file
+    predicted = CliRunner().invoke(app, ["predict", "--model", "sim-overlap", "--data", str(data), "--out",
+                                         str(tmp_path / "p.jsonl"), "--option", "threshold=0.3", "--option",
+                                         "threshold=0.4"])
+    benchmarked = CliRunner().invoke(app, ["benchmark", "--gold", str(data), "--out", str(tmp_path / "b"),
+                                           "--detectors", "sim-overlap[threshold=0.3,threshold=0.4]"])
+    for result, flag in ((predicted, "--option"), (benchmarked, "--detectors")):
+        assert result.exit_code == 2, result.output
+        [line] = [line for line in result.output.splitlines() if line.startswith("error:")]
+        assert f"field '{flag}'" in line and "threshold is given twice" in line
+    assert not (tmp_path / "p.jsonl").exists() and not (tmp_path / "b").exists()
+
+
+def test_the_options_served_over_http_are_the_options_given() -> None:
+    from fastapi.testclient import TestClient
+
+    from ragtruth_spans.serving.app import create_app
+
+    given = LoadFlags(threshold=0.35, option=["batch_size=4"]).options()
+    with TestClient(create_app(load_detector("sim-overlap", **given.load_kwargs()))) as client:
+        shown = client.get("/v1/model").json()["operating_point"]["load_options"]
+    assert DetectorOptions.of(shown) == given
+    assert parse_detectors("sim-overlap[threshold=0.35,batch_size=4]")[0].options == DetectorOptions.of(
+        shown).load_kwargs()
 
 
 def test_benchmark_takes_options_per_detector_over_the_shared_flags() -> None:

@@ -53,9 +53,9 @@ def test_report_out_and_select_json_never_replace_an_input(scored) -> None:
     before = data.read_bytes()
     result = runner.invoke(app, ["report", "--gold", str(data), "--pred", str(pred), "--out", str(data)])
     _one_line_exit_2(result, "is the input given as --gold")
-    result = runner.invoke(app, ["select", "--data", str(data), "--pred", str(pred), "--models", "a,b",
+    result = runner.invoke(app, ["select", "--gold", str(data), "--pred", str(pred), "--models", "a,b",
                                  "--json", str(data)])
-    _one_line_exit_2(result, "is the input given as --data")
+    _one_line_exit_2(result, "is the input given as --gold")
     assert data.read_bytes() == before
 
 

@@ -54,7 +54,7 @@ def test_every_reader_takes_a_typed_and_an_untyped_span_on_one_range(tmp_path):
     runner = CliRunner()
     result = runner.invoke(app, ["evaluate", "--gold", str(gold), "--pred", str(pred), "--bootstrap", "0"])
     assert result.exit_code == 0, result.output
-    result = runner.invoke(app, ["select", "--data", str(gold), "--pred", str(pred), "--models", "a,b",
+    result = runner.invoke(app, ["select", "--gold", str(gold), "--pred", str(pred), "--models", "a,b",
                                  "--bootstrap", "0"])
     assert result.exit_code == 0, result.output
     result = runner.invoke(app, ["import", "jsonl", "--in", str(own), "--out", str(tmp_path / "imported"),
@@ -70,7 +70,7 @@ def test_an_empty_gold_span_is_refused_by_evaluate_and_select_alike(tmp_path):
     assert (error.value.path, error.value.line, error.value.field) == (str(gold), 2, "spans[0]")
     runner = CliRunner()
     for args in (["evaluate", "--gold", str(gold), "--pred", str(pred)],
-                 ["select", "--data", str(gold), "--pred", str(pred), "--models", "a,b", "--bootstrap", "0"]):
+                 ["select", "--gold", str(gold), "--pred", str(pred), "--models", "a,b", "--bootstrap", "0"]):
         result = runner.invoke(app, args)
         assert result.exit_code == 2, result.output
         assert "gold.jsonl:2" in result.output and "empty span" in result.output

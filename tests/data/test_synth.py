@@ -90,3 +90,11 @@ def test_contradicting_words_of_one_class():
     assert lexicon.contradicting("monday", "thursday") and lexicon.contradicting("most", "few")
     assert not lexicon.contradicting("kilograms", "kilograms") and not lexicon.contradicting("buy", "purchase")
     assert lexicon.are_synonyms("buy", "purchase") and not lexicon.are_synonyms("buy", "sell")
+
+
+def test_forms_of_one_sense_support_each_other_and_never_stand_in_for_an_edit():
+    assert lexicon.same_sense("kg", "kilograms") and lexicon.same_sense("most", "majority")
+    assert not lexicon.contradicting("kg", "kilograms") and not lexicon.contradicting("metres", "meters")
+    assert lexicon.contradicting("kg", "pounds") and lexicon.contradicting("lb", "kilograms")
+    for word in ("kilograms", "metres", "minutes", "most", "january"):
+        assert not set(lexicon.contrasting(word)) & {word, *lexicon.other_forms(word)}, word

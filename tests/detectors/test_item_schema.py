@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from ragtruth_spans.cli.detect import read_items
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.detectors.base import DetectItem
+from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.serving.schemas import DetectItemIn, SelectRequest
 
 BASE = {"context": "The hotel opened in 2001.", "response": "It opened in 2001."}
@@ -69,3 +69,25 @@ def test_select_requests_follow_the_same_task_rule() -> None:
 def test_missing_task_error_names_the_rule() -> None:
     with pytest.raises(InputError, match="field 'task'.*QA is assumed only when a question is given"):
         DetectItem.of(BASE)
+
+
+class _EchoTask(Detector):
+    """Reports the task each item reached ``detect_batch`` with."""
+
+    kind = "echo-task"
+
+    def detect_batch(self, items: Any) -> list[Detection]:
+        return [Detection(spans=[], diagnostics={"task": DetectItem.of(item).task}) for item in items]
+
+
+@pytest.mark.parametrize(("obj", "task"), [(obj, task) for obj, task in CASES if "task_type" not in obj])
+def test_detect_decides_the_task_as_detect_batch_does(obj: dict[str, Any], task: str | None) -> None:
+    detector = _EchoTask()
+
+    def one(call: Any) -> str | None:
+        try:
+            return call().diagnostics["task"]
+        except InputError:
+            return None
+
+    assert one(lambda: detector.detect(**obj)) == one(lambda: detector.detect_batch([obj])[0]) == task

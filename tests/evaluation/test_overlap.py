@@ -228,7 +228,7 @@ def test_select_reports_the_overlap_and_the_rest(trained):
     write_records(trained / "selection.jsonl", selection_records())
     predict_file(trained / "run", trained / "selection.jsonl", trained / "selection-pred.jsonl", progress=False)
     out = trained / "select.json"
-    args = ["select", "--data", str(trained / "selection.jsonl"), "--pred", str(trained / "selection-pred.jsonl"),
+    args = ["select", "--gold", str(trained / "selection.jsonl"), "--pred", str(trained / "selection-pred.jsonl"),
             "--models", "A,B", "--bootstrap", "0", "--json", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

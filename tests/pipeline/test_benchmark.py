@@ -35,7 +35,7 @@ def test_benchmark_reproduces_evaluate_exactly_and_resumes(sample_test_file, dev
     data, records = sample_test_file
     out = tmp_path / "bench"
     runner = CliRunner()
-    result = runner.invoke(app, ["benchmark", "--data", str(data), "--dev", str(dev_file), "--detectors", DETECTORS,
+    result = runner.invoke(app, ["benchmark", "--gold", str(data), "--dev", str(dev_file), "--detectors", DETECTORS,
                                  "--out", str(out), "--bootstrap", "50"])
     assert result.exit_code == 0, result.output
     payload = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
@@ -97,13 +97,13 @@ def test_detector_specs_are_checked_before_anything_runs(tmp_path):
 def test_cli_errors_are_one_line(sample_test_file, tmp_path, args, message):
     data, _ = sample_test_file
     args = [str(data) if a == "DATA" else a for a in args]
-    result = CliRunner().invoke(app, ["benchmark", "--data", str(data), "--out", str(tmp_path / "b"), *args])
+    result = CliRunner().invoke(app, ["benchmark", "--gold", str(data), "--out", str(tmp_path / "b"), *args])
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
     assert len([line for line in result.output.splitlines() if line.startswith("error:")]) == 1
 
 
 def test_missing_data_file_is_one_line(tmp_path):
-    result = CliRunner().invoke(app, ["benchmark", "--data", str(tmp_path / "none.jsonl"), "--detectors",
+    result = CliRunner().invoke(app, ["benchmark", "--gold", str(tmp_path / "none.jsonl"), "--detectors",
                                       "numbers", "--out", str(tmp_path / "b")])
     assert result.exit_code == 2 and "none.jsonl: file not found" in result.output

@@ -14,7 +14,7 @@ from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.generative.prompts import format_target
 from ragtruth_spans.detectors.generative.results import detection_from_text
 from ragtruth_spans.evaluation import evaluate
-from ragtruth_spans.pipeline.predict import done_ids, predict_file
+from ragtruth_spans.pipeline.predict import predict_file, read_done_ids
 from ragtruth_spans.reporting.console import predict_summary
 
 
@@ -97,7 +97,7 @@ def test_bad_inputs_raise_clear_errors(sample_test_file, tmp_path: Path) -> None
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"id": "a", "spans": []}\nnot json\n{"id": "b", "spans": []}\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"broken.jsonl:2"):
-        done_ids(broken)
+        read_done_ids(broken)
 
 
 

@@ -343,7 +343,7 @@ def corpus_files(tmp_path: Path) -> tuple[Path, Path]:
 def test_cli_corpus_mode_prints_the_table_and_writes_json(corpus_files, tmp_path: Path):
     data, pred = corpus_files
     out = tmp_path / "r.json"
-    result = CliRunner().invoke(app, ["select", "--data", str(data), "--pred", str(pred), "--models",
+    result = CliRunner().invoke(app, ["select", "--gold", str(data), "--pred", str(pred), "--models",
                                       "model-a,model-b,model-c", "--strategy", "no-spans", "--seed", "3",
                                       "--bootstrap", "50", "--json", str(out)])
     assert result.exit_code == 0, result.output
@@ -365,9 +365,9 @@ def test_cli_corpus_mode_prints_the_table_and_writes_json(corpus_files, tmp_path
 def test_cli_select_needs_its_options_and_known_models(corpus_files, tmp_path: Path):
     data, pred = corpus_files
     runner = CliRunner()
-    partial = runner.invoke(app, ["select", "--data", str(data), "--models", "model-a,model-b"])
+    partial = runner.invoke(app, ["select", "--gold", str(data), "--models", "model-a,model-b"])
     assert partial.exit_code == 2 and "--pred" in flat(partial.output)
-    unknown = runner.invoke(app, ["select", "--data", str(data), "--pred", str(pred), "--models", "model-a,gpt-9"])
+    unknown = runner.invoke(app, ["select", "--gold", str(data), "--pred", str(pred), "--models", "model-a,gpt-9"])
     assert unknown.exit_code == 2 and "known models: model-a, model-b, model-c" in flat(unknown.output)
 
 
@@ -500,7 +500,7 @@ def test_cli_corpus_mode_on_the_embedded_ragtruth_directory(tmp_path: Path):
     pred = tmp_path / "oracle.jsonl"
     write_jsonl(pred, ({"id": r.id, "spans": [s.to_dict() for s in r.spans]} for r in records))
     out = tmp_path / "r.json"
-    result = CliRunner().invoke(app, ["select", "--data", str(sample), "--pred", str(pred), "--models",
+    result = CliRunner().invoke(app, ["select", "--gold", str(sample), "--pred", str(pred), "--models",
                                       "gpt-4-0613,llama-2-7b-chat,mistral-7B-instruct", "--strategy", "no-spans",
                                       "--bootstrap", "20", "--json", str(out)], terminal_width=200)
     assert result.exit_code == 0, result.output
@@ -571,7 +571,7 @@ def test_cli_max_confidence_uses_line_level_response_scores(tmp_path: Path):
     data, pred, out = tmp_path / "test.jsonl", tmp_path / "pred.jsonl", tmp_path / "r.json"
     write_records(data, records)
     write_jsonl(pred, rows)
-    result = CliRunner().invoke(app, ["select", "--data", str(data), "--pred", str(pred), "--models",
+    result = CliRunner().invoke(app, ["select", "--gold", str(data), "--pred", str(pred), "--models",
                                       "model-a,model-b", "--strategy", "max-confidence", "--bootstrap", "0",
                                       "--json", str(out)], terminal_width=200)
     assert result.exit_code == 0, result.output

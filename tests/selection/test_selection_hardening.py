@@ -67,7 +67,7 @@ def test_select_cli_prints_the_detector_errors_at_run_time(tmp_path: Path) -> No
     write_records(data, records)
     write_jsonl(pred, [{"id": r.id, "spans": []} | ({"error": "endpoint failed"} if r.model == "model-a" else {})
                        for r in records])
-    result = CliRunner().invoke(app, ["select", "--data", str(data), "--pred", str(pred), "--models",
+    result = CliRunner().invoke(app, ["select", "--gold", str(data), "--pred", str(pred), "--models",
                                       ",".join(MODELS), "--bootstrap", "0", "--json", str(tmp_path / "s.json")])
     assert result.exit_code == 0, result.output
     assert "2 candidate(s) in the sources used were detector errors" in result.output

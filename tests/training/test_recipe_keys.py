@@ -26,11 +26,6 @@ from ragtruth_spans.training.recipe_files import RECIPES_DIR, read_recipe_data, 
 
 REPO_RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
-KNOWN_UNREAD: set[tuple[str, str]] = set()
-"""Keys still accepted and not read, each waiting for its family's declaration (``reads``) in a folder owned by
-another change: the stacked family reads no token budget (stacked/recipe.py should declare
-``reads = {"data": <every data key but max_length>}``)."""
-
 SPECIAL = {"members": [{"name": "numbers", "detector": "numbers"}], "data.eval_split": ["dev", "test", None],
            "model.name_or_path": ["tiny", "org/other-model"], "model.gguf_file": ["model.gguf"],
            "model.revision": ["0123abc"], "data.prepared_dir": ["elsewhere"], "data.split": ["other"],
@@ -149,19 +144,13 @@ def test_every_key_changes_the_run_or_is_refused(name: str) -> None:
             outcome = "coupled"  # every other value is refused by a rule naming the key (e.g. save_steps % eval_steps)
         if outcome is None:
             problems.append(f"{key}: no alternative value validates (add one to SPECIAL)")
-        elif outcome == "ignored" and (base.kind, key) not in KNOWN_UNREAD and base.reads_key(key):
+        elif outcome == "ignored" and base.reads_key(key):
             problems.append(f"{key}: accepted, changes neither the fingerprint nor the resolved recipe")
-        elif outcome == "read" and (base.kind, key) in KNOWN_UNREAD:
-            pass  # still accepted: KNOWN_UNREAD lists it, test_known_unread_keys_are_still_pending tracks it
     assert not problems, f"{name}:\n" + "\n".join(problems)
 
 
-def test_known_unread_keys_are_still_pending() -> None:
-    """Every key KNOWN_UNREAD lists is still read by its family (drop it from the set once the family declares it
-    unread); the stacked family's token budget is declared unread now."""
-    for kind, key in KNOWN_UNREAD:
-        name = next(n for n in SHIPPED if resolved(n).kind == kind)
-        assert resolved(name).reads_key(key), (kind, key)
+def test_the_stacked_family_declares_its_token_budget_unread() -> None:
+    """The stacked family reads no token budget, so ``data.max_length`` is refused rather than silently kept."""
     assert not resolved("recommended-cpu").reads_key("data.max_length")
 
 

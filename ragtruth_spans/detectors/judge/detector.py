@@ -37,7 +37,7 @@ from ragtruth_spans.detectors.judge import prompts
 from ragtruth_spans.detectors.judge.cache import AnswerCache
 from ragtruth_spans.detectors.judge.client import ChatClient, ChatOutcome
 from ragtruth_spans.detectors.judge.reading import read_span_answer, read_verdicts
-from ragtruth_spans.detectors.judge.settings import KIND, JudgeSettings, cache_root
+from ragtruth_spans.detectors.judge.settings import KIND, JudgeSettings, judge_cache_dir
 from ragtruth_spans.detectors.shared.align import align_spans
 from ragtruth_spans.detectors.shared.sentences import split_sentences
 
@@ -63,7 +63,7 @@ class JudgeDetector(Detector):
     def __init__(self, settings: JudgeSettings) -> None:
         self.settings = settings
         self.preferred_chunk_size = max(64, 8 * settings.concurrency)  # keeps every connection busy in a chunk
-        cache = AnswerCache(settings.cache_dir or cache_root()) if settings.cache else None
+        cache = AnswerCache(settings.cache_dir or judge_cache_dir()) if settings.cache else None
         self.cache_dir = cache.directory if cache is not None else None
         self.client = ChatClient(
             settings.base_url, api_key=settings.api_key(), timeout=settings.timeout,

@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from ragtruth_spans.core.cache import cache_root
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.family import check_options
 from ragtruth_spans.detectors.judge.prompts import PROMPT_VERSIONS
@@ -26,8 +27,6 @@ from ragtruth_spans.detectors.judge.prompts import PROMPT_VERSIONS
 KIND = "llm-judge"
 JUDGE_FILE = "recipe.yaml"
 """The file of a judge directory (named like a run directory's recipe, so the loader finds its ``kind``)."""
-CACHE_ENV = "RAGTRUTH_SPANS_CACHE"
-"""Environment variable naming the cache root (default: ``$XDG_CACHE_HOME/ragtruth-spans`` or ``~/.cache/…``)."""
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RESERVED_BODY_KEYS = ("model", "messages", "stream", "n")
 
@@ -56,7 +55,7 @@ class JudgeSettings(BaseModel):
     max_consecutive_failures: int = Field(5, ge=1, description="Stop the run after this many requests in a row "
                                                                "failed even after their retries.")
     cache: bool = True
-    cache_dir: str | None = Field(None, description="Answer cache; default: see cache_root().")
+    cache_dir: str | None = Field(None, description="Answer cache; default: see judge_cache_dir().")
     price_prompt_per_1k: float | None = Field(None, ge=0.0)
     price_completion_per_1k: float | None = Field(None, ge=0.0)
     prompt_version: str | None = Field(None, description="If set, must equal the version this code sends.")
@@ -110,13 +109,10 @@ class JudgeSettings(BaseModel):
         return key.strip()
 
 
-def cache_root() -> Path:
-    """Where answers are cached when no ``cache_dir`` is given: ``$RAGTRUTH_SPANS_CACHE/judge``, else
-    ``$XDG_CACHE_HOME/ragtruth-spans/judge``, else ``~/.cache/ragtruth-spans/judge``."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser() / "judge"
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
-    return base / "ragtruth-spans" / "judge"
+def judge_cache_dir() -> Path:
+    """Where answers are cached when no ``cache_dir`` is given: ``judge/`` under
+    :func:`~ragtruth_spans.core.cache.cache_root`."""
+    return cache_root() / "judge"
 
 
 def judge_settings(options: Mapping[str, Any], *, source: str = "options") -> JudgeSettings:

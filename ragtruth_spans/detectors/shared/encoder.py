@@ -7,7 +7,7 @@ embeddings by text (:meth:`SentenceEncoder.embed`: each distinct text is encoded
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ class SentenceEncoder:
 
             self.model = SentenceTransformer(path, device=device or "cpu",
                                              local_files_only=is_local_reference(path))
+            self.model.eval()
         self._cache: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
         self._texts: OrderedDict[str, np.ndarray] = OrderedDict()
         self._token_cache: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
@@ -59,7 +60,9 @@ class SentenceEncoder:
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
-        embeddings = self.encode(units)
+        return self._remember_units(key, self.encode(units))
+
+    def _remember_units(self, key: tuple[str, ...], embeddings: np.ndarray) -> np.ndarray:
         self._cache[key] = embeddings
         if len(self._cache) > CONTEXT_CACHE_SIZE:
             self._cache.popitem(last=False)
@@ -86,42 +89,81 @@ class SentenceEncoder:
                 self._texts.popitem(last=False)
         return found
 
-    def token_embeddings(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per text, ``(offsets, embeddings)``: the character interval ``[start, end)`` of each word piece of the
-        text (``n x 2`` int) and its unit-length contextual embedding from the encoder's transformer (``n x dim``
-        float32); special tokens left out, texts cut at the encoder's ``max_seq_length``."""
-        import torch
-
+    def _tokenizer(self) -> Any:
         if self._fast_tokenizer is None:
             from transformers import AutoTokenizer
 
             self._fast_tokenizer = AutoTokenizer.from_pretrained(self._path, use_fast=True, local_files_only=True)
-        transformer = self.model[0].auto_model
-        out: list[tuple[np.ndarray, np.ndarray]] = []
-        for at in range(0, len(texts), self.batch_size):
-            batch = self._fast_tokenizer(list(texts[at:at + self.batch_size]), padding=True, truncation=True,
-                                         max_length=self.model.max_seq_length, return_offsets_mapping=True,
-                                         return_special_tokens_mask=True, return_tensors="pt")
+        return self._fast_tokenizer
+
+    def _mean_pooled(self) -> bool:
+        """Whether the model is a transformer, mean pooling and (optionally) normalisation — then one transformer
+        pass gives both the sentence and the token embeddings (:meth:`encode_with_tokens`)."""
+        kinds = [type(module).__name__ for module in self.model]
+        return kinds in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]) and \
+            getattr(self.model[1], "pooling_mode", None) == "mean" and getattr(self.model[1], "include_prompt", True)
+
+    def _passes(self, texts: Sequence[str]) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+        """One transformer pass over ``texts`` in batches of similar lengths (longest first, as
+        sentence-transformers orders them): per text, ``(index, sentence, offsets, tokens)`` — its mean-pooled
+        unit-length embedding, the character interval ``[start, end)`` of each word piece (special tokens left
+        out) and their unit-length contextual embeddings; texts cut at the model's ``max_seq_length``."""
+        import torch
+
+        tokenizer, transformer = self._tokenizer(), self.model[0].auto_model
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        for at in range(0, len(order), self.batch_size):
+            chunk = order[at:at + self.batch_size]
+            batch = tokenizer([texts[i] for i in chunk], padding=True, truncation=True,
+                              max_length=self.model.max_seq_length, return_offsets_mapping=True,
+                              return_special_tokens_mask=True, return_tensors="pt")
             offsets = batch.pop("offset_mapping").numpy()
-            keep = (batch.pop("special_tokens_mask") == 0) & (batch["attention_mask"] == 1)
+            keep = ((batch.pop("special_tokens_mask") == 0) & (batch["attention_mask"] == 1)).numpy()
             with torch.inference_mode():
-                hidden = transformer(**batch.to(transformer.device)).last_hidden_state
-            hidden = torch.nn.functional.normalize(hidden.float(), dim=-1).cpu().numpy()
-            for row, mask in enumerate(keep.numpy()):
-                out.append((offsets[row][mask].astype(np.int64), hidden[row][mask].astype(np.float32)))
+                hidden = transformer(**batch.to(transformer.device)).last_hidden_state.float()
+                mask = batch["attention_mask"].to(hidden.device).unsqueeze(-1).float()
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                pooled = torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy()
+                tokens = torch.nn.functional.normalize(hidden, dim=-1).cpu().numpy()
+            for row, i in enumerate(chunk):
+                yield i, pooled[row], offsets[row][keep[row]].astype(np.int64), tokens[row][keep[row]]
+
+    def token_embeddings(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per text, ``(offsets, embeddings)``: the character interval ``[start, end)`` of each word piece of the
+        text (``n x 2`` int) and its unit-length contextual embedding from the encoder's transformer (``n x dim``
+        float32); special tokens left out, texts cut at the encoder's ``max_seq_length``."""
+        out: list[Any] = [None] * len(texts)
+        for i, _, offsets, tokens in self._passes(texts):
+            out[i] = (offsets, tokens.astype(np.float32))
         return out
 
+    def encode_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        """``(encode(texts), token_embeddings(texts))`` from one transformer pass when the model mean-pools
+        (all-MiniLM-L6-v2 does; the sentence embeddings then equal :meth:`encode`'s to float precision), else from
+        the two calls."""
+        if not self._mean_pooled():
+            return self.encode(texts), self.token_embeddings(texts)
+        sentences = np.zeros((len(texts), self.dimension()), dtype=np.float32)
+        tokens: list[Any] = [None] * len(texts)
+        for i, pooled, offsets, embedded in self._passes(texts):
+            sentences[i], tokens[i] = pooled, (offsets, embedded.astype(np.float32))
+        return sentences, tokens
+
     def context_tokens(self, units: Sequence[str]) -> np.ndarray:
-        """The token embeddings of every unit of a context stacked (``n x dim``), cached by the units' texts."""
+        """The token embeddings of every unit of a context stacked (``n x dim``), cached by the units' texts; the
+        units' sentence embeddings from the same pass fill :meth:`encode_units`'s cache."""
         key = tuple(units)
         if key in self._token_cache:
             self._token_cache.move_to_end(key)
             return self._token_cache[key]
-        parts = [emb for _, emb in self.token_embeddings(units)]
+        embeddings, pieces = self.encode_with_tokens(units)
+        parts = [emb for _, emb in pieces]
         stacked = np.concatenate(parts) if parts else np.zeros((0, self.dimension()), dtype=np.float32)
         self._token_cache[key] = stacked
         if len(self._token_cache) > CONTEXT_CACHE_SIZE:
             self._token_cache.popitem(last=False)
+        if key not in self._cache and self._mean_pooled():
+            self._remember_units(key, embeddings)
         return stacked
 
     def describe(self) -> dict[str, Any]:

@@ -97,11 +97,6 @@ def _split_cached(text: str) -> tuple[Interval, ...]:
     return tuple(out)
 
 
-def sentence_texts(text: str) -> list[str]:
-    """The trimmed sentences of ``text``."""
-    return [text[a:b] for a, b in split_sentences(text)]
-
-
 def _json_lines(value: Any, key: str = "", split: Callable[[str], list[Interval]] = split_sentences) -> list[str]:
     if isinstance(value, dict):
         return [line for k, v in value.items() for line in _json_lines(v, str(k), split)]

@@ -136,6 +136,19 @@ def _per_word(words_of: Sequence[Interval], starts: list[np.ndarray], ends: list
     return out
 
 
+def _soft_support(words_of: Sequence[Interval], cut: Sequence[Interval],
+                  pieces: Sequence[tuple[np.ndarray, np.ndarray]], context: np.ndarray) -> np.ndarray:
+    """Each word's soft support (see :meth:`ColumnBuilder._encoder_columns`) from the token ``pieces`` of the
+    response sentences ``cut`` (offsets within each sentence) and the context's token embeddings."""
+    starts, ends, best = [], [], []
+    for (a, _), (offsets, embeddings) in zip(cut, pieces):
+        if len(offsets) and len(context):
+            starts.append(offsets[:, 0] + a)
+            ends.append(offsets[:, 1] + a)
+            best.append((embeddings @ context.T).max(axis=1))
+    return _per_word(words_of, starts, ends, best)
+
+
 class ColumnBuilder:
     """Builds :class:`ItemColumns` for items; ``encoder`` (a
     :class:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder` or None), ``members``
@@ -164,48 +177,37 @@ class ColumnBuilder:
                 self._indexes.popitem(last=False)
         return self._indexes[key]
 
-    def _cosines(self, items: Sequence[DetectItem], cuts: Sequence[list[Interval]]) -> list[np.ndarray | None]:
-        """Per item, the cosine of each response sentence to its best context unit (None without an encoder):
-        every response sentence of the call is encoded in one batch, each distinct context once (cached)."""
+    def _encoder_columns(self, items: Sequence[DetectItem], cuts: Sequence[list[Interval]],
+                         spans: Sequence[list[Interval]]) -> tuple[list[np.ndarray | None], list[np.ndarray | None]]:
+        """Per item, ``(cosines, soft)`` (None without an encoder; ``soft`` None unless ``token_support``):
+
+        - ``cosines``: each response sentence's cosine with its best context unit (None for no sentence);
+        - ``soft``: each word's soft support: the mean over the word's pieces of the piece's highest cosine with any
+          token of the context, from the encoder's contextual token embeddings — high for a copied or paraphrased
+          word (``inhabitants`` for ``residents``), low for a word nothing in the context is like (``King Edward``).
+
+        Every response sentence of the call is encoded in one batched pass (sentence and token embeddings together
+        with ``token_support``), each distinct context once (cached)."""
         if self.encoder is None:
-            return [None] * len(items)
+            return [None] * len(items), [None] * len(items)
         from ragtruth_spans.detectors.shared.encoder import max_cosine
 
         texts = [item.response[a:b] for item, cut in zip(items, cuts) for a, b in cut]
-        encoded = self.encoder.encode(texts)
-        out: list[np.ndarray | None] = []
+        if self.token_support:
+            encoded, pieces = self.encoder.encode_with_tokens(texts)
+        else:
+            encoded, pieces = self.encoder.encode(texts), None
+        cosines: list[np.ndarray | None] = []
+        soft: list[np.ndarray | None] = []
         at = 0
-        for item, cut in zip(items, cuts):
-            if not cut:
-                out.append(None)
-                continue
-            units = self.encoder.encode_units(evidence_units(item.context, item.task, item.question, split=sentences))
-            out.append(max_cosine(encoded[at:at + len(cut)], units))
-            at += len(cut)
-        return out
-
-    def _soft_support(self, items: Sequence[DetectItem], cuts: Sequence[list[Interval]],
-                      spans: Sequence[list[Interval]]) -> list[np.ndarray | None]:
-        """Per item, each word's soft support (None unless the builder has an encoder and ``token_support``):
-        the mean over the word's pieces of the piece's highest cosine with any token of the context, from the
-        encoder's contextual token embeddings — high for a copied or paraphrased word (``inhabitants`` for
-        ``residents``), low for a word nothing in the context is like (``King Edward``)."""
-        if self.encoder is None or not self.token_support:
-            return [None] * len(items)
-        texts = [item.response[a:b] for item, cut in zip(items, cuts) for a, b in cut]
-        pieces = iter(self.encoder.token_embeddings(texts))
-        out: list[np.ndarray | None] = []
         for item, cut, words_of in zip(items, cuts, spans):
             units = evidence_units(item.context, item.task, item.question, split=sentences)
-            context = self.encoder.context_tokens(units)
-            starts, ends, best = [], [], []
-            for (a, _), (offsets, embeddings) in zip(cut, [next(pieces) for _ in cut]):
-                if len(offsets) and len(context):
-                    starts.append(offsets[:, 0] + a)
-                    ends.append(offsets[:, 1] + a)
-                    best.append((embeddings @ context.T).max(axis=1))
-            out.append(_per_word(words_of, starts, ends, best))
-        return out
+            context = self.encoder.context_tokens(units) if pieces is not None else None
+            cosines.append(max_cosine(encoded[at:at + len(cut)], self.encoder.encode_units(units)) if cut else None)
+            if pieces is not None:
+                soft.append(_soft_support(words_of, cut, pieces[at:at + len(cut)], context))
+            at += len(cut)
+        return cosines, soft if pieces is not None else [None] * len(items)
 
     def build(self, items: Sequence[DetectItem],
               member_scores: dict[str, list[tuple[np.ndarray, bool]]] | None = None,
@@ -218,9 +220,8 @@ class ColumnBuilder:
             if name not in scores:
                 scores[name] = character_scores(detector, items)
         cuts = [sentences(item.response) for item in items]
-        cosines = self._cosines(items, cuts)
         spans_of = [words(item.response) for item in items]
-        soft = self._soft_support(items, cuts, spans_of)
+        cosines, soft = self._encoder_columns(items, cuts, spans_of)
         lm_scores = None
         if self.lm is not None:
             from ragtruth_spans.detectors.stacked.lm_gain import EMPTY

@@ -65,14 +65,20 @@ def rounds_of(booster: Any) -> int:
     return int(booster.best_iteration or booster.current_iteration())
 
 
+def source_folds(groups: Sequence[str] | np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """A seeded fold number in ``[0, folds)`` per row (``groups``: one source id per row) such that rows of one source
+    share a fold: the sorted distinct sources take ``permutation(sources) % folds`` in order (one mapping for the
+    combiner's out-of-fold refits, the response head's cross-validation and the members' folds)."""
+    sources = np.unique(np.asarray(groups))
+    fold_of = dict(zip(sources, np.random.default_rng(seed).permutation(len(sources)) % folds))
+    return np.array([fold_of[g] for g in groups], dtype=np.int64)
+
+
 def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, settings: CombinerSection, names: Sequence[str],
                 rounds: int, weight: np.ndarray | None = None) -> np.ndarray:
     """Probabilities of every row from boosters fitted, ``rounds`` rounds each, on the other folds of a
     source-disjoint split (``groups``: one source id per row; folds are seeded)."""
-    sources = np.unique(groups)
-    rng = np.random.default_rng(settings.seed)
-    fold_of = dict(zip(sources, rng.permutation(len(sources)) % settings.oof_folds))
-    folds = np.array([fold_of[g] for g in groups])
+    folds = source_folds(groups, settings.oof_folds, settings.seed)
     out = np.zeros(len(y), dtype=np.float64)
     for k in range(settings.oof_folds):
         held = folds == k
@@ -232,8 +238,8 @@ def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabi
     For each gap: the best single threshold, and with ``per_task`` also the best threshold of each task's
     responses alone; the candidate (gap, single or per-task) with the best pooled span F1 wins (ties: the earlier,
     so the smaller gap and the single threshold). Every figure is the one tuner's
-    (:func:`~ragtruth_spans.training.tuning.tune_thresholds`). Returns the decision and one row per candidate."""
-    from ragtruth_spans.training.tuning import tune_thresholds
+    (:func:`~ragtruth_spans.training.tuning.choose_best`). Returns the decision and one row per candidate."""
+    from ragtruth_spans.training.tuning import choose_best
 
     inputs = TuningInputs(records, words, probabilities)
     everyone = list(range(len(records)))
@@ -248,10 +254,9 @@ def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabi
                 if subset:
                     thresholds[task] = _best_threshold(inputs, subset, settings.grid, gap)
             candidates.append(Decision(thresholds, gap))
-    result = tune_thresholds(records, [{"candidate": k} for k in range(len(candidates))],
-                             lambda c: inputs.spans(everyone, candidates[c["candidate"]]), criterion="span_f1")
-    table = [{**candidates[row["candidate"]].to_dict(), "span_f1": round(row["span_f1"], 6)} for row in result.table]
-    return candidates[result.thresholds["candidate"]], table
+    choice = choose_best(records, candidates, lambda c: inputs.spans(everyone, c), criterion="span_f1")
+    table = [{**c.to_dict(), "span_f1": round(row["span_f1"], 6)} for c, row in zip(candidates, choice.figures)]
+    return choice.best, table
 
 
 def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabilities: Sequence[np.ndarray],
@@ -262,7 +267,7 @@ def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], pr
     ``settings.gate_span_f1_tolerance`` of the ungated, unfilled decision's (ties: the earlier candidate: the
     first scale, the first fill, the lowest gate). The one tuner scores them; every candidate is appended to
     ``table``."""
-    from ragtruth_spans.training.tuning import tune_thresholds
+    from ragtruth_spans.training.tuning import choose_best
 
     inputs = TuningInputs(records, words, probabilities, scores, conflicts)
     everyone = list(range(len(records)))
@@ -271,11 +276,10 @@ def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], pr
                            decision.max_word_gap, gate, fill, settings.conflict_rule)
                   for scale in settings.gate_threshold_scales for fill in settings.fill
                   for gate in [0.0, *settings.grid]]
-    result = tune_thresholds(records, [{"candidate": k} for k in range(len(candidates))],
-                             lambda c: inputs.spans(everyone, candidates[c["candidate"]]), criterion="response_f1",
-                             admissible=lambda row: row["span_f1"] >= floor)
-    table.extend({**candidates[row["candidate"]].to_dict(), "span_f1": round(row["span_f1"], 6),
-                  "response_f1": round(row["response_f1"], 6)} for row in result.table)
-    if not any(row["span_f1"] >= floor for row in result.table):
+    choice = choose_best(records, candidates, lambda c: inputs.spans(everyone, c), criterion="response_f1",
+                         admissible=lambda row: row["span_f1"] >= floor)
+    table.extend({**c.to_dict(), "span_f1": round(row["span_f1"], 6), "response_f1": round(row["response_f1"], 6)}
+                 for c, row in zip(candidates, choice.figures))
+    if not any(row["span_f1"] >= floor for row in choice.figures):
         return decision
-    return candidates[result.thresholds["candidate"]]
+    return choice.best

@@ -107,6 +107,17 @@ def near_number(token: str, numbers: frozenset[str]) -> bool:
                for n in numbers)
 
 
+def _contradicted_next_to(word: str, lefts: Sequence[int], rights: Sequence[int], ctx: Sequence[str]) -> bool:
+    """Whether the context holds, right after a content word that precedes ``word`` in the response (``lefts``:
+    context positions after it) or right before one that follows it (``rights``: positions of it), a word that
+    contradicts ``word`` (another unit, month, quantity word, or an antonym: ``8 [euros]`` against ``8 dollars``).
+    One anchor word is enough here, where :func:`_same_kind` words need two."""
+    if not lexicon.contrasting(word) and word not in lexicon.ANTONYMS_EXTENDED:
+        return False
+    return any(p < len(ctx) and lexicon.contradicting(word, ctx[p]) for p in lefts) or \
+        any(q > 0 and lexicon.contradicting(word, ctx[q - 1]) for q in rights)
+
+
 def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: ContextIndex
               ) -> dict[str, np.ndarray]:
     """Signals that the context says something else where the response copies it (contradicted, not merely
@@ -116,7 +127,9 @@ def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: Context
       the context has other numbers, other names or antonyms (``opened in [1998] and closed`` against
       ``opened in 1999 and closed``; ``sales [fell] by`` against ``sales rose by``);
     - ``swap_one_side``: a word the context lacks, right after (or before) a word pair of the context where the
-      context has another word of the same kind (a number, or a capitalised name) instead;
+      context has another word of the same kind (a number, or a capitalised name) instead — or, for a word with
+      a contradicting counterpart (another unit, month, quantity word, an antonym), next to one content word of
+      the context where the context has that counterpart;
     - ``negation_added``: a negation (``not``, ``isn't``) whose removal leaves a word pair of the context, and the
       word after it;
     - ``negation_dropped``: a word pair that the context separates by a negation (``is [open]`` against
@@ -152,9 +165,11 @@ def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: Context
             if any(p < len(ctx) and _same_kind(tokens[j], capitalised[j], ctx[p], index.capitalised[p])
                    for p in left_pair):
                 out["swap_one_side"][j] = 1.0
-            right_pair = before(j + 1)[0] if j + 1 < n else ()
+            right_pair, right_single = before(j + 1) if j + 1 < n else ((), ())
             if any(q > 0 and _same_kind(tokens[j], capitalised[j], ctx[q - 1], index.capitalised[q - 1])
                    for q in right_pair):
+                out["swap_one_side"][j] = 1.0
+            if _contradicted_next_to(tokens[j], left_single, right_single, ctx):
                 out["swap_one_side"][j] = 1.0
         base = _negation_base(tokens[j])
         removed = (tokens[j - 1], tokens[j + 1]) if 0 < j < n - 1 and tokens[j] in NEGATORS else \

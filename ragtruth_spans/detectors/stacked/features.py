@@ -109,19 +109,37 @@ class ContextIndex:
         tokens = [normalise(context[a:b]) for a, b in words(context)]
         stems = [stem(t) for t in tokens]
         question_words = [normalise(question[a:b]) for a, b in words(question)] if question else []
+        parts = compound_parts(context)
         numbers = _number_values(tokens)
         grams = {tuple(tokens[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(tokens) - n + 1)}
         stem_grams = {tuple(stems[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(stems) - n + 1)}
-        vocabulary = tuple(sorted(set(tokens) | set(question_words)))
+        vocabulary = tuple(sorted(set(tokens) | set(question_words) | parts))
         false_keys, true_keys = _json_key_stems(context)
         capitalised = tuple(context[a:a + 1].isupper() for a, _ in words(context))
-        return cls(frozenset(tokens) | frozenset(question_words), frozenset(stems) | {stem(q) for q in question_words},
+        return cls(frozenset(tokens) | frozenset(question_words) | parts,
+                   frozenset(stems) | {stem(q) for q in question_words} | {stem(p) for p in parts},
                    frozenset(numbers), frozenset(question_words), frozenset(grams), frozenset(stem_grams),
                    vocabulary, len(tokens), false_keys, true_keys, tuple(tokens), capitalised,
                    *conflict_signals.anchors(tokens), conflict_signals.negated_pairs(tokens))
 
 
 _KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def compound_parts(text: str) -> frozenset[str]:
+    """The normalised parts of the compound words of ``text`` — camelCase or snake_case names such as JSON keys
+    (``BusinessAcceptsCreditCards`` → ``business``, ``accepts``, ``credit``, ``cards``; ``review_count`` →
+    ``review``, ``count``) — which support a response's words as the words themselves would.
+
+    >>> sorted(compound_parts('{"WheelchairAccessible": true, "review_count": 3} plain words'))
+    ['accessible', 'count', 'review', 'wheelchair']
+    """
+    out: set[str] = set()
+    for a, b in words(text):
+        found = _KEY_WORD.findall(text[a:b])
+        if len(found) > 1:
+            out.update(normalise(part) for part in found if not part.isdigit())
+    return frozenset(out)
 _FALSE_VALUES = (False, None, "no", "none", "false", "null", "")
 
 
@@ -174,12 +192,13 @@ def _number_values(tokens: Sequence[str]) -> set[str]:
 
 
 def _synonym_support(tokens: Sequence[str], numbers: Sequence[str | None], index: ContextIndex) -> np.ndarray:
-    """1 for a word the context supports through another form: a listed synonym, a number word or a scaled
+    """1 for a word the context supports through another form: a listed synonym or another form of its closed-class
+    sense (``kg`` for ``kilograms``), a number word or a scaled
     number whose value the context states, a negated negative (``not uncommon`` where the context says
     ``common``)."""
     out = np.zeros(len(tokens), dtype=np.float32)
     for i, t in enumerate(tokens):
-        synonym = any(s in index.words for s in lexicon.SYNONYMS.get(t, ()))
+        synonym = any(s in index.words for s in (*lexicon.SYNONYMS.get(t, ()), *lexicon.other_forms(t)))
         number_word = t in lexicon.NUMBER_WORDS and f"{lexicon.NUMBER_WORDS[t]:g}" in index.numbers
         scaled = numbers[i] is not None and (_scaled(tokens, i) or "") in index.numbers
         negated_negative = i > 0 and tokens[i - 1] in conflict_signals.NEGATORS and any(
@@ -201,8 +220,7 @@ def _other_form_columns(tokens: Sequence[str], numbers: Sequence[str | None], co
         "sentence_soft_support": [soft[(sid == s) & (content > 0)].mean() if ((sid == s) & (content > 0)).any()
                                   else 0.0 for s in sid],
         "synonym_in_context": _synonym_support(tokens, numbers, index),
-        "contrast_in_context": [t not in index.words and (c := lexicon.contrast_class(t)) is not None
-                                and any(o in index.words for o in lexicon.class_members(c) if o != t)
+        "contrast_in_context": [t not in index.words and any(o in index.words for o in lexicon.contrasting(t))
                                 for t in tokens],
         "antonym_in_context": [t not in index.words and lexicon.ANTONYMS_EXTENDED.get(t) in index.words
                                for t in tokens],

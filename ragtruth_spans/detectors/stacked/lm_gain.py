@@ -13,7 +13,7 @@ the response's content words they hold, the best kept in their original order. R
 ``max_response_tokens``; words past the cut get NaN (LightGBM's missing value).
 
 Scores are pure functions of (model weights, settings, context, question, response), so they are cached per
-record under ``<cache>/lm_gain/<key>/`` (:func:`~ragtruth_spans.models.gguf.cache_root`), the key naming the
+record under ``<cache>/lm_gain/<key>/`` (:func:`~ragtruth_spans.core.cache.cache_root`), the key naming the
 model's weight hash and the settings; a cached file is read only when its key and text hash match.
 
 Word columns (:data:`LM_FEATURES`): the mean gain of the tokens overlapping the word, their lowest gain, their
@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ragtruth_spans.core.cache import cache_root
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.files import atomic_write_bytes
 from ragtruth_spans.detectors.base import DetectItem
@@ -121,8 +122,6 @@ class LMScorer:
         self.model.to(self.device)
         self.max_context_tokens, self.max_response_tokens = max_context_tokens, max_response_tokens
         self.key = _cache_key(model, path, max_context_tokens, max_response_tokens)
-        from ragtruth_spans.models.gguf import cache_root
-
         self.cache_dir = cache_root() / "lm_gain" / self.key if cache else None
 
     def _count(self, text: str) -> int:

@@ -26,7 +26,7 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.intervals import covered_length
 from ragtruth_spans.core.types import TASK_TYPES
 from ragtruth_spans.detectors.stacked.columns import ItemColumns
-from ragtruth_spans.detectors.stacked.combiner import Decision, _lightgbm, decide
+from ragtruth_spans.detectors.stacked.combiner import Decision, _lightgbm, decide, source_folds
 from ragtruth_spans.detectors.stacked.recipe import ResponseSection
 
 HEAD_FILE = "response_head.txt"
@@ -98,14 +98,6 @@ def _params(settings: ResponseSection) -> dict[str, Any]:
             "min_data_in_leaf": settings.min_data_in_leaf, "feature_fraction": settings.feature_fraction,
             "bagging_fraction": 0.8, "bagging_freq": 1, "lambda_l2": settings.lambda_l2, "verbose": -1,
             "seed": settings.seed, "deterministic": True, "force_row_wise": True, "num_threads": 1}
-
-
-def source_folds(groups: Sequence[str], folds: int, seed: int) -> np.ndarray:
-    """A seeded fold number per row such that rows of one source share a fold."""
-    sources = sorted(set(groups))
-    order = np.random.default_rng(seed).permutation(len(sources))
-    fold_of = {sources[j]: rank % folds for rank, j in enumerate(order)}
-    return np.array([fold_of[g] for g in groups])
 
 
 def fit_head(x: np.ndarray, y: np.ndarray, groups: Sequence[str], settings: ResponseSection

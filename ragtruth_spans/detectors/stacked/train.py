@@ -1,14 +1,17 @@
 """``ragtruth-spans train`` for the stacked family: members, columns, combiner, decision — one run directory.
 
-1. **Members** trained here (``members[].recipe``) are trained ``folds`` times on source-disjoint parts of the
-   training split, each scoring the part it did not see (out-of-fold scores for the combiner's training rows),
-   then once on the whole split (``members/<name>/full``, the one detection uses; it scores the eval split).
-   Members used as they are (``members[].detector``) score both splits directly.
-2. **Columns** of every training and eval response (:mod:`.columns`); word labels: a word is hallucinated when
-   it shares a character with a gold span.
-3. **Combiner** (:mod:`.combiner`): LightGBM, early-stopped on the eval split; out-of-fold probabilities of the
-   training words from ``combiner.oof_folds`` source-disjoint refits.
-4. **Decision**: gap and thresholds tuned on the out-of-fold training probabilities plus the eval split.
+1. **Members** (:func:`member_scores`) trained here (``members[].recipe``) are trained ``folds`` times on
+   source-disjoint parts of the training split, each scoring the part it did not see (out-of-fold scores for the
+   combiner's training rows), then once on the whole split (``members/<name>/full``, the one detection uses; it
+   scores the eval split). Members used as they are (``members[].detector``) score both splits directly.
+2. **Columns** (:func:`build_columns`, :mod:`.columns`) of every training and eval response; word labels
+   (:func:`word_matrix`): a word is hallucinated when it shares a character with a gold span.
+3. **Combiner** (:func:`fit_combiner`, :mod:`.combiner`): LightGBM, early-stopped on the eval split; out-of-fold
+   probabilities of the training words from ``combiner.oof_folds`` source-disjoint refits.
+4. **Decision** (:func:`tuning_set`, :func:`.combiner.tune`): gap and thresholds tuned on the out-of-fold training
+   probabilities plus the eval split.
+5. **Response head and gate** (:func:`fit_response_head`, :func:`.combiner.tune_gate`): the head, kept only when it
+   ranks responses better than their top word probability, and the gate on its scores.
 
 Writes ``combiner.txt``, ``members/``, ``recipe.yaml`` and ``run_info.json`` (columns, rounds, decision, tuning
 table, feature importances, counts, seconds per stage).
@@ -20,7 +23,9 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +106,7 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
             on_train[member.name] = character_scores(detectors[member.name], train_items)
         else:
             home = run_dir / MEMBERS_DIR / member.name
-            folds = response.source_folds([r.source_id for r in train_records], member.folds, recipe.data.seed)
+            folds = combiner.source_folds([r.source_id for r in train_records], member.folds, recipe.data.seed)
             scores: list[Any] = [None] * len(train_records)
             fold_detectors = []
             for k in range(member.folds):
@@ -148,114 +153,215 @@ def origins(records: Sequence[Record]) -> str:
     return " + ".join(f"{counts[o]} {o}" for o in ("real", "augmented", "extra") if counts[o] or o == "real")
 
 
-def train(recipe: StackedRecipe, *, resume: bool = False,
-          fingerprint: dict[str, Any] | None = None) -> TrainResult:
-    """Train per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`)."""
-    run_dir = Path(recipe.output_dir)
-    seconds: dict[str, float] = {}
-    started = time.perf_counter()
-    selected = select_data(recipe.data, RecordStats())
-    train_records, source, eval_records = selected.train, selected.source, selected.eval
-    assert eval_records is not None  # the recipe requires data.eval_split
-    logger.info("stacked: %s training responses (%s), %d eval responses (%s), %d member(s)", origins(train_records),
-                source, len(eval_records), selected.eval_source, len(recipe.members))
-    detectors, on_train, on_eval = member_scores(recipe, train_records, eval_records, run_dir)
-    seconds["members"] = time.perf_counter() - started
+@dataclass(frozen=True)
+class WordMatrix:
+    """The combiner's rows: one per word, training (``x``, ``y``, source ``groups``, ``weight`` or None when every
+    weight is 1) and eval (``x_eval``, ``y_eval``)."""
 
+    x: np.ndarray
+    y: np.ndarray
+    x_eval: np.ndarray
+    y_eval: np.ndarray
+    groups: np.ndarray
+    weight: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class TuningSet:
+    """Every response (training first, then eval) with its columns and word probabilities (out of fold for
+    training), and ``real``: the indices decisions are tuned on (real training responses and the whole eval
+    split, which holds ``data.synth``'s generated held-out records, if any)."""
+
+    records: list[Record]
+    columns: list[Any]
+    probabilities: list[np.ndarray]
+    n_train: int
+    real: list[int]
+
+    @property
+    def tuned_records(self) -> list[Record]:
+        return [self.records[i] for i in self.real]
+
+    @property
+    def tuned_words(self) -> list[Any]:
+        return [self.columns[i].words for i in self.real]
+
+    @property
+    def tuned_probabilities(self) -> list[np.ndarray]:
+        return [self.probabilities[i] for i in self.real]
+
+
+@dataclass
+class HeadOutcome:
+    """The response head kept (None: no head), why it was dropped (None: kept or not asked for), and the response
+    scores the gate is tuned on (the head's, else each response's highest word probability)."""
+
+    head: Any
+    dropped: dict[str, Any] | None
+    scores: list[float]
+
+
+@contextmanager
+def timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
+    """Add the seconds the block takes to ``seconds[stage]``."""
     tick = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - tick
+
+
+def build_columns(recipe: StackedRecipe, detectors: dict[str, Detector], train_records: Sequence[Record],
+                  eval_records: Sequence[Record], on_train: dict[str, Scores], on_eval: dict[str, Scores]
+                  ) -> tuple[ColumnBuilder, list[Any], list[Any]]:
+    """The column builder of ``recipe.features`` and the columns of every training and eval response."""
     builder = ColumnBuilder(build_encoder(recipe.features.encoder), detectors, build_lm(recipe.features.lm),
                             drop=recipe.features.drop, token_support=recipe.features.token_support)
     train_cols = _columns(builder, train_records, on_train, "columns (training)",
                           lm_augmented=recipe.features.lm is None or recipe.features.lm.augmented)
     eval_cols = _columns(builder, eval_records, on_eval, "columns (eval)")
-    seconds["columns"] = time.perf_counter() - tick
-    logger.info("stacked: %d columns for %s training and %s eval words (%.0f s); boosting", len(builder.names),
-                f"{sum(len(c.words) for c in train_cols):,}", f"{sum(len(c.words) for c in eval_cols):,}",
-                seconds["columns"])
+    return builder, train_cols, eval_cols
 
-    tick = time.perf_counter()
-    x = np.concatenate([c.matrix for c in train_cols])
-    y = np.concatenate([word_labels(r, c.words) for r, c in zip(train_records, train_cols)])
-    x_eval = np.concatenate([c.matrix for c in eval_cols])
-    y_eval = np.concatenate([word_labels(r, c.words) for r, c in zip(eval_records, eval_cols)])
-    groups = np.concatenate([[r.source_id] * len(c.words) for r, c in zip(train_records, train_cols)])
+
+def word_matrix(recipe: StackedRecipe, train_records: Sequence[Record], train_cols: Sequence[Any],
+                eval_records: Sequence[Record], eval_cols: Sequence[Any]) -> WordMatrix:
+    """The words of every response as combiner rows, labelled by :func:`word_labels`."""
     weight = np.concatenate([[record_weight(r, recipe.data)] * len(c.words) for r, c in zip(train_records, train_cols)])
-    weight = None if np.all(weight == 1.0) else weight  # data.extra with weights
-    booster = combiner.fit(x, y, x_eval, y_eval, recipe.combiner, builder.names, weight=weight)
-    rounds = combiner.rounds_of(booster)
-    oof = combiner.out_of_fold(x, y, groups, recipe.combiner, builder.names, rounds, weight=weight)
-    seconds["combiner"] = time.perf_counter() - tick
+    return WordMatrix(
+        x=np.concatenate([c.matrix for c in train_cols]),
+        y=np.concatenate([word_labels(r, c.words) for r, c in zip(train_records, train_cols)]),
+        x_eval=np.concatenate([c.matrix for c in eval_cols]),
+        y_eval=np.concatenate([word_labels(r, c.words) for r, c in zip(eval_records, eval_cols)]),
+        groups=np.concatenate([[r.source_id] * len(c.words) for r, c in zip(train_records, train_cols)]),
+        weight=None if np.all(weight == 1.0) else weight)  # data.extra with weights
 
-    tick = time.perf_counter()
-    logger.info("stacked: tuning thresholds and span merging on out-of-fold training + eval probabilities")
-    eval_probs = booster.predict(x_eval, num_iteration=rounds)
-    flat = np.concatenate([oof, eval_probs])
+
+def fit_combiner(recipe: StackedRecipe, words: WordMatrix, names: Sequence[str]) -> tuple[Any, int, np.ndarray]:
+    """``(booster, rounds, out_of_fold)``: the combiner early-stopped on the eval words, and the out-of-fold
+    probability of every training word from ``combiner.oof_folds`` source-disjoint refits of that many rounds."""
+    booster = combiner.fit(words.x, words.y, words.x_eval, words.y_eval, recipe.combiner, names, weight=words.weight)
+    rounds = combiner.rounds_of(booster)
+    oof = combiner.out_of_fold(words.x, words.y, words.groups, recipe.combiner, names, rounds, weight=words.weight)
+    return booster, rounds, oof
+
+
+def tuning_set(train_records: list[Record], eval_records: list[Record], train_cols: list[Any], eval_cols: list[Any],
+               oof: np.ndarray, eval_probs: np.ndarray) -> TuningSet:
+    """Every response with its word probabilities (out of fold for training, the booster's for eval)."""
     every_record = train_records + eval_records
     every_cols = train_cols + eval_cols
+    flat = np.concatenate([oof, eval_probs])
     bounds = np.cumsum([0, *(len(c.words) for c in every_cols)])
-    every_probs = [flat[bounds[i]:bounds[i + 1]] for i in range(len(every_record))]
     # tune on real data and the whole eval split (which holds data.synth's generated held-out records, if any)
     real = [i for i, r in enumerate(every_record) if record_origin(r) == "real" or i >= len(train_records)]
-    tuned_records = [every_record[i] for i in real]
-    tuned_words = [every_cols[i].words for i in real]
-    probabilities = [every_probs[i] for i in real]
-    decision, table = combiner.tune(tuned_records, tuned_words, probabilities, recipe.decision)
-    seconds["decision"] = time.perf_counter() - tick
+    return TuningSet(every_record, every_cols, [flat[bounds[i]:bounds[i + 1]] for i in range(len(every_record))],
+                     len(train_records), real)
 
-    tick = time.perf_counter()
-    head, head_dropped = None, None
-    word_max = [float(p.max()) if len(p) else 0.0 for p in probabilities]
-    scores = word_max
-    if recipe.response is not None:
-        logger.info("stacked: response head (cross-validated by source, calibrated on out-of-fold responses)")
-        try:
-            head = response.train_head(recipe.response, decision, builder.names, every_record, every_cols,
-                                       every_probs, len(train_records))
-        except response.HeadNotFitted as exc:  # one source, one class, too few responses to cross-validate
-            head, head_dropped = None, {"reason": str(exc)}
-            logger.info("stacked: response head dropped (%s)", exc)
-        kept = False
-        if head is not None:
-            head_scores = [float(head.scores[i]) for i in real]
-            kept, head_dropped = response.keep_head(head_scores, word_max, [bool(r.spans) for r in tuned_records])
-        if kept:
-            scores, head_dropped = head_scores, None
-        elif head is not None:  # too little data for the head to rank better than the top word probability
-            logger.info("stacked: response head dropped (%s)", head_dropped["reason"])
-            head_dropped |= head.info(real, every_record)
-            head = None
-    decision = combiner.tune_gate(tuned_records, tuned_words, probabilities, scores, decision, recipe.decision,
-                                  table, [every_cols[i].contradicted() for i in real])
-    seconds["response"] = time.perf_counter() - tick
 
+def fit_response_head(recipe: StackedRecipe, decision: combiner.Decision, names: Sequence[str],
+                      tuning: TuningSet) -> HeadOutcome:
+    """The response head of ``recipe.response`` (none asked for: none), kept only when it ranks the tuned
+    responses better than their highest word probability (:func:`response.keep_head`)."""
+    word_max = [float(p.max()) if len(p) else 0.0 for p in tuning.tuned_probabilities]
+    if recipe.response is None:
+        return HeadOutcome(None, None, word_max)
+    logger.info("stacked: response head (cross-validated by source, calibrated on out-of-fold responses)")
+    try:
+        head = response.train_head(recipe.response, decision, names, tuning.records, tuning.columns,
+                                   tuning.probabilities, tuning.n_train)
+    except response.HeadNotFitted as exc:  # one source, one class, too few responses to cross-validate
+        logger.info("stacked: response head dropped (%s)", exc)
+        return HeadOutcome(None, {"reason": str(exc)}, word_max)
+    head_scores = [float(head.scores[i]) for i in tuning.real]
+    kept, dropped = response.keep_head(head_scores, word_max, [bool(r.spans) for r in tuning.tuned_records])
+    if kept:
+        return HeadOutcome(head, None, head_scores)
+    # too little data for the head to rank better than the top word probability
+    logger.info("stacked: response head dropped (%s)", dropped["reason"])
+    return HeadOutcome(None, dropped | head.info(tuning.real, tuning.records), word_max)
+
+
+def save_models(run_dir: Path, booster: Any, head: Any) -> None:
+    """``combiner.txt`` and the response head's file (or no head file: one of an earlier try here is removed)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     combiner.save(booster, run_dir)
     if head is not None:
         response.save(head.booster, run_dir, head.rounds)
     else:
         response.discard(run_dir)  # a head of an earlier try in this directory (--resume) is not this run's
+
+
+def chosen_row(table: Sequence[dict[str, Any]], decision: combiner.Decision) -> dict[str, Any]:
+    """The gate-tuning row of ``table`` that holds ``decision`` (its span and response F1)."""
+    return next(row for row in table if "response_f1" in row
+                and all(row[k] == v for k, v in decision.to_dict().items()))
+
+
+def run_info(recipe: StackedRecipe, selected: Any, names: list[str], booster: Any, rounds: int,
+             decision: combiner.Decision, table: list[dict[str, Any]], outcome: HeadOutcome, tuning: TuningSet,
+             words: WordMatrix, seconds: dict[str, float]) -> dict[str, Any]:
+    """What ``run_info.json`` records of a stacked run (besides what every run records)."""
     importance = booster.feature_importance("gain", iteration=rounds)
-    top = sorted(zip(builder.names, importance.tolist()), key=lambda kv: -kv[1])
-    chosen = next(row for row in table if "response_f1" in row
-                  and all(row[k] == v for k, v in decision.to_dict().items()))
-    info = {"columns": builder.names, "rounds": rounds, "decision": decision.to_dict(),
-            "response": None if head is None else head.info(real, every_record),
-            **({"response_head_dropped": head_dropped} if head_dropped else {}),
+    top = sorted(zip(names, importance.tolist()), key=lambda kv: -kv[1])
+    chosen = chosen_row(table, decision)
+    n_eval = len(tuning.records) - tuning.n_train
+    return {"columns": names, "rounds": rounds, "decision": decision.to_dict(),
+            "response": None if outcome.head is None else outcome.head.info(tuning.real, tuning.records),
+            **({"response_head_dropped": outcome.dropped} if outcome.dropped else {}),
             "members": {m.name: {"recipe": m.recipe, "detector": m.detector,
                                  "path": m.run_paths()[0] if m.recipe and m.refit else None,
                                  **({"fold_paths": m.run_paths()} if m.recipe and not m.refit else {})}
                         for m in recipe.members},
-            "tuning": {"responses": len(tuned_records), "training_out_of_fold": len(tuned_records) - len(eval_records),
-                       "eval": len(eval_records), "span_f1": chosen["span_f1"], "table": table},
-            "words": {"train": len(y), "train_hallucinated": int(y.sum()), "eval": len(y_eval),
-                      "eval_hallucinated": int(y_eval.sum())},
+            "tuning": {"responses": len(tuning.real), "training_out_of_fold": len(tuning.real) - n_eval,
+                       "eval": n_eval, "span_f1": chosen["span_f1"], "table": table},
+            "words": {"train": len(words.y), "train_hallucinated": int(words.y.sum()), "eval": len(words.y_eval),
+                      "eval_hallucinated": int(words.y_eval.sum())},
             "feature_gain": {name: round(value, 1) for name, value in top},
             "data": data_record(selected, eval_split=recipe.data.eval_split),
             "seconds": {k: round(v, 1) for k, v in seconds.items()}}
+
+
+def train(recipe: StackedRecipe, *, resume: bool = False,
+          fingerprint: dict[str, Any] | None = None) -> TrainResult:
+    """Train per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`):
+    members, columns, combiner, decision, response head and gate, then the run files."""
+    run_dir = Path(recipe.output_dir)
+    seconds: dict[str, float] = {}
+    with timed(seconds, "members"):
+        selected = select_data(recipe.data, RecordStats())
+        train_records, eval_records = selected.train, selected.eval
+        assert eval_records is not None  # the recipe requires data.eval_split
+        logger.info("stacked: %s training responses (%s), %d eval responses (%s), %d member(s)",
+                    origins(train_records), selected.source, len(eval_records), selected.eval_source,
+                    len(recipe.members))
+        detectors, on_train, on_eval = member_scores(recipe, train_records, eval_records, run_dir)
+    with timed(seconds, "columns"):
+        builder, train_cols, eval_cols = build_columns(recipe, detectors, train_records, eval_records, on_train,
+                                                       on_eval)
+    logger.info("stacked: %d columns for %s training and %s eval words (%.0f s); boosting", len(builder.names),
+                f"{sum(len(c.words) for c in train_cols):,}", f"{sum(len(c.words) for c in eval_cols):,}",
+                seconds["columns"])
+    with timed(seconds, "combiner"):
+        words = word_matrix(recipe, train_records, train_cols, eval_records, eval_cols)
+        booster, rounds, oof = fit_combiner(recipe, words, builder.names)
+    with timed(seconds, "decision"):
+        logger.info("stacked: tuning thresholds and span merging on out-of-fold training + eval probabilities")
+        tuning = tuning_set(train_records, eval_records, train_cols, eval_cols, oof,
+                            booster.predict(words.x_eval, num_iteration=rounds))
+        decision, table = combiner.tune(tuning.tuned_records, tuning.tuned_words, tuning.tuned_probabilities,
+                                        recipe.decision)
+    with timed(seconds, "response"):
+        outcome = fit_response_head(recipe, decision, builder.names, tuning)
+        decision = combiner.tune_gate(tuning.tuned_records, tuning.tuned_words, tuning.tuned_probabilities,
+                                      outcome.scores, decision, recipe.decision, table,
+                                      [tuning.columns[i].contradicted() for i in tuning.real])
+    save_models(run_dir, booster, outcome.head)
+    info = run_info(recipe, selected, builder.names, booster, rounds, decision, table, outcome, tuning, words, seconds)
     write_run_files(run_dir, recipe, info, fingerprint=fingerprint, trained_on=trained_on(selected))
-    head_words = "" if head is None else f"; response head AUROC {info['response']['auroc']} (out of fold)"
+    head_words = "" if outcome.head is None else f"; response head AUROC {info['response']['auroc']} (out of fold)"
+    chosen = chosen_row(table, decision)
     summary = (f"{rounds} boosting rounds{head_words}; {combiner.describe(decision)}; span F1 "
-               f"{chosen['span_f1']:.3f} / response F1 {chosen['response_f1']:.3f} on {len(tuned_records)} responses "
+               f"{chosen['span_f1']:.3f} / response F1 {chosen['response_f1']:.3f} on {len(tuning.real)} responses "
                f"(out-of-fold training + eval) → {run_dir}")
     return TrainResult(output_dir=run_dir, stats={"responses": len(train_records)}, metrics=info["tuning"],
                        resumed_from=None, summary=summary)

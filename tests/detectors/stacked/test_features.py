@@ -180,3 +180,35 @@ def test_soft_support_comes_from_the_real_minilm_token_embeddings():
     assert soft["King"] < 0.4 and soft["Edward"] < 0.4 and soft["inhabitants"] > soft["Edward"] + 0.2
     (plain,) = ColumnBuilder(SentenceEncoder()).build([item])  # off unless the recipe asks for it
     assert not plain.matrix[:, BASE_FEATURES.index("soft_support")].any()
+
+
+def test_one_anchor_word_is_enough_for_a_contradicting_unit_but_other_forms_of_a_unit_support():
+    swapped = features_of("Tickets cost 12 dollars, or 8 dollars for students.", "A student ticket costs 8 euros.")
+    assert swapped["euros"]["swap_one_side"] == 1 and swapped["euros"]["contrast_in_context"] == 1
+    forms = features_of("Each box weighs 12 kilograms and is 2 metres long.", "Each box weighs 12 kg, 2 meters long.")
+    for word in ("kg", "meters"):
+        assert forms[word]["synonym_in_context"] == 1, word
+        assert not any(forms[word][name] for name in (*CONFLICTS, "contrast_in_context")), word
+
+
+def test_the_fused_encoder_pass_gives_the_sentence_embeddings_of_encode():
+    import numpy as np
+
+    from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
+
+    encoder = SentenceEncoder()
+    texts = ["The castle was completed in 1240.", "A much longer sentence about the town and its 1,500,000 residents.",
+             "Short."]
+    sentences, pieces = encoder.encode_with_tokens(texts)
+    assert np.allclose(sentences, encoder.encode(texts), atol=1e-5)
+    for text, (offsets, embeddings), (offsets2, embeddings2) in zip(texts, pieces, encoder.token_embeddings(texts)):
+        assert len(offsets) == len(embeddings) and np.array_equal(offsets, offsets2)
+        assert np.allclose(embeddings, embeddings2, atol=1e-5)
+        assert text[offsets[0][0]:offsets[0][1]].lower() == text.split()[0].lower()[:offsets[0][1] - offsets[0][0]]
+
+
+def test_the_parts_of_compound_json_keys_support_the_words_of_a_description():
+    context = '{"name": "Spoke", "attributes": {"BusinessAcceptsCreditCards": true, "WheelchairAccessible": true}}'
+    f = features_of(context, "Spoke accepts credit cards and is wheelchair accessible.", task="Data2txt")
+    for word in ("accepts", "credit", "cards", "wheelchair", "accessible"):
+        assert f[word]["in_context"] == 1, word

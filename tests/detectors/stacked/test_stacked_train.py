@@ -5,13 +5,12 @@ evaluate through the CLI."""
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-from conftest import make_record
+from conftest import synthetic_records
 from typer.testing import CliRunner
 
 from ragtruth_spans.cli import app
@@ -20,26 +19,8 @@ from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.detectors.base import DetectItem
 from ragtruth_spans.detectors.loader import load_detector
 from ragtruth_spans.detectors.recipes import validate_recipe
-from ragtruth_spans.detectors.stacked.combiner import decide
+from ragtruth_spans.detectors.stacked.combiner import decide, source_folds
 from ragtruth_spans.detectors.train import train
-
-CITIES = ["Leeds", "Paris", "Oslo", "Rome", "Lima", "Kyoto", "Cairo", "Perth"]
-
-
-def synthetic_records(n_sources: int, seed: int, split: str) -> list:
-    """Per source, a faithful response and one whose year is changed (the changed year is the gold span)."""
-    rng = random.Random(seed)
-    records = []
-    for s in range(n_sources):
-        city, year, rooms = rng.choice(CITIES), rng.randint(1900, 2020), rng.randint(10, 300)
-        context = f"The hotel in {city} opened in {year}. It has {rooms} rooms and a small garden."
-        ok = f"The hotel in {city} opened in {year} and has {rooms} rooms."
-        wrong_year = str(year + rng.randint(1, 9))
-        bad = f"The hotel in {city} opened in {wrong_year} and has {rooms} rooms."
-        for k, (response, spans) in enumerate([(ok, []), (bad, [(wrong_year, "Evident Conflict")])]):
-            record = make_record(f"{split}-{s}-{k}", "Summary", context, response, spans, split=split)
-            records.append(record.__class__(**{**record.__dict__, "source_id": f"{split}-src-{s}"}))
-    return records
 
 
 def test_decide_merges_flagged_words_across_small_gaps():
@@ -50,6 +31,16 @@ def test_decide_merges_flagged_words_across_small_gaps():
     merged = decide(spans, probs, 0.5, 1)[0]
     assert merged.score == pytest.approx(0.8)
     assert decide(spans, probs, 0.95, 2) == []
+
+
+def test_source_folds_keep_a_source_in_one_fold_and_are_seeded():
+    groups = [f"src-{i % 7}" for i in range(40)]
+    folds = source_folds(groups, 3, seed=0)
+    assert set(folds.tolist()) == {0, 1, 2}
+    assert all(len({f for g, f in zip(groups, folds) if g == source}) == 1 for source in set(groups))
+    assert folds.tolist() == source_folds(list(reversed(groups)), 3, seed=0)[::-1].tolist()  # row order is free
+    ranks = np.random.default_rng(0).permutation(7) % 3  # the sorted sources take the permutation in order
+    assert [folds[groups.index(f"src-{i}")] for i in range(7)] == ranks.tolist()
 
 
 @pytest.fixture(scope="module")
@@ -239,7 +230,7 @@ def test_detect_benchmark_and_serve_use_a_stacked_run(prepared, tmp_path):
     line = json.loads(result.stdout.strip().splitlines()[-1])
     assert [record.response[s["start"]:s["end"]] for s in line["spans"]] == [record.spans[0].text]
     board = tmp_path / "board"
-    result = runner.invoke(app, ["benchmark", "--data", str(prepared / "test.jsonl"), "--detectors",
+    result = runner.invoke(app, ["benchmark", "--gold", str(prepared / "test.jsonl"), "--detectors",
                                  f"{out},numbers", "--out", str(board)])
     assert result.exit_code == 0, result.output
     entries = json.loads((board / "leaderboard.json").read_text())["detectors"]
