@@ -171,6 +171,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--markdown", action="store_true", help="Print the docs/BENCHMARKS.md section.")
     args = parser.parse_args()
+    from ragtruth_spans.core.logs import configure
+
+    configure("normal")  # the script's one set-up of logging: progress on stderr, the libraries quiet
     records = read_records(args.data)
     pairs = gold_spans(records)
     finder = EvidenceFinder(args.mode)

@@ -97,6 +97,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    from ragtruth_spans.core.logs import configure
+
+    configure("normal")  # the script's one set-up of logging: progress on stderr, the libraries quiet
     if (args.base_url is None) != (args.model is None):
         parser.error("--base-url and --model go together")
     if args.base_url is not None and args.serve_model is not None:

@@ -383,6 +383,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    from ragtruth_spans.core.logs import configure
+
+    configure("normal")  # the script's one set-up of logging: progress on stderr, the libraries quiet
     if args.worker:
         worker(args.worker, args.worker_run, args.inputs, args.cell_out, args.cell_seconds, args.min_responses,
                args.seed)

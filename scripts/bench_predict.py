@@ -42,6 +42,9 @@ def main() -> None:
     parser.add_argument("--compare-clean-scoring", action="store_true",
                         help="Also time P(clean) from the generation's KV cache against a second full prefill.")
     args = parser.parse_args()
+    from ragtruth_spans.core.logs import configure
+
+    configure("normal")  # the script's one set-up of logging: progress on stderr, the libraries quiet
 
     import torch
 

@@ -80,6 +80,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--batch-size", type=int, default=None, help="records per actor call (default 64)")
     args = parser.parse_args()
+    from ragtruth_spans.core.logs import configure
+
+    configure("normal")  # the script's one set-up of logging: progress on stderr, the libraries quiet
     cores = os.cpu_count() or 1
     print(f"machine: {platform.machine()}, {cores} cores, python {platform.python_version()}; "
           f"load average before: {os.getloadavg()[0]:.1f}")

@@ -70,6 +70,9 @@ def main() -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
+    from ragtruth_spans.core.logs import configure
+
+    configure("normal")  # the script's one set-up of logging: progress on stderr, the libraries quiet
     if args.one:
         print(json.dumps(run_one(args.one, args.data)))
         return

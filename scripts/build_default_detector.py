@@ -207,8 +207,6 @@ def working_directory(path: Path) -> Iterator[None]:
 
 def train_run(work: Path, overrides: Sequence[str]) -> dict[str, Any]:
     """Train the recipe on ``work/data`` into ``work/default``; returns its run_info."""
-    from rich.console import Console
-
     from ragtruth_spans.detectors.recipes import load_recipe
     from ragtruth_spans.detectors.train import train
     from ragtruth_spans.runs.run_dir import read_run_info
@@ -216,7 +214,7 @@ def train_run(work: Path, overrides: Sequence[str]) -> dict[str, Any]:
     settings = [f"data.prepared_dir={WORK_DATA}", "data.split=train", "data.eval_split=dev",
                 f"output_dir={WORK_RUN}", *overrides]
     with working_directory(work):
-        train(load_recipe(RECIPE, settings), console=Console(stderr=True, highlight=False))
+        print(f"trained: {train(load_recipe(RECIPE, settings)).summary}", file=sys.stderr)
     return read_run_info(work / WORK_RUN)
 
 
@@ -304,6 +302,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from ragtruth_spans.core.errors import InputError
+    from ragtruth_spans.core.logs import configure
+
+    configure("normal")  # the entry point's one set-up of logging: training progress on stderr, libraries quiet
 
     args.data_dir = Path(args.data_dir)
     started = time.perf_counter()

@@ -306,6 +306,9 @@ def main() -> None:
     parser.add_argument("--small-latency-limit", type=float, default=2.0,
                         help="Seconds a small request may take while heavy ones run.")
     args = parser.parse_args()
+    from ragtruth_spans.core.logs import configure
+
+    configure("normal")  # the script's one set-up of logging: progress on stderr, the libraries quiet
     port = free_port()
     url = f"http://{HOST}:{port}"
     server = start_server(args.model, port)

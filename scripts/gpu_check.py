@@ -427,6 +427,9 @@ def main(argv: list[str] | None = None) -> None:
     from ragtruth_spans.core.jsonl import write_json
 
     args = parse_args(argv)
+    from ragtruth_spans.core.logs import configure
+
+    configure("normal")  # the script's one set-up of logging: progress on stderr, the libraries quiet
     if not args.tiny and not torch.cuda.is_available():
         raise SystemExit("no CUDA device: run with --tiny on CPU")
     phases = set(args.phases.split(","))

@@ -13,7 +13,6 @@ from ragtruth_spans.cli.common import (
     bootstrap_option,
     data_alias_option,
     detector_command,
-    err,
     gold_path,
     note,
     out,
@@ -55,7 +54,7 @@ def benchmark_command(
         require("detect", "ragtruth-spans benchmark")  # its leaderboard plot (matplotlib) and most detectors
         gold = gold_path(gold, data)
         payload = run_benchmark(gold, detectors, out_dir, dev=dev, criterion=criterion, bootstrap=bootstrap,
-                                seed=seed, chunk_size=chunk_size, console=err, options=load.options(),
+                                seed=seed, chunk_size=chunk_size, options=load.options(),
                                 drop_overlap=drop_overlap)
     out.print(leaderboard_view(payload))  # the Markdown (every column) is in its files
     for entry in payload["detectors"]:

@@ -1,11 +1,13 @@
 """The Typer application, the consoles and the one way a command fails: a one-line ``error: ...`` and exit 2.
 
-Messages to people go to stderr through :data:`err` and never wrap (``soft_wrap``), so an error naming a long
-path stays on one line when stderr is a pipe or a file and ``grep`` finds it. Results (tables, YAML, JSON) go
+Errors go to stderr through :data:`err` and never wrap (``soft_wrap``), so an error naming a long path stays on
+one line when stderr is a pipe or a file and ``grep`` finds it; notes and progress are log records (:func:`note`),
+one plain line each off a terminal. Results (tables, YAML, JSON) go
 to stdout through :data:`out`, which never wraps text either when stdout is not a terminal.
 
 Global options (before the command): ``--quiet`` (results and errors only) and ``--verbose`` (the libraries'
-own warnings, load reports and progress bars); see :mod:`ragtruth_spans.core.logs`.
+own warnings, load reports and progress bars). The callback that reads them is the one place logging is set up
+(:func:`ragtruth_spans.core.logs.configure`); every module emits through its own ``logging.getLogger(__name__)``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import errno
 import functools
 import inspect
+import logging
+import os
 import typing
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,21 +26,24 @@ from typing import Any, NoReturn, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError, check_choice
+
+logger = logging.getLogger(__name__)
 
 
 def _help_width() -> None:
     """``--help`` at the terminal's width; through a pipe or into a file (no terminal to measure, no ``COLUMNS``
     or typer's ``TERMINAL_WIDTH``), at :data:`~ragtruth_spans.core.logs.FILE_WIDTH` columns rather than rich's 80,
-    so that no help text is cut ("token-classific…"). Decided when the help is drawn, through typer's console
-    factory."""
-    import os
-
+    so that no help text is cut ("token-classific…"). Typer has no public switch for the width of its help console
+    other than ``TERMINAL_WIDTH``, read when typer is imported, so this wraps its console factory; it is installed
+    by the command line's entry (:class:`_Commands`), never on import."""
     from typer import rich_utils
 
+    if getattr(rich_utils._get_rich_console, "_ragtruth_spans", False):
+        return
     original = rich_utils._get_rich_console
 
     def console(stderr: bool = False) -> Console:
@@ -45,11 +52,20 @@ def _help_width() -> None:
             made.width = logs.FILE_WIDTH
         return made
 
+    console._ragtruth_spans = True  # type: ignore[attr-defined]
     rich_utils._get_rich_console = console
 
 
-_help_width()
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+class _Commands(TyperGroup):
+    """The command line's group: its ``main`` (the entry, from the console script and from a test runner alike)
+    sets up the width of ``--help`` before the arguments are read."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        _help_width()
+        return super().main(*args, **kwargs)
+
+
+app = typer.Typer(cls=_Commands, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Find the exact hallucinated spans in RAG answers (RAGTruth).")
 err: Console = Console(stderr=True, soft_wrap=True, highlight=False)
 out: Console = logs.make_console()
@@ -64,9 +80,7 @@ def _global_options(
     """Find the exact hallucinated spans in RAG answers (RAGTruth)."""
     if quiet and verbose:
         fail(InputError("--quiet and --verbose exclude each other", field="--quiet"))
-    logs.configure("quiet" if quiet else "verbose" if verbose else "normal")
-
-logs._drop_kernels_notice()  # bitsandbytes' "pip install kernels" notice, whatever the level (core/logs.py)
+    logs.configure("quiet" if quiet else "verbose" if verbose else "normal")  # the one set-up of logging
 
 
 BATCH_SIZE_HELP = ("What the detector runs together in one forward pass, by family: token-classification: "
@@ -118,11 +132,8 @@ def argument_text(value: str | None, option: str) -> str | None:
 
 
 def note(message: str) -> None:
-    """A one-line note to stderr (not with ``--quiet``), control characters escaped."""
-    if logs.verbosity() != "quiet":
-        from ragtruth_spans.reporting.console import printable
-
-        err.print(printable(message), markup=False)
+    """A one-line note to stderr (an ``INFO`` record: not with ``--quiet``), control characters escaped."""
+    logger.info(message)
 
 
 def evidence_finder(evidence: bool, mode: str, device: str | None = None) -> Any:

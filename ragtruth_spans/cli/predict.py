@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 
 from ragtruth_spans.cli.common import (
     LoadFlags,
     detector_command,
-    err,
     evidence_finder,
     model_label,
     model_option,
@@ -55,10 +54,9 @@ def predict_command(
     """Detect hallucinated spans in each response and write the predictions file (resumable). The load options
     are the same as detect's, serve's, select-best's and benchmark's."""
     from ragtruth_spans.pipeline.predict import predict_file
-    from ragtruth_spans.reporting.console import predict_summary, printable
+    from ragtruth_spans.reporting.console import predict_summary
 
-    if logs.verbosity() != "quiet":
-        err.print(escape(printable(f"predicting with {model_label(model)} on {data} → {out_path}")))
+    note(f"predicting with {model_label(model)} on {data} → {out_path}")
     model = resolve_model(model)
     with user_errors():
         options = load.options().load_kwargs()
@@ -73,7 +71,10 @@ def predict_command(
             from ragtruth_spans.pipeline.ray_engine import RaySettings, predict_ray
 
             settings = RaySettings(address=address, workers=workers, cpus_per_worker=cpus_per_worker,
-                                   gpus_per_worker=gpus_per_worker, batch_size=chunk_size)
+                                   gpus_per_worker=gpus_per_worker, batch_size=chunk_size,
+                                   # Ray's own plans, progress and worker output: only with --verbose
+                                   ray_log_level=None if logs.verbose() else logging.ERROR,
+                                   log_to_driver=logs.verbose())
             summary = predict_ray(model, data, out_path, settings=settings, limit=limit,
                                   detector_options=options, evidence=finder)
         else:

@@ -19,6 +19,7 @@ from ragtruth_spans.cli.common import (
     resolve_model,
     user_errors,
 )
+from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError, check_choice
 
 
@@ -108,7 +109,13 @@ def serve_command(
     from ragtruth_spans.runs.run_dir import read_run_info
     from ragtruth_spans.serving.app import ServeSettings, create_app
 
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # a server's log: time-stamped records; --log-level sets ragtruth-spans' own (--quiet keeps them to warnings)
+    with user_errors():
+        check_choice(log_level.lower(), ("debug", "info", "warning", "error"), "log level", field="--log-level")
+    level = logging.getLevelName(log_level.upper())
+    quiet = logs.verbosity() == "quiet"
+    logs.configure(logs.verbosity(), fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger(logs.PACKAGE_LOGGER).setLevel(max(logging.WARNING, level) if quiet else level)
     with user_errors():
         from ragtruth_spans.evidence import MODES
 

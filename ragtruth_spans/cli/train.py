@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 
 import typer
+from rich.markup import escape
 
-from ragtruth_spans.cli.common import app, err, fail, user_errors
+from ragtruth_spans.cli.common import app, fail, out, user_errors
 
 
 @app.command("train")
@@ -40,9 +41,13 @@ def train_command(
         from ragtruth_spans.detectors.train import train
 
         try:
-            train(resolved, console=err, overwrite=overwrite, resume=resume)
+            result = train(resolved, overwrite=overwrite, resume=resume)
         except OSError as exc:  # model or tokenizer not found / not accessible
             fail(exc)
+        if result.summary:  # the result, on stdout (also with --quiet); progress went to the log on stderr
+            from ragtruth_spans.reporting.console import printable
+
+            out.print(f"[bold green]done[/]: {escape(printable(result.summary))}")
 
 
 def _check_gguf_file(recipe: object) -> None:

@@ -1,63 +1,96 @@
-"""How loud a run is: one set-up for the command line, the quickstart and the trainers.
+"""How ragtruth-spans talks: the standard library's :mod:`logging`, one logger per module, set up once by the
+program that runs it.
 
-Three levels (:func:`configure`, once per command, from ``--quiet`` / ``--verbose``):
+Library modules hold ``logger = logging.getLogger(__name__)`` and emit through it: ``info`` for progress and step
+lines, ``warning`` for problems. They never configure logging, never write ``os.environ`` and never set another
+library's logger; they read the level they are given (:func:`progress_enabled`, :func:`verbose`). Results (tables,
+summaries, predictions) are returned to the caller, who renders them.
 
-- ``quiet``: results and errors only: no progress bar, no step or metric line.
-- ``normal`` (default): ragtruth-spans' own messages, one progress bar per long stage (only on a terminal), the
-  trainer's metrics as short lines. The libraries underneath are silenced: their warnings (``FutureWarning``,
-  ``UserWarning`` … raised outside ragtruth-spans are captured and counted, not shown), their loggers below
-  ``ERROR`` (transformers' load report of a new classification head, PEFT, TRL, accelerate, datasets …) and
-  their progress bars (weights loading, shard writing, dataset maps).
-- ``verbose``: everything the libraries say, as they say it.
+The entry point (the command line's callback, a script's ``main``) calls :func:`configure` once:
 
-Nothing here imports a heavy library: libraries not imported yet are configured through their environment
-variables, those already imported through their own switches. :func:`make_console` gives a rich console that
-never wraps or crops a line when its stream is not a terminal (a log file keeps whole paths, one per line).
+- ``quiet``: warnings and errors only (the ``ragtruth_spans`` loggers at ``WARNING``): no progress bar, no step or
+  metric line. Results still go to stdout.
+- ``normal`` (default): ragtruth-spans' own messages (``INFO``), one progress bar per long stage (only on a
+  terminal). With ``mute_libraries`` (the command line) the libraries underneath are silenced: their loggers below
+  ``ERROR`` (transformers' load report of a new classification head, PEFT, TRL, accelerate, datasets …), their
+  progress bars (weights loading, shard writing, dataset maps), and the Python warnings raised outside
+  ragtruth-spans (dropped from the ``py.warnings`` records of :func:`logging.captureWarnings`).
+- ``verbose``: everything, the libraries' own chatter included (ragtruth-spans at ``DEBUG``, the root at ``INFO``).
+
+Records go to stderr: through rich on a terminal, as plain one-line records (never wrapped, control characters
+escaped) elsewhere. :func:`make_console` gives a rich console for results that never wraps or crops a line when
+its stream is not a terminal (a log file keeps whole paths, one per line).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
-import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from rich.console import Console
 
 Verbosity = Literal["quiet", "normal", "verbose"]
+PACKAGE_LOGGER = "ragtruth_spans"
+"""The parent of every module's logger: its level is the run's verbosity."""
+LEVELS: dict[str, int] = {"quiet": logging.WARNING, "normal": logging.INFO, "verbose": logging.DEBUG}
+"""The level of :data:`PACKAGE_LOGGER` for each verbosity."""
 LIBRARY_LOGGERS = ("transformers", "peft", "trl", "accelerate", "datasets", "sentence_transformers",
                    "bitsandbytes", "huggingface_hub", "torch", "urllib3", "httpx", "filelock", "vllm")
-"""Loggers of the libraries underneath, set to ``ERROR`` unless verbose."""
+"""Loggers of the libraries underneath, set to ``ERROR`` by an entry point that mutes them (unless verbose)."""
 QUIET_ENV = {"TRANSFORMERS_VERBOSITY": "error", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
              "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
              "TOKENIZERS_PARALLELISM": "false"}
-"""Environment switches the libraries read when imported (set unless verbose, and unless the user set them)."""
+"""Environment switches the libraries read when imported (set by an entry point that mutes them, unless verbose,
+and unless the user set them)."""
 FILE_WIDTH = 160
 """Width of a console whose stream is not a terminal (tables); text lines are never wrapped there."""
-_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+_PACKAGE_DIRS = tuple({str(Path(__file__).parents[1]), str(Path(__file__).resolve().parents[1])})
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Characters a terminal would act on rather than show: C0/C1 controls (ESC starts CSI/OSC sequences; newline and
+tab are kept) and the bidirectional overrides."""
 
-_state: dict[str, Any] = {"verbosity": "normal", "hidden_warnings": 0, "env_set": set(),
-                          "showwarning": None, "configured": False}
+logger = logging.getLogger(__name__)
 
+
+def printable(text: object) -> str:
+    """``text`` with every terminal control character shown as an escape (``\\x1b``, ``\\u202e``), so nothing a
+    user wrote can clear the screen, forge a link or reorder what is shown. Offsets of the visible text shift only
+    where such a character was."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", str(text))
+
+
+# --- for library code: read the level, never set it ------------------------------------------------------------
 
 def verbosity() -> Verbosity:
-    """The level :func:`configure` set (``normal`` before any call)."""
-    return _state["verbosity"]
+    """The verbosity the ``ragtruth_spans`` loggers' level stands for (``normal`` when nothing was set up)."""
+    level = logging.getLogger(PACKAGE_LOGGER).getEffectiveLevel()
+    return "verbose" if level <= logging.DEBUG else "normal" if level <= logging.INFO else "quiet"
 
 
-def hidden_warnings() -> int:
-    """How many library warnings were captured (not shown) since :func:`configure`."""
-    return int(_state["hidden_warnings"])
+def verbose() -> bool:
+    """Whether the program asked for everything (``DEBUG`` on the ``ragtruth_spans`` loggers)."""
+    return logging.getLogger(PACKAGE_LOGGER).isEnabledFor(logging.DEBUG)
 
 
 def progress_enabled(stream: Any = None) -> bool:
-    """Whether a progress bar should be drawn on ``stream`` (default stderr): not quiet, and a terminal (or a
-    notebook, whose widgets draw the bars)."""
+    """Whether a progress bar should be drawn on ``stream`` (default stderr): the ``ragtruth_spans`` loggers show
+    ``INFO`` (not quiet), and ``stream`` is a terminal (or a notebook, whose widgets draw the bars)."""
     stream = sys.stderr if stream is None else stream
     interactive = bool(getattr(stream, "isatty", lambda: False)()) or "ipykernel" in sys.modules
-    return verbosity() != "quiet" and interactive
+    return logging.getLogger(PACKAGE_LOGGER).isEnabledFor(logging.INFO) and interactive
+
+
+def log_lines(log: logging.Logger, text: object, level: int = logging.INFO) -> None:
+    """Each non-blank line of ``text`` (a string, a rich ``Text``) as one record of ``log``: a multi-line summary
+    stays one record per line when records are plain lines."""
+    for line in str(text).splitlines():
+        if line.strip():
+            log.log(level, line)
 
 
 def make_console(*, stderr: bool = False, **kwargs: Any) -> Console:
@@ -69,63 +102,134 @@ def make_console(*, stderr: bool = False, **kwargs: Any) -> Console:
     return console
 
 
-def configure(level: Verbosity = "normal", *, capture_warnings: bool = True) -> None:
-    """Set the process's verbosity and apply it to the libraries (idempotent; a later call replaces it).
-    ``capture_warnings``: also route Python warnings through :func:`_show_warning` (the command line does; the
-    Python API, :func:`quiet_libraries`, leaves the program's warnings alone)."""
-    if level not in ("quiet", "normal", "verbose"):
-        raise ValueError(f"unknown verbosity {level!r}")
-    _state["verbosity"] = level
-    _state["hidden_warnings"] = 0
-    _state["configured"] = True
-    loud = level == "verbose"
-    _environment(loud)
-    for name in LIBRARY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.NOTSET if loud else logging.ERROR)
-    _imported_libraries(loud)
-    _drop_kernels_notice()
-    if capture_warnings and _state["showwarning"] is None:
-        _state["showwarning"] = warnings.showwarning
-        warnings.showwarning = _show_warning
+# --- for entry points only ----------------------------------------------------------------------------------------
+
+class _Stderr(logging.StreamHandler):
+    """A handler on whatever ``sys.stderr`` is when a record is written (a test runner swaps it)."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
 
 
-def quiet_libraries() -> None:
-    """For the Python API (``load_detector``, ``train``): unless the program already chose a level with
-    :func:`configure`, apply the default one to the libraries underneath — their loggers below ``ERROR``, their
-    progress bars (weights loading) and advisory notices off — as the command line does, without touching the
-    program's own warnings. ``configure("verbose")`` beforehand keeps everything."""
-    if not _state["configured"]:
-        configure(_state["verbosity"], capture_warnings=False)
-    else:
-        _imported_libraries(verbosity() == "verbose")  # libraries imported since configure() get the level too
+class OneLineFormatter(logging.Formatter):
+    """A record as one line: ``warning: ...`` / ``error: ...`` prefixed, ``INFO`` and below bare (or laid out by
+    ``fmt``, e.g. with a time stamp); a warning captured from :mod:`warnings` keeps its first line
+    (``file:line: Category: message``); control characters are escaped and line breaks become `` | ``."""
+
+    def __init__(self, fmt: str | None = None) -> None:
+        super().__init__(fmt)
+        self.laid_out = fmt is not None
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if record.name == "py.warnings":
+            message = message.strip().split("\n", 1)[0]
+        if record.exc_info:
+            message += f" ({record.exc_info[1]!r})"
+        text = printable(" | ".join(line for line in message.splitlines() if line.strip()) or message)
+        if self.laid_out:
+            return super().format(logging.makeLogRecord({**record.__dict__, "msg": text, "args": None,
+                                                         "exc_info": None, "exc_text": None}))
+        return text if record.levelno < logging.WARNING else f"{record.levelname.lower()}: {text}"
 
 
-def _drop_kernels_notice() -> None:
+class LibraryWarnings(logging.Filter):
+    """Drops ``py.warnings`` records of warnings raised outside ragtruth-spans (counted in :attr:`hidden`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name != "py.warnings" or record.getMessage().startswith(_PACKAGE_DIRS):
+            return True
+        self.hidden += 1
+        return False
+
+
+class KernelsNotice(logging.Filter):
     """bitsandbytes says on import, on CPUs with AVX512-BF16, that its optional Hub-downloaded ``kernels``
     package is missing ("pip install kernels"); ragtruth-spans never fetches code from the Hub and the built-in
-    CPU kernels are used, so that one message is dropped at every level (every other bitsandbytes message still
+    CPU kernels are used, so an entry point drops that one message (every other bitsandbytes message still
     follows the level)."""
-    target = logging.getLogger("bitsandbytes.backends.cpu.ops")
-    if not any(getattr(f, "_ragtruth_kernels", False) for f in target.filters):
-        notice = logging.Filter()
-        notice.filter = lambda record: "kernels-community" not in record.getMessage()  # type: ignore[method-assign]
-        notice._ragtruth_kernels = True  # type: ignore[attr-defined]
-        target.addFilter(notice)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "kernels-community" not in record.getMessage()
 
 
-def _environment(loud: bool) -> None:
+def configure(level: Verbosity = "normal", *, mute_libraries: bool = True, capture_warnings: bool = True,
+              rich: bool | None = None, console: Console | None = None, fmt: str | None = None) -> logging.Handler:
+    """For entry points: set the run's verbosity and its one handler on the root logger (a later call replaces
+    both). ``rich``: draw records with rich (default: when stderr is a terminal), else plain one-line records;
+    ``console``: draw them with rich on that console (at its width: the quickstart's, which fits ``COLUMNS``);
+    ``fmt``: plain records laid out by this :class:`logging.Formatter` format (a server's time-stamped log).
+    ``mute_libraries``: quieten the libraries underneath unless verbose (see the module docstring).
+    ``capture_warnings``: route Python warnings through logging (:func:`logging.captureWarnings`). Returns the
+    handler (its :class:`LibraryWarnings` filter counts the library warnings dropped)."""
+    if level not in LEVELS:
+        raise ValueError(f"unknown verbosity {level!r}")
+    loud = level == "verbose"
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "_ragtruth_spans", False)]:
+        root.removeHandler(old)
+    handler = _handler(sys.stderr.isatty() if rich is None and fmt is None else bool(rich), console)
+    if fmt is not None:
+        handler.setFormatter(OneLineFormatter(fmt))
+    handler._ragtruth_spans = True  # type: ignore[attr-defined]
+    if mute_libraries and not loud:
+        handler.addFilter(LibraryWarnings())
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if loud else logging.WARNING)
+    logging.getLogger(PACKAGE_LOGGER).setLevel(LEVELS[level])
+    if mute_libraries:
+        _mute(loud)
+    if capture_warnings:
+        logging.captureWarnings(True)
+    return handler
+
+
+def _handler(rich: bool, console: Console | None = None) -> logging.Handler:
+    handler: logging.Handler = _ConsoleHandler(console or Console(stderr=True, highlight=False)) \
+        if rich or console is not None else _Stderr()
+    handler.setFormatter(OneLineFormatter())
+    return handler
+
+
+class _ConsoleHandler(logging.Handler):
+    """Records drawn by rich on ``console`` (a terminal): wrapped at its width, never read as markup, warnings
+    in yellow and errors in red."""
+
+    STYLES: ClassVar[dict[int, str]] = {logging.WARNING: "yellow", logging.ERROR: "bold red",
+                                        logging.CRITICAL: "bold red"}
+
+    def __init__(self, console: Console) -> None:
+        super().__init__()
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.console.print(self.format(record), markup=False, highlight=False,
+                               style=self.STYLES.get(record.levelno))
+        except Exception:  # logging's contract: a failing handler reports, never raises
+            self.handleError(record)
+
+
+def _mute(loud: bool) -> None:
+    """The libraries underneath at the entry point's level: environment switches for those not imported yet,
+    their own switches for those already imported, their loggers."""
     for key, value in QUIET_ENV.items():
-        if loud:
-            if key in _state["env_set"]:
-                os.environ.pop(key, None)
-                _state["env_set"].discard(key)
-        elif key not in os.environ:
-            os.environ[key] = value
-            _state["env_set"].add(key)
-
-
-def _imported_libraries(loud: bool) -> None:
-    """Apply the level through the switches of libraries that are already imported."""
+        if not loud:
+            os.environ.setdefault(key, value)
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if loud else logging.ERROR)
+    ops = logging.getLogger("bitsandbytes.backends.cpu.ops")
+    if not any(isinstance(f, KernelsNotice) for f in ops.filters):
+        ops.addFilter(KernelsNotice())  # whatever the level
     if "transformers" in sys.modules:
         from transformers.utils import logging as hf_logging
 
@@ -139,14 +243,3 @@ def _imported_libraries(loud: bool) -> None:
         import datasets
 
         datasets.enable_progress_bars() if loud else datasets.disable_progress_bars()
-
-
-def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                  file: Any = None, line: str | None = None) -> None:
-    """``warnings.showwarning``: ragtruth-spans' own warnings, and every warning when verbose, are shown; the
-    libraries' are counted (:func:`hidden_warnings`)."""
-    original = _state["showwarning"] or warnings._showwarning_orig  # type: ignore[attr-defined]
-    if verbosity() == "verbose" or str(Path(filename).resolve()).startswith(_PACKAGE_DIR):
-        original(message, category, filename, lineno, file, line)
-    else:
-        _state["hidden_warnings"] += 1

@@ -41,7 +41,7 @@ class Family:
 
     ``load(run_dir, **options)`` returns a detector from a directory that ``train`` wrote (options are the
     family's own, e.g. ``device`` or ``batch_size``; an unknown one is an :class:`InputError`).
-    ``recipe``/``train``: the recipe class (``kind: Literal[kind]``) and ``train(recipe, *, console)``, or None
+    ``recipe``/``train``: the recipe class (``kind: Literal[kind]``) and ``train(recipe, *, resume, …)``, or None
     for families that are not trained. ``named``: ``{name: factory(**options)}`` of detectors built by name.
     ``extra``: the pip extra its detectors need (:mod:`ragtruth_spans.core.extras`; None: the core suffices);
     training always needs ``train``. ``extra_sources``: what its training does with ``data.extra``

@@ -37,9 +37,8 @@ from ragtruth_spans.runs.run_dir import run_kind, verify_run
 def load_detector(path_or_name: str | Path | None = None, **options: Any) -> Detector:
     """The detector saved in a run directory, the named detector, or without an argument (or ``"default"``) the
     shipped one (see the module docstring); it remembers the options it was loaded with
-    (``detector.load_options``, part of its operating point). As quiet as the command line: the libraries' load
-    reports and weight-loading progress bars are off unless the program chose otherwise
-    (:func:`ragtruth_spans.core.logs.quiet_libraries`).
+    (``detector.load_options``, part of its operating point). The host program's logging, environment and the
+    libraries' loggers are left as they are (the command line quietens the libraries for itself).
 
     >>> from ragtruth_spans import load_detector
     >>> detector = load_detector("numbers")  # a rule-based detector: no weights
@@ -48,9 +47,6 @@ def load_detector(path_or_name: str | Path | None = None, **options: Any) -> Det
     >>> [(s.start, s.end, s.type) for s in found.spans]
     [(20, 24, 'Evident Conflict')]
     """
-    from ragtruth_spans.core.logs import quiet_libraries
-
-    quiet_libraries()
     options = {key: value for key, value in options.items() if value is not None}
     if is_default(path_or_name) and not DEFAULT_DIR.is_dir():
         raise InputError("the shipped detector is missing from this installation: reinstall ragtruth-spans, or "

@@ -9,8 +9,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from ragtruth_spans.core.directories import check_output_dir
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.extras import require
@@ -57,8 +55,8 @@ def run_inputs(recipe: Recipe) -> list[tuple[str, str | Path]]:
     return inputs
 
 
-def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = False,
-          resume: bool = False, callbacks: Sequence[Any] = ()) -> TrainResult:
+def train(recipe: Recipe, *, overwrite: bool = False, resume: bool = False,
+          callbacks: Sequence[Any] = ()) -> TrainResult:
     """Train the detector that ``recipe`` describes (its family's train function) into ``recipe.output_dir``.
 
     ``output_dir`` is checked first, before any data is read: not an input of the run, not holding one
@@ -73,6 +71,9 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     ``callbacks`` (``transformers.TrainerCallback`` objects) are handed to the families that train with a
     transformers ``Trainer`` (generative, token-classification); another family given some is an
     :class:`InputError`.
+    Progress goes to the ``ragtruth_spans`` loggers (``INFO``); the run's one-line account is
+    :attr:`TrainResult.summary`. Nothing of the host program is changed: its logging, its environment and the
+    libraries' loggers are its own to set (the command line quietens them for itself).
 
     The recommended recipe without its sentence encoder trains in seconds; here on twenty invented responses
     (ten sources, each with a faithful answer and one whose year is wrong):
@@ -95,9 +96,6 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
     >>> [(s.start, s.end) for s in found.spans]
     [(13, 17)]
     """
-    from ragtruth_spans.core.logs import quiet_libraries
-
-    quiet_libraries()  # the Python API as quiet as the command line (a level the program chose is kept)
     family = get_family(recipe.kind)
     if family.train is None:
         raise InputError(f"detectors of kind {recipe.kind!r} are not trained", field="kind")
@@ -118,8 +116,7 @@ def train(recipe: Recipe, *, console: Console | None = None, overwrite: bool = F
                                          lock=lock)
         try:
             observers = {"callbacks": list(callbacks)} if callbacks else {}
-            return family.train(recipe, console=console or Console(stderr=True), resume=resuming,
-                                fingerprint=fingerprint, **observers)
+            return family.train(recipe, resume=resuming, fingerprint=fingerprint, **observers)
         except BaseException:
             if not resuming and int(os.environ.get("RANK", "0")) == 0:
                 release_failed_run(recipe.output_dir)  # nothing saved: a retry (fixed data, other settings) starts

@@ -20,6 +20,7 @@ render it (:mod:`ragtruth_spans.reporting.leaderboard`, :mod:`ragtruth_spans.rep
 
 from __future__ import annotations
 
+import logging
 import platform
 import re
 import time
@@ -28,15 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.fields import is_finite_number
 from ragtruth_spans.core.files import atomic_write_text, check_output_path
 from ragtruth_spans.core.jsonl import file_sha256, read_json_file, read_records, write_json
+from ragtruth_spans.core.logs import log_lines
 from ragtruth_spans.detectors.options import DetectorOptions
 from ragtruth_spans.evaluation.overlap import TrainingData
 from ragtruth_spans.training.tuning import CRITERIA, DEFAULT_CRITERION
+
+logger = logging.getLogger(__name__)
 
 TUNE_SUFFIX = "@dev"
 DEFAULT_BOOTSTRAP = 1000
@@ -154,8 +156,8 @@ class BenchmarkPaths:
         return self.out / "leaderboard.svg"
 
 
-def _load(spec: DetectorSpec, dev: Path | None, criterion: str, paths: BenchmarkPaths,
-          console: Console) -> tuple[Any, dict[str, Any] | None]:
+def _load(spec: DetectorSpec, dev: Path | None, criterion: str,
+          paths: BenchmarkPaths) -> tuple[Any, dict[str, Any] | None]:
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.training.tuning import Tunable
 
@@ -170,20 +172,20 @@ def _load(spec: DetectorSpec, dev: Path | None, criterion: str, paths: Benchmark
     # A tuning of the same detector on the same dev file by the same criterion is reused, not run again.
     key = {"untuned": detector.describe(), "dev_sha256": file_sha256(dev), "criterion": criterion}
     saved = paths.tuning(spec.label)
-    record = _read_sidecar(saved, console)
+    record = _read_sidecar(saved, noted=True)
     if record is not None and all(record.get(name) == value for name, value in key.items()):
-        console.print(f"  reusing the tuning in {saved}", highlight=False, markup=False)
+        logger.info("  reusing the tuning in %s", saved)
         return detector.with_thresholds(record["thresholds"], record["source"]), record
-    console.print(f"  tuning {spec.source} on {dev} ({criterion})", highlight=False, markup=False)
+    logger.info("  tuning %s on %s (%s)", spec.source, dev, criterion)
     detector, result = detector.tune(read_records(dev), criterion=criterion, split="dev")
     record = result.to_dict() | {"dev": str(dev), "source": detector.source} | key
     write_json(saved, record)
     return detector, record
 
 
-def _read_sidecar(path: Path, console: Console | None) -> dict[str, Any] | None:
+def _read_sidecar(path: Path, noted: bool) -> dict[str, Any] | None:
     """A saved JSON object (tuning, timing), None when absent or unreadable: a damaged sidecar is a cache miss
-    (noted), never a reason to stop every later benchmark."""
+    (a warning when ``noted``), never a reason to stop every later benchmark."""
     if not path.is_file():
         return None
     try:
@@ -192,16 +194,15 @@ def _read_sidecar(path: Path, console: Console | None) -> dict[str, Any] | None:
         record = exc
     if isinstance(record, dict):
         return record
-    if console is not None:
-        console.print(f"  ignoring {path}: {record if isinstance(record, InputError) else 'not a JSON object'}",
-                      markup=False, highlight=False)
+    if noted:
+        logger.warning("ignoring %s: %s", path, record if isinstance(record, InputError) else "not a JSON object")
     return None
 
 
 def _throughput(paths: BenchmarkPaths, label: str, summary: Any) -> dict[str, Any]:
     """Add this session's prediction count and time to the stored ones; responses/s over all sessions."""
     stored: dict[str, Any] = {"predicted": 0, "seconds": 0.0, "load_seconds": 0.0}
-    saved = _read_sidecar(paths.timing(label), None)
+    saved = _read_sidecar(paths.timing(label), noted=False)
     if saved is not None and all(is_finite_number(saved.get(k)) for k in stored):
         stored.update({k: saved[k] for k in stored})
     stored["predicted"] += summary.predicted
@@ -244,7 +245,7 @@ def pr_curve(data: Path, pred: Path, max_points: int = 200, drop: Collection[str
 
 
 def benchmark_detector(spec: DetectorSpec, data: Path, paths: BenchmarkPaths, *, dev: Path | None, criterion: str,
-                       bootstrap: int, seed: int, chunk_size: int | None, progress: bool, console: Console,
+                       bootstrap: int, seed: int, chunk_size: int | None, progress: bool,
                        drop: Collection[str] = ()) -> dict[str, Any]:
     """Predict (resumably), score and describe one detector: its leaderboard entry, with its overlap with
     ``data`` (:func:`spec_training_data`); ``drop``: gold ids left out of its figures (``--drop-overlap``)."""
@@ -252,10 +253,10 @@ def benchmark_detector(spec: DetectorSpec, data: Path, paths: BenchmarkPaths, *,
     from ragtruth_spans.pipeline.predict import predict_file
     from ragtruth_spans.reporting.console import predict_summary
 
-    detector, tuning = _load(spec, dev, criterion, paths, console)
+    detector, tuning = _load(spec, dev, criterion, paths)
     pred = paths.predictions(spec.label)
     summary = predict_file(None, data, pred, detector=detector, chunk_size=chunk_size, progress=progress)
-    console.print("  " + predict_summary(summary.to_dict()).replace("\n", "\n  "), highlight=False, markup=False)
+    log_lines(logger, "  " + predict_summary(summary.to_dict()).replace("\n", "\n  "))
     report = evaluate_files(data, pred, bootstrap=bootstrap, seed=seed, training=spec_training_data(spec, dev, pred),
                             also_drop=drop)
     return {"label": spec.label, "source": spec.source, "tuned_on_dev": spec.tune, "detector": detector.describe(),
@@ -284,7 +285,7 @@ def span_f1(entry: dict[str, Any]) -> float:
 def run_benchmark(data: str | Path, detectors: Sequence[DetectorSpec] | str, out: str | Path, *,
                   dev: str | Path | None = None, criterion: str = DEFAULT_CRITERION,
                   bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, chunk_size: int | None = None,
-                  progress: bool = True, console: Console | None = None,
+                  progress: bool = True,
                   options: DetectorOptions | Mapping[str, Any] | None = None,
                   drop_overlap: bool = False) -> dict[str, Any]:
     """Benchmark ``detectors`` on ``data`` into ``out`` (see the module docstring); return the leaderboard
@@ -296,7 +297,6 @@ def run_benchmark(data: str | Path, detectors: Sequence[DetectorSpec] | str, out
     from ragtruth_spans.reporting.leaderboard import render_markdown
     from ragtruth_spans.reporting.leaderboard_plot import plot_leaderboard
 
-    console = console or Console(stderr=True)
     if criterion not in CRITERIA:
         raise InputError(f"unknown criterion {criterion!r} (expected one of {', '.join(CRITERIA)})",
                          field="--criterion")
@@ -322,14 +322,13 @@ def run_benchmark(data: str | Path, detectors: Sequence[DetectorSpec] | str, out
     trainings = [spec_training_data(spec, dev) for spec in specs]
     _, dropped, drop_notes = overlaps_to_drop(gold, trainings, drop_overlap=drop_overlap)
     for line in drop_notes:
-        console.print(line, highlight=False, markup=False)
+        logger.info(line)
     started = time.perf_counter()
     entries = []
     for i, spec in enumerate(specs, start=1):
-        console.rule(f"[bold]{i}/{len(specs)}[/] {spec.label}")
+        logger.info("── %d/%d %s", i, len(specs), spec.label)
         entries.append(benchmark_detector(spec, data, paths, dev=dev, criterion=criterion, bootstrap=bootstrap,
-                                          seed=seed, chunk_size=chunk_size, progress=progress, console=console,
-                                          drop=dropped))
+                                          seed=seed, chunk_size=chunk_size, progress=progress, drop=dropped))
     entries.sort(key=span_f1, reverse=True)
     payload = {"data": str(data), "data_sha256": file_sha256(data), "responses": len(gold),
                "dev": str(dev) if dev else None, "dev_sha256": file_sha256(dev) if dev else None,

@@ -119,7 +119,8 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, fresh: bool = False
     detector on its test split → train the recommended recipe on its train split → leaderboard and HTML report,
     under ``workdir`` (module docstring); print each step, what it produced and where; return the shipped
     detector's :class:`~ragtruth_spans.evaluation.Report` on the test split. With ``--verbose``
-    (:func:`ragtruth_spans.core.logs.verbosity`) step 3 prints every evaluation table."""
+    (:func:`ragtruth_spans.core.logs.verbose`) step 3 prints every evaluation table. The steps' own progress
+    (training) goes to the ``ragtruth_spans`` loggers, as the entry point set them up."""
     from ragtruth_spans.core import logs
     from ragtruth_spans.detectors.quick_detect import shipped_detector
 
@@ -135,7 +136,7 @@ def run_quickstart(workdir: str | Path = DEFAULT_WORKDIR, *, fresh: bool = False
     detector = shipped_detector()
     _detect_examples(detector, paths, console)
     _prepare_sample(paths, console)
-    report = _evaluate_shipped(detector, paths, console, verbose=logs.verbosity() == "verbose")
+    report = _evaluate_shipped(detector, paths, console, verbose=logs.verbose())
     _train_recommended(paths, console)
     _step(console, 5, "rank both beside baselines on the test split; HTML report", paths.leaderboard)
     payload = _leaderboard(paths, console)
@@ -222,7 +223,8 @@ def _train_recommended(paths: QuickstartPaths, console: Console) -> None:
         console.print(f"  reusing the trained detector in {escape(str(paths.recommended))} (delete it, or pass "
                       "--fresh, to retrain)")
     else:
-        train(load_recipe(RECOMMENDED_RECIPE, overrides), console=console)
+        result = train(load_recipe(RECOMMENDED_RECIPE, overrides))
+        console.print(f"  trained: {result.summary}", markup=False)
 
 
 def _leaderboard(paths: QuickstartPaths, console: Console) -> dict:
@@ -234,8 +236,7 @@ def _leaderboard(paths: QuickstartPaths, console: Console) -> dict:
     specs = [DetectorSpec(label=SHIPPED_LABEL, source=str(DEFAULT_DIR), options={}),
              DetectorSpec(label=RECOMMENDED_LABEL, source=str(paths.recommended), options={}),
              *parse_detectors(list(LEADERBOARD_DETECTORS))]
-    payload = run_benchmark(paths.data / "test.jsonl", specs, paths.leaderboard, bootstrap=200, progress=False,
-                            console=Console(quiet=True))  # its per-detector summaries: one line below instead
+    payload = run_benchmark(paths.data / "test.jsonl", specs, paths.leaderboard, bootstrap=200, progress=False)
     console.print(f"  {len(specs)} detectors; predictions in leaderboard/predictions/, the full table in "
                   "leaderboard/leaderboard.md")
     console.print(leaderboard_table(payload, compact=console.width < WIDE))

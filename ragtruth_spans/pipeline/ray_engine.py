@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragtruth_spans.core import logs
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.extras import require
 from ragtruth_spans.core.files import append_text, atomic_write_bytes, check_output_path, exclusive_output
@@ -78,6 +77,11 @@ class RaySettings:
     start_timeout: float = 900.0
     """Seconds the one worker that only checks the detector (nothing left to do) may take to start before the run
     stops with one line (what no node can place is refused before, by :func:`check_placement`)."""
+    ray_log_level: int | None = None
+    """The level of Ray's loggers in this process (``ray``, ``ray.data``: its plans and progress lines) and of a
+    local cluster started for the run; None leaves Ray's own. The command line sets ``ERROR`` unless verbose."""
+    log_to_driver: bool = True
+    """Whether the workers' output is shown here (Ray's ``log_to_driver``); the command line: only when verbose."""
 
     def check(self) -> None:
         """Raise :class:`InputError` naming the option that is out of range."""
@@ -161,13 +165,14 @@ def ray_session(settings: RaySettings) -> Iterator[Any]:
     """The ``ray`` module, connected as ``settings.address`` says (see the module docstring); a cluster started
     here is shut down on exit. An unreachable address raises :class:`InputError` (one line)."""
     import ray
-    import ray.data  # it configures its loggers on import: quieten them after
+    import ray.data  # it configures its loggers on import: a level asked for is applied after
 
-    loud = logs.verbosity() == "verbose"
     if ray.is_initialized():
         yield ray
         return
-    kwargs: dict[str, Any] = {"logging_level": logging.INFO if loud else logging.ERROR, "log_to_driver": loud}
+    kwargs: dict[str, Any] = {"log_to_driver": settings.log_to_driver}
+    if settings.ray_log_level is not None:
+        kwargs["logging_level"] = settings.ray_log_level
     if settings.address is None:
         kwargs |= {"num_cpus": settings.num_cpus or os.cpu_count() or 1, "include_dashboard": False}
     else:
@@ -180,8 +185,8 @@ def ray_session(settings: RaySettings) -> Iterator[Any]:
         what = "cannot start a local Ray cluster" if settings.address is None else \
             f"cannot reach the Ray cluster at {settings.address!r}"
         raise InputError(f"{what}: {reason}", field="--address" if settings.address else None) from None
-    for name in ("ray", "ray.data"):  # Ray Data's plans and progress lines: only with --verbose
-        logging.getLogger(name).setLevel(logging.INFO if loud else logging.ERROR)
+    for name in ("ray", "ray.data") if settings.ray_log_level is not None else ():
+        logging.getLogger(name).setLevel(settings.ray_log_level)
     try:
         yield ray
     finally:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, is_dataclass
 from typing import Any
@@ -15,21 +14,10 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from ragtruth_spans.core.logs import printable  # here for its users: it lives beside the log formatter
 from ragtruth_spans.core.types import TASK_TYPES
 
 PRF = ("precision", "recall", "f1")
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""Characters a terminal would act on rather than show: C0/C1 controls (ESC starts CSI/OSC sequences; newline and
-tab are kept) and the bidirectional overrides."""
-
-
-def printable(text: object) -> str:
-    """``text`` with every terminal control character shown as an escape (``\\x1b``, ``\\u202e``), so nothing a
-    user wrote can clear the screen, forge a link or reorder what is shown. Offsets of the visible text shift only
-    where such a character was."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                        else f"\\u{ord(m.group()):04x}", str(text))
 
 
 def user_text(text: object, style: str = "") -> Text:

@@ -64,7 +64,7 @@ from ragtruth_spans.serving.body import (
 from ragtruth_spans.serving.limits import BearerAuth, BodySizeLimit, InFlight, validation_errors
 from ragtruth_spans.serving.schemas import DetectionOut, DetectMany, DetectOne, DetectorRef, ErrorOut, SelectRequest
 
-logger = logging.getLogger("ragtruth_spans.serving")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from the last checkpoint, running a transformers ``Trainer``. The entry that dis
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -12,23 +13,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.locks import exclusive_output
 from ragtruth_spans.runs.run_dir import claim_output_dir
 
+logger = logging.getLogger(__name__)
 
 @dataclass
 class TrainResult:
     """A finished run: where it was written, what happened to the data (the family's
-    :class:`~ragtruth_spans.training.data.RecordStats`), the trainer's metrics and the checkpoint resumed from."""
+    :class:`~ragtruth_spans.training.data.RecordStats`), the trainer's metrics, the checkpoint resumed from, and
+    ``summary``: the run in one line (what was trained, its tuned operating point, where), which the caller
+    renders (the command line prints it as its result)."""
 
     output_dir: Path
     stats: Any
     metrics: dict[str, Any]
     resumed_from: str | None
+    summary: str = ""
 
 
 def claim_on_main_process(output_dir: str | Path, fingerprint: dict[str, Any], *, overwrite: bool,
@@ -66,28 +68,28 @@ def claim_on_main_process(output_dir: str | Path, fingerprint: dict[str, Any], *
     return bool(answer[0])
 
 
-def last_checkpoint(output_dir: str | Path, resume: bool, console: Console) -> str | None:
-    """The checkpoint of ``output_dir`` a resumed run continues from (announced on ``console``); None for a new
-    run."""
+def last_checkpoint(output_dir: str | Path, resume: bool) -> str | None:
+    """The checkpoint of ``output_dir`` a resumed run continues from (announced as an ``INFO`` record); None for a
+    new run."""
     from transformers.trainer_utils import get_last_checkpoint
 
     last = get_last_checkpoint(str(output_dir)) if resume else None
     if last:
-        console.print(f"[bold]resuming[/] from {escape(str(last))}")
+        logger.info("resuming from %s", last)
     return last
 
 
 def run_trainer(trainer: Any, last: str | None, *, best_metric: str | None = None,
-                console: Console | None = None, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
+                callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     """Train (continuing from checkpoint ``last`` when not None) and return the trainer's metrics plus ``wall_s``
     and ``train_loss_whole_run``; with ``best_metric`` (the name under which to record the best evaluation
     figure, for a run with an eval split) also that figure and ``best_checkpoint``. Progress and metrics are
-    shown on ``console`` as :func:`~ragtruth_spans.training.progress.attach_progress` says; ``callbacks``
+    shown as :func:`~ragtruth_spans.training.progress.attach_progress` says; ``callbacks``
     (``transformers.TrainerCallback``) are added to the trainer, e.g. to time steps
     (``scripts/gpu_check.py``)."""
     from ragtruth_spans.training.progress import attach_progress
 
-    attach_progress(trainer, console)
+    attach_progress(trainer)
     for callback in callbacks:
         trainer.add_callback(callback)
     start = time.time()

@@ -50,7 +50,7 @@ class LongNumberDetector(Detector):
         return {"kind": self.kind, "min_digits": self.min_digits}
 
 
-def _train(recipe: LongNumberRecipe, *, console=None, resume=False, fingerprint=None) -> TrainResult:
+def _train(recipe: LongNumberRecipe, *, resume=False, fingerprint=None) -> TrainResult:
     out = Path(recipe.output_dir)
     write_run_files(out, recipe, {"min_digits": recipe.min_digits}, fingerprint=fingerprint, trained_on=None)
     return TrainResult(output_dir=out, stats=None, metrics={}, resumed_from=None)

@@ -38,7 +38,7 @@ class FakeFamily:
         self.gate.set()
         self.resumed: list[bool] = []
 
-    def train(self, recipe, *, console, resume, fingerprint):
+    def train(self, recipe, *, resume, fingerprint):
         self.resumed.append(resume)
         out = Path(recipe.output_dir)
         self.started.set()  # the directory holds only fingerprint.json while it trains
@@ -91,7 +91,7 @@ def test_a_second_train_into_a_running_run_is_refused_with_the_holder_named(tmp_
 def test_a_killed_run_still_resumes_and_overwrite_still_starts_over(tmp_path: Path, fake, monkeypatch) -> None:
     out = tmp_path / "run"
 
-    def killed(recipe, *, console, resume, fingerprint):
+    def killed(recipe, *, resume, fingerprint):
         fake.resumed.append(resume)
         (Path(recipe.output_dir) / "checkpoint-1").mkdir()
         raise KeyboardInterrupt

@@ -10,15 +10,15 @@ LoRA) → ``SFTTrainer`` (with ``data.eval_split``: eval loss every ``eval_steps
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.logs import log_lines
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.generative.prompts import (
     CHAT_TEMPLATE_KWARGS,
@@ -47,6 +47,8 @@ from ragtruth_spans.training.arguments import trainer_arguments
 from ragtruth_spans.training.data import RecordStats, examples_sha256
 from ragtruth_spans.training.run import TrainResult, last_checkpoint, run_trainer
 from ragtruth_spans.training.skeleton import SelectedData, base_model, data_record, select_data, tiny_texts, trained_on
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -183,7 +185,7 @@ class _Prepared:
     selected: SelectedData
 
 
-def _prepare(recipe: GenerativeRecipe, output_dir: Path, console: Console) -> _Prepared:
+def _prepare(recipe: GenerativeRecipe, output_dir: Path) -> _Prepared:
     from accelerate import PartialState
 
     selected = select_data(recipe.data, DataStats(), DataStats(), eval_as_training=True)
@@ -199,9 +201,9 @@ def _prepare(recipe: GenerativeRecipe, output_dir: Path, console: Console) -> _P
             raise InputError(f"no evaluation example left from {selected.eval_source} (data.eval_split="
                              f"{recipe.data.eval_split}); set data.eval_split=null to train without one")
     if PartialState().is_main_process:
-        console.print(training_data_summary(stats, source, recipe.data.max_length))
+        log_lines(logger, training_data_summary(stats, source, recipe.data.max_length))
         if eval_stats is not None:
-            console.print(training_data_summary(eval_stats, selected.eval_source, recipe.data.max_length))
+            log_lines(logger, training_data_summary(eval_stats, selected.eval_source, recipe.data.max_length))
     if not examples:
         raise InputError(f"no example fits data.max_length={recipe.data.max_length} whole")
     return _Prepared(tokenizer, base_path, revision, examples, eval_examples, stats, eval_stats, source, selected)
@@ -214,7 +216,7 @@ def _dataset(examples: Sequence[dict[str, Any]]):
                               for ex in examples])
 
 
-def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: bool = False,
+def train(recipe: GenerativeRecipe, *, resume: bool = False,
           fingerprint: dict[str, Any] | None = None, callbacks: Sequence[Any] = ()) -> TrainResult:
     """Fine-tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.detectors.train.train`);
     ``resume``: continue from the directory's last checkpoint; ``fingerprint`` goes into ``run_info.json``;
@@ -222,22 +224,20 @@ def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: b
     from transformers import set_seed
     from trl import SFTTrainer
 
-    console = console or Console(stderr=True)
     output_dir = Path(recipe.output_dir)
     check_report_to(recipe.logging.report_to)
     set_seed(recipe.training.seed)
-    data = _prepare(recipe, output_dir, console)
-    last = last_checkpoint(output_dir, resume, console)
+    data = _prepare(recipe, output_dir)
+    last = last_checkpoint(output_dir, resume)
     model = load_model(recipe, data.base_path, data.revision)
     trainer = SFTTrainer(model=model, args=sft_config(recipe, output_dir, evaluate=bool(data.eval)),
                          train_dataset=_dataset(data.train), eval_dataset=_dataset(data.eval) if data.eval else None,
                          processing_class=data.tokenizer, peft_config=lora_config(recipe))
     if trainer.is_world_process_zero():
         trainable, total = trainer.model.get_nb_trainable_parameters()
-        console.print(f"trainable parameters: {trainable:,} of {total:,} ({100 * trainable / total:.2f}%)",
-                      highlight=False)
-    metrics = run_trainer(trainer, last, best_metric="best_eval_loss" if data.eval else None, console=console,
-                          callbacks=callbacks)
+        logger.info("trainable parameters: %s of %s (%.2f%%)", f"{trainable:,}", f"{total:,}",
+                    100 * trainable / total)
+    metrics = run_trainer(trainer, last, best_metric="best_eval_loss" if data.eval else None, callbacks=callbacks)
 
     if trainer.is_fsdp_enabled:  # gather the sharded adapter into one file
         trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
@@ -247,9 +247,11 @@ def train(recipe: GenerativeRecipe, *, console: Console | None = None, resume: b
         write_run_files(output_dir, recipe, fingerprint=fingerprint, info=_run_info(recipe, data, model, metrics,
                                                                                     last, trainer.args.world_size),
                         trained_on=trained_on(data.selected))
-        console.print(f"[bold green]done[/]: adapter and run info in {output_dir} (train_loss over the whole run="
-                      f"{metrics['train_loss_whole_run'] or float('nan'):.4f}, {metrics['wall_s']} s)")
-    return TrainResult(output_dir=output_dir, stats=data.stats, metrics=metrics, resumed_from=last)
+    summary = (f"adapter and run info in {output_dir} (train_loss over the whole run="
+               f"{metrics['train_loss_whole_run'] or float('nan'):.4f}, {metrics['wall_s']} s)"
+               if trainer.is_world_process_zero() else "")  # one process renders the run
+    return TrainResult(output_dir=output_dir, stats=data.stats, metrics=metrics, resumed_from=last,
+                       summary=summary)
 
 
 def _run_info(recipe: GenerativeRecipe, data: _Prepared, model: Any, metrics: dict[str, Any], last: str | None,

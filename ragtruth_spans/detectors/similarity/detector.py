@@ -32,7 +32,7 @@ from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.detectors.shared.sentences import Interval
 from ragtruth_spans.detectors.similarity.keywords import DEFAULT_MAX_NGRAM, DEFAULT_TOP, KeywordMatch, match_keywords
-from ragtruth_spans.detectors.similarity.support import context_evidence, response_sentences, sentence_supports
+from ragtruth_spans.detectors.similarity.support import SupportCache, response_sentences
 from ragtruth_spans.models.pretrained import MINILM
 from ragtruth_spans.training.tuning import DEFAULT_CRITERION, PAPER_GRID, TuningResult, grid, tune_thresholds
 
@@ -100,6 +100,7 @@ class SimilarityDetector(Detector):
         default_source = DEFAULTS_FROM.get(method, "paper") if thresholds is None else "given"
         self.source = dict(source or {"thresholds_from": default_source})
         self._encoder: Any = None
+        self.supports = SupportCache()  # shared with the copies of other thresholds (tuning)
 
     @property
     def encoder(self) -> Any:
@@ -120,11 +121,11 @@ class SimilarityDetector(Detector):
                 found.keywords = match_keywords(item.response, (item.question or "") + "\n" + item.context,
                                                 max_ngram=self.max_ngram, top=self.top_keywords)
             return out
-        contexts = [context_evidence(item.context, item.task, item.question) for item in items]
+        contexts = [self.supports.context_evidence(item.context, item.task, item.question) for item in items]
         pairs = [(context, item.response[a:b]) for item, context, found in zip(items, contexts, out)
                  for a, b in found.sentences]
         for name in METHOD_THRESHOLDS[self.method]:
-            values = iter(sentence_supports(pairs, name, self.encoder if name == "cosine" else None))
+            values = iter(self.supports.sentence_supports(pairs, name, self.encoder if name == "cosine" else None))
             for found in out:
                 setattr(found, name, [next(values) for _ in found.sentences])
         return out
@@ -166,7 +167,7 @@ class SimilarityDetector(Detector):
         copy = SimilarityDetector(self.method, thresholds, encoder=self.encoder_name, device=self.device,
                                   batch_size=self.batch_size, max_ngram=self.max_ngram,
                                   top_keywords=self.top_keywords, source=source)
-        copy._encoder = self._encoder
+        copy._encoder, copy.supports = self._encoder, self.supports
         return copy
 
     def tune(self, records: Sequence[Record], *, criterion: str = DEFAULT_CRITERION, split: str = "dev",

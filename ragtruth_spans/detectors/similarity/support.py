@@ -1,13 +1,13 @@
 """The similarity methods' supports (their thresholds-free evidence), each computed once per distinct text.
 
-RAGTruth has six responses per source, and a benchmark runs ``sim-cosine``, ``sim-overlap`` and ``sim-hybrid`` on
-the same responses. So: a context's evidence units
-(:func:`~ragtruth_spans.detectors.shared.sentences.evidence_units`, pysbd) and their tokens are kept per context, by
-a content hash (bounded); a response's sentences are kept per response text (bounded); the sentences and units of a
-whole batch of items are embedded in one encoder call, each distinct text once
-(:meth:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder.embed`); and each sentence's support with its
-context (cosine or overlap) is kept in a bounded cache shared by every detector of the process, so ``sim-hybrid``
-reuses what ``sim-cosine`` and ``sim-overlap`` computed. Nothing here depends on a threshold.
+RAGTruth has six responses per source, and tuning runs a detector's evidence once for a whole grid of thresholds.
+So a :class:`SupportCache`, owned by a detector (and shared by its copies with other thresholds), keeps a context's
+evidence units (:func:`~ragtruth_spans.detectors.shared.sentences.evidence_units`, pysbd) and their tokens per
+context, by a content hash, and each sentence's support with its context (cosine or overlap), both bounded; a
+response's sentences are kept per response text (:func:`response_sentences`, a bounded ``lru_cache``); the
+sentences and units of a whole batch of items are embedded in one encoder call, each distinct text once
+(:meth:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder.embed`, whose embeddings the encoder keeps).
+Nothing here depends on a threshold, and nothing is kept at module level.
 """
 
 from __future__ import annotations
@@ -66,45 +66,50 @@ class ContextEvidence:
     unit_tokens: tuple[tuple[str, ...], ...]
 
 
-_contexts = BoundedCache(CONTEXT_CACHE_SIZE)
-_supports = BoundedCache(SUPPORT_CACHE_SIZE)
+class SupportCache:
+    """What one detector computed (and its copies with other thresholds reuse): contexts' evidence, at most
+    ``contexts`` of them, and sentence supports, at most ``supports`` (one float each, keyed by method, encoder,
+    context hash and sentence text)."""
 
+    def __init__(self, contexts: int = CONTEXT_CACHE_SIZE, supports: int = SUPPORT_CACHE_SIZE) -> None:
+        self.contexts = BoundedCache(contexts)
+        self.supports = BoundedCache(supports)
 
-def context_evidence(context: str, task: str, question: str | None = None) -> ContextEvidence:
-    """The (cached) evidence units of ``context`` for ``task`` and ``question``."""
-    digest = hashlib.sha256()
-    for part in (task, question or "", context):
-        digest.update(part.encode("utf-8", "surrogatepass") + b"\x00")
-    key = digest.hexdigest()
-    found = _contexts.get(key)
-    if found is None:
-        units = tuple(evidence_units(context, task, question))
-        found = ContextEvidence(key=key, units=units, unit_tokens=tuple(tuple(tokens(u)) for u in units))
-        _contexts.put(key, found)
-    return found
+    def context_evidence(self, context: str, task: str, question: str | None = None) -> ContextEvidence:
+        """The (cached) evidence units of ``context`` for ``task`` and ``question``."""
+        digest = hashlib.sha256()
+        for part in (task, question or "", context):
+            digest.update(part.encode("utf-8", "surrogatepass") + b"\x00")
+        key = digest.hexdigest()
+        found = self.contexts.get(key)
+        if found is None:
+            units = tuple(evidence_units(context, task, question))
+            found = ContextEvidence(key=key, units=units, unit_tokens=tuple(tuple(tokens(u)) for u in units))
+            self.contexts.put(key, found)
+        return found
+
+    def sentence_supports(self, pairs: Sequence[tuple[ContextEvidence, str]], method: str,
+                          encoder: Any = None) -> list[float]:
+        """The ``method`` support (``cosine``: highest cosine similarity with a unit; ``overlap``: highest overlap
+        ratio) of each ``(context, sentence text)`` pair; 0.0 for a context without units. ``encoder`` (a
+        :class:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder`) is needed for ``cosine``."""
+        tag = getattr(encoder, "name_or_path", "") if method == "cosine" else ""
+        keys = [(method, tag, context.key, text) for context, text in pairs]
+        values: list[float | None] = [self.supports.get(key) for key in keys]
+        missing = [i for i, value in enumerate(values) if value is None]
+        if missing:
+            todo = [pairs[i] for i in missing]
+            computed = _cosines(todo, encoder) if method == "cosine" else [_overlap(c, t) for c, t in todo]
+            for i, value in zip(missing, computed):
+                values[i] = value
+                self.supports.put(keys[i], value)
+        return [float(v) for v in values]  # type: ignore[arg-type]
 
 
 @lru_cache(maxsize=4096)
 def response_sentences(response: str) -> tuple[Interval, ...]:
     """:func:`~ragtruth_spans.detectors.shared.sentences.split_sentences` of a response, cached by its text."""
     return tuple(split_sentences(response))
-
-
-def sentence_supports(pairs: Sequence[tuple[ContextEvidence, str]], method: str, encoder: Any = None) -> list[float]:
-    """The ``method`` support (``cosine``: highest cosine similarity with a unit; ``overlap``: highest overlap
-    ratio) of each ``(context, sentence text)`` pair; 0.0 for a context without units. ``encoder`` (a
-    :class:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder`) is needed for ``cosine``."""
-    tag = getattr(encoder, "name_or_path", "") if method == "cosine" else ""
-    keys = [(method, tag, context.key, text) for context, text in pairs]
-    values: list[float | None] = [_supports.get(key) for key in keys]
-    missing = [i for i, value in enumerate(values) if value is None]
-    if missing:
-        todo = [pairs[i] for i in missing]
-        computed = _cosines(todo, encoder) if method == "cosine" else [_overlap(c, t) for c, t in todo]
-        for i, value in zip(missing, computed):
-            values[i] = value
-            _supports.put(keys[i], value)
-    return [float(v) for v in values]  # type: ignore[arg-type]
 
 
 def _cosines(pairs: Sequence[tuple[ContextEvidence, str]], encoder: Any) -> list[float]:

@@ -3,11 +3,10 @@ write the run directory (``recipe.yaml``, ``run_info.json`` with the thresholds 
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.similarity.detector import PAPER_THRESHOLDS, SimilarityDetector
@@ -18,6 +17,8 @@ from ragtruth_spans.training.data import RecordStats
 from ragtruth_spans.training.run import TrainResult
 from ragtruth_spans.training.skeleton import data_record, eval_records
 
+logger = logging.getLogger(__name__)
+
 
 def detector_from_recipe(recipe: SimilarityRecipe, thresholds: dict[str, float] | None = None,
                          **options: Any) -> SimilarityDetector:
@@ -26,10 +27,9 @@ def detector_from_recipe(recipe: SimilarityRecipe, thresholds: dict[str, float] 
                               max_ngram=recipe.keywords.max_ngram, top_keywords=recipe.keywords.top, **options)
 
 
-def train(recipe: SimilarityRecipe, *, console: Console | None = None, resume: bool = False,
+def train(recipe: SimilarityRecipe, *, resume: bool = False,
           fingerprint: dict[str, Any] | None = None) -> TrainResult:
     """Tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.detectors.train.train`)."""
-    console = console or Console(stderr=True)
     stats = RecordStats()
     loaded = eval_records(recipe.data, stats)
     assert loaded is not None  # the recipe requires data.eval_split
@@ -37,8 +37,8 @@ def train(recipe: SimilarityRecipe, *, console: Console | None = None, resume: b
     if not kept:
         raise InputError(f"no {'/'.join(recipe.data.tasks)} responses in {source} to tune on",
                          field="data.eval_split")
-    console.print(f"tuning the {recipe.method} thresholds on {len(kept)} responses of {source} "
-                  f"({recipe.tuning.criterion}, {len(recipe.tuning.grid)} values per threshold)")
+    logger.info("tuning the %s thresholds on %d responses of %s (%s, %d values per threshold)", recipe.method,
+                len(kept), source, recipe.tuning.criterion, len(recipe.tuning.grid))
     started = time.perf_counter()
     detector = detector_from_recipe(recipe, PAPER_THRESHOLDS[recipe.method])
     paper = {r.id: d for r, d in zip(kept, detector.detect_batch(kept))}
@@ -61,9 +61,8 @@ def train(recipe: SimilarityRecipe, *, console: Console | None = None, resume: b
     def words(thresholds: dict[str, Any]) -> str:
         return ", ".join(f"{name.replace('_', ' ')} {value:g}" for name, value in thresholds.items())
 
-    console.print(f"[bold green]done[/]: {recipe.method} thresholds {words(tuned.thresholds)} "
-                  f"({result.criterion} {result.value:.4f} on {result.split}; the paper's thresholds "
-                  f"{words(detector.thresholds)} give {paper_row[result.criterion] if paper_row else float('nan'):.4f})"
-                  f" → {output_dir}", highlight=False)
+    summary = (f"{recipe.method} thresholds {words(tuned.thresholds)} ({result.criterion} {result.value:.4f} on "
+               f"{result.split}; the paper's thresholds {words(detector.thresholds)} give "
+               f"{paper_row[result.criterion] if paper_row else float('nan'):.4f}) → {output_dir}")
     return TrainResult(output_dir=output_dir, stats={"responses": len(kept)}, metrics=result.to_dict(),
-                       resumed_from=None)
+                       resumed_from=None, summary=summary)

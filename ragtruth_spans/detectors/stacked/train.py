@@ -20,6 +20,7 @@ table, feature importances, counts, seconds per stage).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -29,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.console import Console
 
 from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.core.types import Record
@@ -48,6 +48,8 @@ from ragtruth_spans.training.data import RecordStats, record_origin, record_weig
 from ragtruth_spans.training.run import TrainResult
 from ragtruth_spans.training.skeleton import data_record, select_data, trained_on
 
+logger = logging.getLogger(__name__)
+
 Scores = list[tuple[np.ndarray, bool]]
 
 
@@ -56,8 +58,7 @@ def word_labels(record: Record, words: Sequence[tuple[int, int]]) -> np.ndarray:
     return np.array([any(s.start < b and a < s.end for s in record.spans) for a, b in words], dtype=np.int8)
 
 
-def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, output: Path, console: Console
-                  ) -> Detector:
+def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, output: Path) -> Detector:
     """The member trained on ``data_dir/train.jsonl`` (eval: ``data_dir/dev.jsonl``) into ``output``; a finished
     run there with the same fingerprint is reused, an unfinished one resumes (a killed ``train`` goes on)."""
     from ragtruth_spans.detectors.loader import load_detector
@@ -75,9 +76,9 @@ def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, 
     stored = output / FINGERPRINT_FILE
     if (output / RUN_INFO_FILE).is_file() and stored.is_file() and \
             json.loads(stored.read_text(encoding="utf-8")).get("fingerprint") == fingerprint:
-        console.print(f"member {member.name}: reusing the finished run {output}")
+        logger.info("member %s: reusing the finished run %s", member.name, output)
     else:
-        train(sub, console=console)
+        logger.info("member %s: %s", member.name, train(sub).summary)
     return load_detector(output)
 
 
@@ -87,8 +88,8 @@ def _member_data(directory: Path, train_records: Sequence[Record], eval_records:
     return directory
 
 
-def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_records: list[Record], run_dir: Path,
-                  console: Console) -> tuple[dict[str, Detector], dict[str, Scores], dict[str, Scores]]:
+def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_records: list[Record], run_dir: Path
+                  ) -> tuple[dict[str, Detector], dict[str, Scores], dict[str, Scores]]:
     """Every member's detector (as detection will use it) and its scores of the training (out-of-fold for
     trained members) and eval records. Members trained here live in ``members/<name>/{fold-k,full}`` and their
     data in ``members/<name>/data/``."""
@@ -109,18 +110,18 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
             scores: list[Any] = [None] * len(train_records)
             fold_detectors = []
             for k in range(member.folds):
-                console.print(f"member {member.name}: fold {k + 1}/{member.folds}")
+                logger.info("member %s: fold %d/%d", member.name, k + 1, member.folds)
                 data = _member_data(home / "data" / f"fold-{k}",
                                     [r for r, f in zip(train_records, folds) if f != k], eval_records)
-                detector = _train_member(member, recipe, data, home / f"fold-{k}", console)
+                detector = _train_member(member, recipe, data, home / f"fold-{k}")
                 fold_detectors.append(detector)
                 held = [i for i, f in enumerate(folds) if f == k]
                 for i, result in zip(held, character_scores(detector, [train_items[i] for i in held])):
                     scores[i] = result
             if member.refit:
-                console.print(f"member {member.name}: all training responses")
+                logger.info("member %s: all training responses", member.name)
                 data = _member_data(home / "data" / "full", train_records, eval_records)
-                detectors[member.name] = _train_member(member, recipe, data, home / "full", console)
+                detectors[member.name] = _train_member(member, recipe, data, home / "full")
             else:
                 detectors[member.name] = FoldMean(fold_detectors)
             on_train[member.name] = scores
@@ -257,26 +258,26 @@ def tuning_set(train_records: list[Record], eval_records: list[Record], train_co
                      len(train_records), real)
 
 
-def fit_response_head(recipe: StackedRecipe, decision: combiner.Decision, names: Sequence[str], tuning: TuningSet,
-                      console: Console) -> HeadOutcome:
+def fit_response_head(recipe: StackedRecipe, decision: combiner.Decision, names: Sequence[str],
+                      tuning: TuningSet) -> HeadOutcome:
     """The response head of ``recipe.response`` (none asked for: none), kept only when it ranks the tuned
     responses better than their highest word probability (:func:`response.keep_head`)."""
     word_max = [float(p.max()) if len(p) else 0.0 for p in tuning.tuned_probabilities]
     if recipe.response is None:
         return HeadOutcome(None, None, word_max)
-    console.print("stacked: response head (cross-validated by source, calibrated on out-of-fold responses)")
+    logger.info("stacked: response head (cross-validated by source, calibrated on out-of-fold responses)")
     try:
         head = response.train_head(recipe.response, decision, names, tuning.records, tuning.columns,
                                    tuning.probabilities, tuning.n_train)
     except response.HeadNotFitted as exc:  # one source, one class, too few responses to cross-validate
-        console.print(f"stacked: response head dropped ({exc})", highlight=False)
+        logger.info("stacked: response head dropped (%s)", exc)
         return HeadOutcome(None, {"reason": str(exc)}, word_max)
     head_scores = [float(head.scores[i]) for i in tuning.real]
     kept, dropped = response.keep_head(head_scores, word_max, [bool(r.spans) for r in tuning.tuned_records])
     if kept:
         return HeadOutcome(head, None, head_scores)
     # too little data for the head to rank better than the top word probability
-    console.print(f"stacked: response head dropped ({dropped['reason']})", highlight=False)
+    logger.info("stacked: response head dropped (%s)", dropped["reason"])
     return HeadOutcome(None, dropped | head.info(tuning.real, tuning.records), word_max)
 
 
@@ -320,36 +321,37 @@ def run_info(recipe: StackedRecipe, selected: Any, names: list[str], booster: An
             "seconds": {k: round(v, 1) for k, v in seconds.items()}}
 
 
-def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool = False,
+def train(recipe: StackedRecipe, *, resume: bool = False,
           fingerprint: dict[str, Any] | None = None) -> TrainResult:
     """Train per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`):
     members, columns, combiner, decision, response head and gate, then the run files."""
-    console = console or Console(stderr=True)
     run_dir = Path(recipe.output_dir)
     seconds: dict[str, float] = {}
     with timed(seconds, "members"):
         selected = select_data(recipe.data, RecordStats())
         train_records, eval_records = selected.train, selected.eval
         assert eval_records is not None  # the recipe requires data.eval_split
-        console.print(f"stacked: {origins(train_records)} training responses ({selected.source}), {len(eval_records)} "
-                      f"eval responses ({selected.eval_source}), {len(recipe.members)} member(s)", highlight=False)
-        detectors, on_train, on_eval = member_scores(recipe, train_records, eval_records, run_dir, console)
+        logger.info("stacked: %s training responses (%s), %d eval responses (%s), %d member(s)",
+                    origins(train_records), selected.source, len(eval_records), selected.eval_source,
+                    len(recipe.members))
+        detectors, on_train, on_eval = member_scores(recipe, train_records, eval_records, run_dir)
     with timed(seconds, "columns"):
         builder, train_cols, eval_cols = build_columns(recipe, detectors, train_records, eval_records, on_train,
                                                        on_eval)
-    console.print(f"stacked: {len(builder.names)} columns for {sum(len(c.words) for c in train_cols):,} training "
-                  f"and {sum(len(c.words) for c in eval_cols):,} eval words ({seconds['columns']:.0f} s); boosting")
+    logger.info("stacked: %d columns for %s training and %s eval words (%.0f s); boosting", len(builder.names),
+                f"{sum(len(c.words) for c in train_cols):,}", f"{sum(len(c.words) for c in eval_cols):,}",
+                seconds["columns"])
     with timed(seconds, "combiner"):
         words = word_matrix(recipe, train_records, train_cols, eval_records, eval_cols)
         booster, rounds, oof = fit_combiner(recipe, words, builder.names)
     with timed(seconds, "decision"):
-        console.print("stacked: tuning thresholds and span merging on out-of-fold training + eval probabilities")
+        logger.info("stacked: tuning thresholds and span merging on out-of-fold training + eval probabilities")
         tuning = tuning_set(train_records, eval_records, train_cols, eval_cols, oof,
                             booster.predict(words.x_eval, num_iteration=rounds))
         decision, table = combiner.tune(tuning.tuned_records, tuning.tuned_words, tuning.tuned_probabilities,
                                         recipe.decision)
     with timed(seconds, "response"):
-        outcome = fit_response_head(recipe, decision, builder.names, tuning, console)
+        outcome = fit_response_head(recipe, decision, builder.names, tuning)
         decision = combiner.tune_gate(tuning.tuned_records, tuning.tuned_words, tuning.tuned_probabilities,
                                       outcome.scores, decision, recipe.decision, table,
                                       [tuning.columns[i].contradicted() for i in tuning.real])
@@ -358,8 +360,8 @@ def train(recipe: StackedRecipe, *, console: Console | None = None, resume: bool
     write_run_files(run_dir, recipe, info, fingerprint=fingerprint, trained_on=trained_on(selected))
     head_words = "" if outcome.head is None else f"; response head AUROC {info['response']['auroc']} (out of fold)"
     chosen = chosen_row(table, decision)
-    console.print(f"[bold green]done[/]: {rounds} boosting rounds{head_words}; {combiner.describe(decision)}; "
-                  f"span F1 {chosen['span_f1']:.3f} / response F1 {chosen['response_f1']:.3f} on "
-                  f"{len(tuning.real)} responses (out-of-fold training + eval) → {run_dir}", highlight=False)
+    summary = (f"{rounds} boosting rounds{head_words}; {combiner.describe(decision)}; span F1 "
+               f"{chosen['span_f1']:.3f} / response F1 {chosen['response_f1']:.3f} on {len(tuning.real)} responses "
+               f"(out-of-fold training + eval) → {run_dir}")
     return TrainResult(output_dir=run_dir, stats={"responses": len(train_records)}, metrics=info["tuning"],
-                       resumed_from=None)
+                       resumed_from=None, summary=summary)

@@ -13,14 +13,14 @@ run-directory rules (resume, refuse) are applied by :func:`ragtruth_spans.detect
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.logs import log_lines
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.token_classification.labels import IGNORE_INDEX, label_names, token_labels
 from ragtruth_spans.detectors.token_classification.model import (
@@ -40,6 +40,8 @@ from ragtruth_spans.training.arguments import trainer_arguments
 from ragtruth_spans.training.data import RecordStats, examples_sha256
 from ragtruth_spans.training.run import TrainResult, last_checkpoint, run_trainer
 from ragtruth_spans.training.skeleton import SelectedData, data_record, select_data, trained_on
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -159,7 +161,7 @@ class _Prepared:
     selected: SelectedData
 
 
-def _prepare(recipe: TokenClassificationRecipe, output_dir: Path, console: Console) -> _Prepared:
+def _prepare(recipe: TokenClassificationRecipe, output_dir: Path) -> _Prepared:
     from accelerate import PartialState
 
     main_process = PartialState().is_main_process  # under accelerate/torchrun only rank 0 prints the summaries
@@ -170,7 +172,7 @@ def _prepare(recipe: TokenClassificationRecipe, output_dir: Path, console: Conso
     tokenizer = load_tokenizer(base_path, revision)
     examples = build_examples(records, tokenizer, recipe, stats, best_only=recipe.windows.train_windows == "best")
     if main_process:
-        console.print(training_data_summary(stats, source, recipe.data.max_length))
+        log_lines(logger, training_data_summary(stats, source, recipe.data.max_length))
     if not examples:
         raise InputError(f"no training record fits data.max_length={recipe.data.max_length}: all {stats.no_windows} "
                          "were skipped (no room for the response beside the question and "
@@ -180,7 +182,7 @@ def _prepare(recipe: TokenClassificationRecipe, output_dir: Path, console: Conso
     if selected.eval is not None and eval_stats is not None:
         eval_examples = build_examples(selected.eval, tokenizer, recipe, eval_stats, best_only=False)
         if main_process:
-            console.print(training_data_summary(eval_stats, selected.eval_source, recipe.data.max_length))
+            log_lines(logger, training_data_summary(eval_stats, selected.eval_source, recipe.data.max_length))
         skipped = set(eval_stats.no_windows_ids)
         eval_records = [r for r in selected.eval if r.id not in skipped]  # threshold tuning runs the same ones
         if not eval_records:
@@ -213,40 +215,40 @@ def _trainer(recipe: TokenClassificationRecipe, data: _Prepared, model: Any, out
                    preprocess_logits_for_metrics=hallucination_probabilities if data.eval else None)
 
 
-def train(recipe: TokenClassificationRecipe, *, console: Console | None = None, resume: bool = False,
+def train(recipe: TokenClassificationRecipe, *, resume: bool = False,
           fingerprint: dict[str, Any] | None = None, callbacks: Sequence[Any] = ()) -> TrainResult:
     """Fine-tune per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.detectors.train.train`);
     ``resume``: continue from the directory's last checkpoint; ``fingerprint`` goes into ``run_info.json``;
     ``callbacks``: ``TrainerCallback`` objects added to the trainer."""
     from transformers import set_seed
 
-    console = console or Console(stderr=True)
     output_dir = Path(recipe.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     check_report_to(recipe.logging.report_to)
     set_seed(recipe.training.seed)
-    data = _prepare(recipe, output_dir, console)
-    last = last_checkpoint(output_dir, resume, console)
+    data = _prepare(recipe, output_dir)
+    last = last_checkpoint(output_dir, resume)
     model = load_for_training(recipe, data.base_path, data.revision, data.tokenizer)
     trainer = _trainer(recipe, data, model, output_dir)
     metrics = run_trainer(trainer, last, best_metric="best_eval_token_f1" if data.eval else None,
-                          console=console, callbacks=callbacks)
+                          callbacks=callbacks)
     trainer.save_model(str(output_dir))  # weights (or adapter + head) and the tokenizer
+    summary = ""  # one process renders the run
     if trainer.is_world_process_zero():
-        detection = _tune_threshold(recipe, trainer.model, data, console)
+        detection = _tune_threshold(recipe, trainer.model, data)
         write_run_files(output_dir, recipe, fingerprint=fingerprint,
                         info=_run_info(recipe, data, model, metrics, last, detection),
                         trained_on=trained_on(data.selected))
         figure = (f"span F1 {detection['dev']['f1']:.3f}" if isinstance(detection.get("dev"), dict) else None)
-        console.print(f"[bold green]done[/]: model and run info in {output_dir} (train_loss over the whole run="
-                      f"{metrics['train_loss_whole_run'] or float('nan'):.4f}, {metrics['wall_s']} s). Decision: "
-                      + threshold_decision(detection["threshold"], bool(detection.get("tuned")),
-                                           recipe.data.eval_split, figure), highlight=False)
-    return TrainResult(output_dir=output_dir, stats=data.stats, metrics=metrics, resumed_from=last)
+        summary = (f"model and run info in {output_dir} (train_loss over the whole run="
+                   f"{metrics['train_loss_whole_run'] or float('nan'):.4f}, {metrics['wall_s']} s). Decision: "
+                   + threshold_decision(detection["threshold"], bool(detection.get("tuned")),
+                                        recipe.data.eval_split, figure))
+    return TrainResult(output_dir=output_dir, stats=data.stats, metrics=metrics, resumed_from=last,
+                       summary=summary)
 
 
-def _tune_threshold(recipe: TokenClassificationRecipe, model: Any, data: _Prepared,
-                    console: Console) -> dict[str, Any]:
+def _tune_threshold(recipe: TokenClassificationRecipe, model: Any, data: _Prepared) -> dict[str, Any]:
     """The run's detection settings: the threshold tuned on the eval records (or the recipe's, or 0.5)."""
     from ragtruth_spans.detectors.token_classification.detector import DEFAULT_THRESHOLD, TokenClassificationDetector
     from ragtruth_spans.detectors.token_classification.tuning import tune
@@ -261,10 +263,10 @@ def _tune_threshold(recipe: TokenClassificationRecipe, model: Any, data: _Prepar
                                            batch_size=recipe.training.per_device_batch_size, **settings)
     tuned = tune(detector, data.eval_records, fixed_threshold=d.threshold, **settings)
     dev = tuned["dev"]
-    console.print(f"threshold {tuned['threshold']} ({'tuned' if tuned['tuned'] else 'fixed by the recipe'}) on "
-                  f"{recipe.data.eval_split}: span P {dev['precision']:.3f} R {dev['recall']:.3f} F1 {dev['f1']:.3f}"
-                  " — best F1 per aggregation: " + ", ".join(f"{k} {v['f1']:.3f}@{v['threshold']}"
-                                                             for k, v in tuned["aggregations"].items()))
+    logger.info("threshold %s (%s) on %s: span P %.3f R %.3f F1 %.3f — best F1 per aggregation: %s",
+                tuned["threshold"], "tuned" if tuned["tuned"] else "fixed by the recipe", recipe.data.eval_split,
+                dev["precision"], dev["recall"], dev["f1"],
+                ", ".join(f"{k} {v['f1']:.3f}@{v['threshold']}" for k, v in tuned["aggregations"].items()))
     return tuned
 
 

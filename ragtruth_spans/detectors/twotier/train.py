@@ -8,14 +8,14 @@ threshold, the tuning grid, tier 1's report on the training and eval splits, the
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.logs import log_lines
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.twotier.checks import SentenceCheck, sentence_checks
 from ragtruth_spans.detectors.twotier.detector import MODEL_DIR, TwoTierDetector
@@ -26,6 +26,8 @@ from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.data import RecordStats, examples_sha256
 from ragtruth_spans.training.run import TrainResult
 from ragtruth_spans.training.skeleton import base_model, data_record, select_data, tiny_texts, trained_on
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -98,8 +100,8 @@ def _pos_weight(recipe: TwoTierRecipe, stats: PairStats) -> float | None:
 
 
 def fit(recipe: TwoTierRecipe, base: tuple[str, str | None], train_rows: list[dict[str, Any]],
-        eval_rows: list[dict[str, Any]] | None, pos_weight: float | None, output_dir: Path, resume: bool,
-        console: Console) -> tuple[Any, dict[str, Any]]:
+        eval_rows: list[dict[str, Any]] | None, pos_weight: float | None, output_dir: Path,
+        resume: bool) -> tuple[Any, dict[str, Any]]:
     """Fine-tune the cross-encoder ``base`` (path or id, revision) with sentence-transformers'
     ``CrossEncoderTrainer`` (binary cross-entropy); the best checkpoint by eval loss is kept when there is an eval
     split. Returns the model and the trainer metrics."""
@@ -127,38 +129,37 @@ def fit(recipe: TwoTierRecipe, base: tuple[str, str | None], train_rows: list[di
                                                              evaluate=bool(eval_rows)))
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=Dataset.from_list(train_rows),
                                   eval_dataset=Dataset.from_list(eval_rows) if eval_rows else None, loss=loss)
-    last = last_checkpoint(output_dir, resume, console)
-    attach_progress(trainer, console)
+    last = last_checkpoint(output_dir, resume)
+    attach_progress(trainer)
     result = trainer.train(resume_from_checkpoint=last)
     metrics = dict(result.metrics) | {"resumed_from": last, "best_checkpoint": trainer.state.best_model_checkpoint}
     return model, metrics
 
 
-def train(recipe: TwoTierRecipe, *, console: Console | None = None, resume: bool = False,
+def train(recipe: TwoTierRecipe, *, resume: bool = False,
           fingerprint: dict[str, Any] | None = None) -> TrainResult:
     """Fine-tune and tune per ``recipe`` into ``recipe.output_dir`` (claimed by
     :func:`ragtruth_spans.detectors.train.train`)."""
     from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
 
-    console = console or Console(stderr=True)
     output_dir = Path(recipe.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     selected = select_data(recipe.data, PairStats(), RecordStats())
     records, source, stats = selected.train, selected.source, selected.stats
     eval_records = selected.eval or []
     encoder = SentenceEncoder(recipe.premise.retriever)
-    console.print(f"building premises ({recipe.premise.top_k} units by {recipe.premise.retriever}) for "
-                  f"{len(records)} training and {len(eval_records)} eval responses")
+    logger.info("building premises (%d units by %s) for %d training and %d eval responses", recipe.premise.top_k,
+                recipe.premise.retriever, len(records), len(eval_records))
     rows = pair_rows(sentence_checks(records, encoder, recipe.premise.top_k), stats)
     rows = subsample_supported(rows, recipe.pairs.supported_per_unsupported, recipe.data.seed, stats)
-    console.print(training_data_summary(stats, source, recipe.data.max_length))
+    log_lines(logger, training_data_summary(stats, source, recipe.data.max_length))
     if not rows or not stats.unsupported_pairs or not stats.supported_pairs:
         raise InputError(f"tier 2 needs supported and unsupported sentences to learn from; {source} gives "
                          f"{stats.supported_pairs} supported and {stats.unsupported_pairs} unsupported")
     eval_rows = pair_rows(sentence_checks(eval_records, encoder, recipe.premise.top_k)) if eval_records else None
     started = time.time()
     base = base_model_path(recipe, output_dir, records)
-    model, metrics = fit(recipe, base, rows, eval_rows, _pos_weight(recipe, stats), output_dir, resume, console)
+    model, metrics = fit(recipe, base, rows, eval_rows, _pos_weight(recipe, stats), output_dir, resume)
     metrics["wall_s"] = round(time.time() - started, 2)
     model.save_pretrained(str(output_dir / MODEL_DIR))
     detector = TwoTierDetector(output_dir / MODEL_DIR, retriever=recipe.premise.retriever,
@@ -178,7 +179,8 @@ def train(recipe: TwoTierRecipe, *, console: Console | None = None, resume: bool
                             pos_weight=_pos_weight(recipe, stats)),
         "train_metrics": metrics,
     })
-    console.print(f"[bold green]done[/]: cross-encoder in {output_dir / MODEL_DIR}, threshold {detector.threshold}"
-                  + (f" ({tuning['criterion']} {tuning['value']:.4f} on {tuning['split']})" if tuning else
-                     " (no eval split: not tuned)") + f", {metrics['wall_s']} s", highlight=False)
-    return TrainResult(output_dir=output_dir, stats=stats, metrics=metrics, resumed_from=metrics["resumed_from"])
+    summary = (f"cross-encoder in {output_dir / MODEL_DIR}, threshold {detector.threshold}"
+               + (f" ({tuning['criterion']} {tuning['value']:.4f} on {tuning['split']})" if tuning else
+                  " (no eval split: not tuned)") + f", {metrics['wall_s']} s")
+    return TrainResult(output_dir=output_dir, stats=stats, metrics=metrics, resumed_from=metrics["resumed_from"],
+                       summary=summary)

@@ -168,3 +168,24 @@ def test_sim_cosine_with_the_real_minilm(cosine_detector):
     assert spans_text(response, detection) == ["Penguins migrate across Antarctica."]
     assert detection.diagnostics == {"sentences": 2, "flagged_sentences": 1}
     assert cosine_detector.describe()["encoder"] == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_support_caches_belong_to_the_detector_and_its_tuned_copies():
+    """No process-wide cache: a detector keeps what it computed (bounded), its copies with other thresholds share
+    it, another detector starts empty."""
+    from ragtruth_spans.detectors.similarity.support import SupportCache
+
+    response = "The Grand Hotel opened in 1998. It has 120 rooms."
+    first, second = SimilarityDetector("overlap"), SimilarityDetector("overlap")
+    found = first.detect_batch([{"context": CONTEXT, "response": response, "task": "Summary"}])
+    assert len(first.supports.supports) == 2 and len(first.supports.contexts) == 1
+    assert len(second.supports.supports) == 0
+    copy = first.with_thresholds(PAPER_THRESHOLDS["overlap"], {"thresholds_from": "test"})
+    assert copy.supports is first.supports
+    again = copy.detect_batch([{"context": CONTEXT, "response": response, "task": "Summary"}])
+    assert len(first.supports.supports) == 2  # reused, not recomputed
+    assert [d.to_dict() for d in again] == [d.to_dict() for d in found]
+    bounded = SupportCache(contexts=2)
+    for k in range(3):
+        bounded.context_evidence(f"Context number {k}.", "Summary")
+    assert len(bounded.contexts) == 2

@@ -133,6 +133,28 @@ def test_predict_and_evaluate_through_the_cli(prepared, tmp_path):
     assert report["overall"]["span"]["f1"] == pytest.approx(1.0)
 
 
+def test_quiet_train_prints_only_its_result_and_normal_train_logs_its_steps(prepared, tmp_path):
+    """``--quiet train``: no step line, no progress, on either stream; the one-line result on stdout. Without
+    ``--quiet`` the steps are records on stderr, never on stdout."""
+    runner = CliRunner()
+    for flags, name in (["--quiet"], "quiet"), ([], "normal"):
+        recipe = tmp_path / f"{name}.yaml"
+        recipe.write_text(yaml.safe_dump(stacked_recipe(prepared, tmp_path / name,
+                                                        [{"name": "numbers", "detector": "numbers"}])))
+        result = runner.invoke(app, [*flags, "train", str(recipe)])
+        assert result.exit_code == 0, result.output
+        [line] = result.stdout.splitlines()
+        assert line.startswith("done: ") and "boosting rounds" in line and str(tmp_path / name) in line
+        if name == "quiet":
+            assert result.stderr == ""
+        else:
+            steps = result.stderr.splitlines()
+            assert any(s.startswith("stacked: ") for s in steps) and all("stacked: " not in s for s in [line])
+    result = runner.invoke(app, ["--quiet", "train", str(tmp_path / "quiet.yaml")])  # a finished run: refused
+    assert result.exit_code == 2 and result.stdout == "" and result.stderr.startswith("error: ")
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.output
+
+
 def test_recipe_needs_an_eval_split_and_one_member_source(prepared, tmp_path):
     recipe = stacked_recipe(prepared, tmp_path / "run")
     recipe["data"]["eval_split"] = None

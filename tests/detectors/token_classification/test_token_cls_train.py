@@ -4,15 +4,14 @@ records, are loaded by `load_detector` and reproduce the gold spans; threshold t
 
 from __future__ import annotations
 
-import io
 import json
+import logging
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 from conftest import interrupt_training_at, make_record, overfit_records
-from rich.console import Console
 from typer.testing import CliRunner
 
 from ragtruth_spans.cli import app
@@ -223,16 +222,16 @@ def test_build_examples_refuse_an_untyped_span_with_typed_labels(prepared):
 
 
 @pytest.mark.slow
-def test_training_skips_records_no_window_fits_and_records_them(tmp_path):
+def test_training_skips_records_no_window_fits_and_records_them(tmp_path, caplog):
     data = tmp_path / "data"
     records = [*overfit_records(), _long_question_record()]
     write_records(data / "train.jsonl", records)
     write_records(data / "dev.jsonl", records)
     out = tmp_path / "run"
-    console = Console(file=io.StringIO(), width=300)
-    train(validate_recipe(token_cls_recipe(data, out, "bert", training={"max_steps": 2, "save_steps": 2,
-                                                                         "eval_steps": 2})), console=console)
-    printed = console.file.getvalue()
+    with caplog.at_level(logging.INFO, logger="ragtruth_spans"):
+        train(validate_recipe(token_cls_recipe(data, out, "bert", training={"max_steps": 2, "save_steps": 2,
+                                                                             "eval_steps": 2})))
+    printed = caplog.text
     assert printed.count("1 records skipped (no window fits max_length=128): qa-long") == 2  # train and dev
     info = json.loads((out / "run_info.json").read_text())
     for counts in (info["data"]["counts"], info["data"]["eval"]["counts"]):
@@ -243,8 +242,7 @@ def test_training_skips_records_no_window_fits_and_records_them(tmp_path):
     every = tmp_path / "none-fit"
     write_records(every / "train.jsonl", [_long_question_record("a"), _long_question_record("b")])
     with pytest.raises(InputError, match="no training record fits data.max_length=128: all 2 were skipped"):
-        train(validate_recipe(token_cls_recipe(every, tmp_path / "run2", "bert", data={"eval_split": None})),
-              console=Console(file=io.StringIO()))
+        train(validate_recipe(token_cls_recipe(every, tmp_path / "run2", "bert", data={"eval_split": None})))
 
 
 def test_weighted_loss_counts_hallucinated_tokens_more():
