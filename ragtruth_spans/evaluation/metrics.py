@@ -35,7 +35,6 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
-from seqeval.metrics.sequence_labeling import get_entities
 
 from ragtruth_spans.core.intervals import Interval, covered_length, merge_intervals, overlap_length
 from ragtruth_spans.core.types import Span
@@ -100,6 +99,8 @@ def entity_counts(gold_tags: Sequence[str], pred_tags: Sequence[str]) -> tuple[i
     """``(tp, n_pred, n_gold)`` of seqeval entities (``seqeval.metrics.sequence_labeling.get_entities``,
     default conlleval mode) in one response; ``tp`` counts exact matches of (label, first word, last word).
     Pooled over responses these give exactly seqeval's micro precision / recall / F1."""
+    from seqeval.metrics.sequence_labeling import get_entities  # imported here: it pulls in scikit-learn
+
     g = set(get_entities(list(gold_tags)))
     p = set(get_entities(list(pred_tags)))
     return len(g & p), len(p), len(g)
