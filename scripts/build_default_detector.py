@@ -25,9 +25,10 @@ on it with ``prepare --split-by-source train=0.7,dev=0.1,test=0.2 --seed 0`` of 
 **Reproducible.** Seeds are fixed by the recipe (data, augmentation, folds, LightGBM), LightGBM runs with
 ``deterministic: true``, ``force_row_wise`` and one thread, torch with ``--threads`` threads. The work happens in a
 temporary folder with relative paths, so no path of this machine lands in the files; ``run_info.json``'s
-``created`` is null and its ``seconds`` are left out (the wall time is printed, not stored), so two builds from the
-same data with the same libraries give byte-identical files. ``build.json`` records the recipe's fingerprint, the
-SHA-256 of each input file, the library versions and the command. ``--out`` is replaced atomically at the end.
+``created`` is null and its ``seconds`` and ``peak_rss_mb`` are left out (the wall time is printed, not stored),
+so two builds from the same data with the same libraries give byte-identical files. ``build.json`` records the
+recipe's fingerprint, the SHA-256 of each input file, the library versions and the command. ``--out`` is
+replaced atomically at the end.
 
 Exit status 2 with a one-line error for a missing or malformed input.
 """
@@ -55,6 +56,8 @@ RAW_FILES = ("response.jsonl", "source_info.jsonl")
 POOL_SPLIT = {"train": 0.7, "dev": 0.1, "test": 0.2}
 """The pool's documented source-disjoint split (docs/BENCHMARKS.md); its ``dev`` part is the eval split here."""
 SPLIT_SEED = 0
+MACHINE_KEYS = ("seconds", "peak_rss_mb")
+"""What ``run_info.json`` records of the machine, left out of the shipped files (they would differ per build)."""
 WORK_DATA, WORK_RUN = "data", "default"
 """Relative names, inside the temporary work folder, of the prepared data and of the run (what recipe.yaml says)."""
 LIBRARIES = ("lightgbm", "numpy", "scikit-learn", "sentence-transformers", "torch", "transformers", "ragtruth-spans")
@@ -229,7 +232,7 @@ def seal(run_dir: Path, info: dict[str, Any], build: dict[str, Any]) -> dict[str
     started["started"] = None
     write_json(run_dir / FINGERPRINT_FILE, started)
     write_json(run_dir / BUILD_FILE, build)
-    sealed = seal_run_info(run_dir, {**{k: v for k, v in info.items() if k != "seconds"}, "created": None})
+    sealed = seal_run_info(run_dir, {**{k: v for k, v in info.items() if k not in MACHINE_KEYS}, "created": None})
     verify_run(run_dir)
     return sealed
 

@@ -109,7 +109,8 @@ def read_run_info(run_dir: str | Path) -> dict[str, Any]:
 
 PROBABILITY_KEYS = ("threshold", "response_threshold")
 """Keys whose value (a number) is a probability threshold; ``thresholds`` holds a mapping of them."""
-SKIPPED_SECTIONS = ("tuning", "libraries", "data_stats", "words", "feature_gain", "seconds", "paper_thresholds")
+SKIPPED_SECTIONS = ("tuning", "libraries", "data_stats", "words", "feature_gain", "seconds", "peak_rss_mb",
+                    "paper_thresholds")
 """Sections of ``run_info.json`` that only report (tuning grids, timings; ``data_stats``: the data counts of stacked
 runs written before ``data.counts``): not read to decide spans."""
 

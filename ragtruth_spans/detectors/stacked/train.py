@@ -6,15 +6,15 @@
    scores the eval split). Members used as they are (``members[].detector``) score both splits directly.
 2. **Columns** (:func:`build_columns`, :mod:`.columns`) of every training and eval response; word labels
    (:func:`word_matrix`): a word is hallucinated when it shares a character with a gold span.
-3. **Combiner** (:func:`fit_combiner`, :mod:`.combiner`): LightGBM, early-stopped on the eval split; out-of-fold
-   probabilities of the training words from ``combiner.oof_folds`` source-disjoint refits.
+3. **Combiner** (:mod:`.combiner`): LightGBM, early-stopped on the eval split (stage ``boosting``); out-of-fold
+   probabilities of the training words from ``combiner.oof_folds`` source-disjoint refits (``out_of_fold``).
 4. **Decision** (:func:`tuning_set`, :func:`.combiner.tune`): gap and thresholds tuned on the out-of-fold training
    probabilities plus the eval split.
 5. **Response head and gate** (:func:`fit_response_head`, :func:`.combiner.tune_gate`): the head, kept only when it
    ranks responses better than their top word probability, and the gate on its scores.
 
 Writes ``combiner.txt``, ``members/``, ``recipe.yaml`` and ``run_info.json`` (columns, rounds, decision, tuning
-table, feature importances, counts, seconds per stage).
+table, feature importances, counts, seconds and peak RSS per stage: :class:`StageCosts`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -201,14 +201,28 @@ class HeadOutcome:
     scores: list[float]
 
 
-@contextmanager
-def timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
-    """Add the seconds the block takes to ``seconds[stage]``."""
-    tick = time.perf_counter()
-    try:
-        yield
-    finally:
-        seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - tick
+@dataclass
+class StageCosts:
+    """Seconds per stage, and the process's peak RSS in MB at the end of each stage (a high-water mark: the stage
+    where it rises is the one that needed the memory)."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    peak_rss_mb: dict[str, int] = field(default_factory=dict)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Add the seconds the block takes to ``seconds[name]``; the peak RSS after it to ``peak_rss_mb[name]``."""
+        import resource
+
+        tick = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - tick
+            self.peak_rss_mb[name] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+    def record(self) -> dict[str, Any]:
+        return {"seconds": {k: round(v, 1) for k, v in self.seconds.items()}, "peak_rss_mb": dict(self.peak_rss_mb)}
 
 
 def build_columns(recipe: StackedRecipe, detectors: dict[str, Detector], train_records: Sequence[Record],
@@ -234,15 +248,6 @@ def word_matrix(recipe: StackedRecipe, train_records: Sequence[Record], train_co
         y_eval=np.concatenate([word_labels(r, c.words) for r, c in zip(eval_records, eval_cols)]),
         groups=np.concatenate([[r.source_id] * len(c.words) for r, c in zip(train_records, train_cols)]),
         weight=None if np.all(weight == 1.0) else weight)  # data.extra with weights
-
-
-def fit_combiner(recipe: StackedRecipe, words: WordMatrix, names: Sequence[str]) -> tuple[Any, int, np.ndarray]:
-    """``(booster, rounds, out_of_fold)``: the combiner early-stopped on the eval words, and the out-of-fold
-    probability of every training word from ``combiner.oof_folds`` source-disjoint refits of that many rounds."""
-    booster = combiner.fit(words.x, words.y, words.x_eval, words.y_eval, recipe.combiner, names, weight=words.weight)
-    rounds = combiner.rounds_of(booster)
-    oof = combiner.out_of_fold(words.x, words.y, words.groups, recipe.combiner, names, rounds, weight=words.weight)
-    return booster, rounds, oof
 
 
 def tuning_set(train_records: list[Record], eval_records: list[Record], train_cols: list[Any], eval_cols: list[Any],
@@ -299,7 +304,7 @@ def chosen_row(table: Sequence[dict[str, Any]], decision: combiner.Decision) -> 
 
 def run_info(recipe: StackedRecipe, selected: Any, names: list[str], booster: Any, rounds: int,
              decision: combiner.Decision, table: list[dict[str, Any]], outcome: HeadOutcome, tuning: TuningSet,
-             words: WordMatrix, seconds: dict[str, float]) -> dict[str, Any]:
+             words: WordMatrix, costs: StageCosts) -> dict[str, Any]:
     """What ``run_info.json`` records of a stacked run (besides what every run records)."""
     importance = booster.feature_importance("gain", iteration=rounds)
     top = sorted(zip(names, importance.tolist()), key=lambda kv: -kv[1])
@@ -317,8 +322,7 @@ def run_info(recipe: StackedRecipe, selected: Any, names: list[str], booster: An
             "words": {"train": len(words.y), "train_hallucinated": int(words.y.sum()), "eval": len(words.y_eval),
                       "eval_hallucinated": int(words.y_eval.sum())},
             "feature_gain": {name: round(value, 1) for name, value in top},
-            "data": data_record(selected, eval_split=recipe.data.eval_split),
-            "seconds": {k: round(v, 1) for k, v in seconds.items()}}
+            "data": data_record(selected, eval_split=recipe.data.eval_split), **costs.record()}
 
 
 def train(recipe: StackedRecipe, *, resume: bool = False,
@@ -326,8 +330,8 @@ def train(recipe: StackedRecipe, *, resume: bool = False,
     """Train per ``recipe`` into ``recipe.output_dir`` (claimed by :func:`ragtruth_spans.training.run.train`):
     members, columns, combiner, decision, response head and gate, then the run files."""
     run_dir = Path(recipe.output_dir)
-    seconds: dict[str, float] = {}
-    with timed(seconds, "members"):
+    costs = StageCosts()
+    with costs.stage("members"):
         selected = select_data(recipe.data, RecordStats())
         train_records, eval_records = selected.train, selected.eval
         assert eval_records is not None  # the recipe requires data.eval_split
@@ -335,28 +339,33 @@ def train(recipe: StackedRecipe, *, resume: bool = False,
                     origins(train_records), selected.source, len(eval_records), selected.eval_source,
                     len(recipe.members))
         detectors, on_train, on_eval = member_scores(recipe, train_records, eval_records, run_dir)
-    with timed(seconds, "columns"):
+    with costs.stage("columns"):
         builder, train_cols, eval_cols = build_columns(recipe, detectors, train_records, eval_records, on_train,
                                                        on_eval)
     logger.info("stacked: %d columns for %s training and %s eval words (%.0f s); boosting", len(builder.names),
                 f"{sum(len(c.words) for c in train_cols):,}", f"{sum(len(c.words) for c in eval_cols):,}",
-                seconds["columns"])
-    with timed(seconds, "combiner"):
+                costs.seconds["columns"])
+    with costs.stage("boosting"):
         words = word_matrix(recipe, train_records, train_cols, eval_records, eval_cols)
-        booster, rounds, oof = fit_combiner(recipe, words, builder.names)
-    with timed(seconds, "decision"):
+        booster = combiner.fit(words.x, words.y, words.x_eval, words.y_eval, recipe.combiner, builder.names,
+                               weight=words.weight)
+        rounds = combiner.rounds_of(booster)
+    with costs.stage("out_of_fold"):
+        oof = combiner.out_of_fold(words.x, words.y, words.groups, recipe.combiner, builder.names, rounds,
+                                   weight=words.weight)
+    with costs.stage("decision"):
         logger.info("stacked: tuning thresholds and span merging on out-of-fold training + eval probabilities")
         tuning = tuning_set(train_records, eval_records, train_cols, eval_cols, oof,
                             booster.predict(words.x_eval, num_iteration=rounds))
         decision, table = combiner.tune(tuning.tuned_records, tuning.tuned_words, tuning.tuned_probabilities,
                                         recipe.decision)
-    with timed(seconds, "response"):
+    with costs.stage("response"):
         outcome = fit_response_head(recipe, decision, builder.names, tuning)
         decision = combiner.tune_gate(tuning.tuned_records, tuning.tuned_words, tuning.tuned_probabilities,
                                       outcome.scores, decision, recipe.decision, table,
                                       [tuning.columns[i].contradicted() for i in tuning.real])
     save_models(run_dir, booster, outcome.head)
-    info = run_info(recipe, selected, builder.names, booster, rounds, decision, table, outcome, tuning, words, seconds)
+    info = run_info(recipe, selected, builder.names, booster, rounds, decision, table, outcome, tuning, words, costs)
     write_run_files(run_dir, recipe, info, fingerprint=fingerprint, trained_on=trained_on(selected))
     head_words = "" if outcome.head is None else f"; response head AUROC {info['response']['auroc']} (out of fold)"
     chosen = chosen_row(table, decision)
