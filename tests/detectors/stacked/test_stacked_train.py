@@ -66,6 +66,10 @@ def test_train_save_load_detect_round_trip(prepared, tmp_path):
     train(validate_recipe(stacked_recipe(prepared, out, [{"name": "numbers", "detector": "numbers"}])))
     info = json.loads((out / "run_info.json").read_text())
     assert info["kind"] == "stacked" and info["rounds"] >= 1
+    stages = ["members", "columns", "boosting", "out_of_fold", "decision", "response"]
+    assert list(info["seconds"]) == list(info["peak_rss_mb"]) == stages
+    peaks = [info["peak_rss_mb"][s] for s in stages]
+    assert peaks == sorted(peaks)  # a high-water mark
     assert info["columns"][-3:] == ["numbers_word", "numbers_mean_3", "numbers_mean_8"]
     assert (out / "combiner.txt").read_text().startswith("tree")  # LightGBM's text format, no pickle
     detector = load_detector(out)
