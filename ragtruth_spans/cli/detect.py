@@ -86,16 +86,14 @@ def output_row(item_id: Any, response: str, detection: Any) -> dict[str, Any]:
 def _argument_item(context: str | None, question: str | None, response: str | None, task: str | None) -> Any:
     from ragtruth_spans.core.fields import check_text
     from ragtruth_spans.core.types import TASK_TYPES
-    from ragtruth_spans.detectors.base import DetectItem
+    from ragtruth_spans.detectors.base import DetectItem, quick_task
 
     context, question = argument_text(context, "--context"), argument_text(question, "--question")
     response = argument_text(response, "--response")
     for value, option in ((context, "--context"), (response, "--response")):
         if value is None:
             raise InputError("missing: give --context and --response (or JSON lines on stdin)", field=option)
-    if task is None and question is None:
-        raise InputError("--task is required (QA, Summary or Data2txt) when no --question is given", field="--task")
-    task = task or "QA"
+    task = quick_task(task, question)
     check_choice(task, TASK_TYPES, "task", field="--task")
     for value, option in ((context, "--context"), (response, "--response"), (question, "--question")):
         check_text(value, field=option, optional=True)  # undecodable argument bytes arrive as lone surrogates
@@ -128,8 +126,8 @@ def detect_command(
                                           "@FILE."),
     question: Optional[str] = typer.Option(None, "--question", help="The question (QA), or @FILE."),
     response: Optional[str] = typer.Option(None, "--response", help="The response to check, or @FILE."),
-    task: Optional[str] = typer.Option(None, "--task", help="QA, Summary or Data2txt (default QA when --question "
-                                       "is given)."),
+    task: Optional[str] = typer.Option(None, "--task", help="QA, Summary or Data2txt (default: QA with a "
+                                       "--question, else Summary)."),
     output: str = typer.Option("auto", "--output", help="auto (a highlighted view on a terminal, JSON lines "
                                "otherwise) | json | view."),
     chunk_size: int = typer.Option(32, "--chunk-size", min=1, help="Stdin items per detect_batch call."),

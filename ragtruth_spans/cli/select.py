@@ -108,8 +108,8 @@ def select_best_command(
                                 "for a UTF-8 file's content."),
     candidates: Path = typer.Option(..., "--candidates", help='JSONL, one {"response": "...", "id"?: "..."} '
                                     "per line."),
-    task: Optional[str] = typer.Option(None, "--task", help="QA, Summary or Data2txt (default QA when --question "
-                                       "is given)."),
+    task: Optional[str] = typer.Option(None, "--task", help="QA, Summary or Data2txt (default: QA with a "
+                                       "--question, else Summary)."),
     question: Optional[str] = typer.Option(None, "--question", help="The question (QA): text, or @FILE."),
     strategy: str = typer.Option(DEFAULT_STRATEGY, "--strategy", help=STRATEGY_HELP),
     tie_break: str = typer.Option("random", "--tie-break", help=TIE_BREAK_HELP),
@@ -119,11 +119,12 @@ def select_best_command(
 ) -> None:
     """Pick the least hallucinated of your candidate responses to one input, with a detector. Exit status 0, 2 for
     bad input, 3 when the detector could judge no candidate (nothing is chosen)."""
-    from ragtruth_spans.core.errors import InputError, check_choice
+    from ragtruth_spans.core.errors import check_choice
     from ragtruth_spans.core.fields import check_text
     from ragtruth_spans.core.files import check_output_path
     from ragtruth_spans.core.jsonl import write_json
     from ragtruth_spans.core.types import TASK_TYPES
+    from ragtruth_spans.detectors.base import quick_task
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.reporting.console import candidates_table, printable
     from ragtruth_spans.selection.select import read_candidates, select_best
@@ -134,9 +135,7 @@ def select_best_command(
                                                      (("--context", context), ("--question", question))
                                                      if value is not None and value.startswith("@")}
             json_out = check_output_path(json_out, field="--json", inputs=files)
-        if task is None and question is None:
-            raise InputError("--task is required (QA, Summary or Data2txt) when no --question is given")
-        task = task or "QA"
+        task = quick_task(task, question)
         check_choice(task, TASK_TYPES, "task", field="--task")
         question = check_text(argument_text(question, "--question"), field="--question", optional=True)
         context_text = check_text(argument_text(context, "--context"), field="--context")

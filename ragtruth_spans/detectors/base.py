@@ -54,6 +54,17 @@ def resolve_task(item: Mapping[str, Any]) -> Any:
     return task
 
 
+def quick_task(task: str | None, question: str | None) -> str:
+    """The task of one context and answer typed by hand (``ragtruth_spans.detect``, ``detect --context``,
+    ``select-best``): :func:`resolve_task`'s rule, and ``Summary`` (an answer about a text, with no question) when
+    neither a task nor a question is given. Batches (stdin lines, files, HTTP) name their task.
+
+    >>> quick_task(None, "When?"), quick_task(None, None), quick_task("Data2txt", None)
+    ('QA', 'Summary', 'Data2txt')
+    """
+    return resolve_task({"task": task, "question": question}) or "Summary"
+
+
 @dataclass(frozen=True)
 class DetectItem:
     """One thing to check: ``response`` written from ``context`` for a ``task`` (QA / Summary / Data2txt);

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
+from ragtruth_spans.detectors.base import Detection, DetectItem, Detector, quick_task
 
 
 @cache
@@ -37,7 +37,6 @@ def detect(context: str, response: str, question: str | None = None, *, task: st
     >>> [answer[s.start:s.end] for s in found.spans]
     ['1998']
     """
-    if task is None:
-        task = "QA" if question is not None else "Summary"
-    item = DetectItem.of({"context": context, "response": response, "question": question, "task": task})
+    item = DetectItem.of({"context": context, "response": response, "question": question,
+                          "task": quick_task(task, question)})
     return shipped_detector().detect_batch([item])[0]

@@ -70,7 +70,6 @@ def test_bad_stdin_is_one_line_and_exit_2(stdin: str, message: str) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--context", "c", "--response", "r"], "--task is required"),
     (["--response", "r", "--task", "QA"], "field '--context': missing"),
     (["--context", "c", "--response", "r", "--task", "qa"], "unknown task 'qa'"),
     (["--context", "c", "--response", "r", "--task", "QA", "--output", "html"], "unknown output 'html'"),
@@ -107,3 +106,10 @@ def test_generative_run_through_stdin(overfit_run) -> None:
         assert [(s["start"], s["end"], s["text"]) for s in row["spans"]] == \
                [(s.start, s.end, s.text) for s in record.spans], record.id
         assert 0.0 <= row["score"] <= 1.0 and row["parse_ok"] is True
+
+
+def test_without_task_or_question_the_answer_is_read_as_a_summary() -> None:
+    result = runner.invoke(app, ["detect", "--model", "numbers", "--context", "It opened in 1932.",
+                                 "--response", "It opened in 1923.", "--output", "json"])
+    assert result.exit_code == 0, result.output
+    assert [json.loads(result.stdout)["spans"][0]["text"]] == ["1923"]

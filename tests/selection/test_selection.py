@@ -452,10 +452,10 @@ def test_cli_select_best_with_a_patched_detector(online_files, tmp_path: Path, m
     selection = json.loads(out.read_text())
     assert selection["index"] == 1 and selection["scores"] == [1.0, 0.0, 2.0]
     assert [c["id"] for c in selection["candidates"]] == ["a", "2", "c"]
-    # no --task and no --question: the task is required
+    # no --task and no --question: read as a summary (as ragtruth_spans.detect and detect --context do)
     result = CliRunner().invoke(app, ["select-best", "--model", str(tmp_path), "--context", f"@{context}",
                                       "--candidates", str(candidates)])
-    assert result.exit_code == 2 and "--task is required" in flat(result.output)
+    assert result.exit_code == 0 and loaded["path"] == str(tmp_path)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"response": "ok"}\n{"answer": "x"}\n')
     result = CliRunner().invoke(app, ["select-best", "--model", str(tmp_path), "--context", f"@{context}",
