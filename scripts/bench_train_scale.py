@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         atomic_write_text(result_path, json.dumps({"machine": f"{platform.machine()}, {os.cpu_count()} cores",
                                                    "recipe": args.recipe, "rows": rows}, indent=2) + "\n")
         print(f"{factor:g}×: {rows[-1]['wall_minutes']} min, peak {rows[-1]['peak_rss_mb']:,} MB", file=sys.stderr)
-    print("\n".join(growth(rows)))
+    print("\n".join(growth(sorted(rows, key=lambda r: r["factor"]))))
     return 0
 
 
