@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -271,6 +272,26 @@ def judge_server(judge_server_process) -> JudgeServer:
     """The scripted judge server, its script and log cleared for this test."""
     judge_server_process.reset()
     return judge_server_process
+
+
+CHROMIUM = os.environ.get("RAGTRUTH_SPANS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """A headless Chromium (fresh temporary profile, no network services) for the HTML report's and the try-it
+    page's browser tests; skips without Chromium or Playwright."""
+    if not Path(CHROMIUM).is_file():
+        pytest.skip(f"Chromium not found at {CHROMIUM}: the browser tests need Debian's chromium package "
+                    "(apt-get install chromium; .ci/run installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests drive Chromium with playwright "
+                                   "(pip install -e '.[dev]')")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
 
 
 def load_script(name: str):

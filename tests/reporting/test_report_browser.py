@@ -19,10 +19,6 @@ from report_data import random_detections, read_files, sample_prediction_files, 
 from ragtruth_spans.core.predictions import read_prediction_file
 from ragtruth_spans.reporting.html import ReportInput, evaluate_detector, report_from_files, response_rows, write_report
 
-CHROMIUM = os.environ.get("RAGTRUTH_SPANS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-
 COUNT_MARKS = """() => {
   const chars = {correct: 0, missed: 0, false: 0}, typed = {}, marks = {correct: 0, missed: 0, false: 0};
   document.querySelectorAll('#cards mark[data-kind]').forEach(m => {
@@ -34,20 +30,6 @@ COUNT_MARKS = """() => {
   });
   return {chars, typed, marks, cards: document.querySelectorAll('#cards article.card').length};
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    """A headless Chromium (fresh temporary profile, no network services); skips without Chromium or Playwright."""
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"Chromium not found at {CHROMIUM}: the browser tests need Debian's chromium package "
-                    "(apt-get install chromium; .ci/run installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests drive Chromium with playwright "
-                                   "(pip install -e '.[dev]')")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

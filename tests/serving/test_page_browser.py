@@ -19,27 +19,10 @@ from server_thread import ServerThread
 from ragtruth_spans.detectors.loader import load_detector
 from ragtruth_spans.serving.app import ServeSettings, create_app
 
-CHROMIUM = os.environ.get("RAGTRUTH_SPANS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 CONTEXT = ("Passage 1: The Grand Hotel opened in 1999 on the harbour front. It has 120 rooms and a rooftop "
            "restaurant.\nPassage 2: In 2015 the hotel was renovated and a spa was added.")
 QUESTION = "When did the Grand Hotel open?"
 ANSWER = "The Grand Hotel opened in 1998 on the harbour front and has 120 rooms."
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """A headless Chromium (fresh temporary profile, no network services); skips without Chromium or Playwright."""
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"Chromium not found at {CHROMIUM}: the browser tests need Debian's chromium package "
-                    "(apt-get install chromium; .ci/run installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests drive Chromium with playwright "
-                                   "(pip install -e '.[dev]')")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")
