@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from report_data import sample_test_records
-from test_report_browser import _open, browser  # noqa: F401  (the shared headless-Chromium fixture)
+from test_report_browser import _open
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.predictions import prediction_row, read_prediction_file
