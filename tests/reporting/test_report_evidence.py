@@ -77,7 +77,7 @@ HOVER = """(id) => {
 }"""
 
 
-def test_hover_and_click_show_the_evidence_in_the_context(browser, tmp_path: Path) -> None:  # noqa: F811
+def test_hover_and_click_show_the_evidence_in_the_context(browser, tmp_path: Path) -> None:
     records = _records()
     path, _ = _report(tmp_path, records)
     context, page, fetched, errors = _open(browser, path)
