@@ -225,8 +225,6 @@ def _mute(loud: bool) -> None:
     for key, value in QUIET_ENV.items():
         if not loud:
             os.environ.setdefault(key, value)
-    for name in LIBRARY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.NOTSET if loud else logging.ERROR)
     ops = logging.getLogger("bitsandbytes.backends.cpu.ops")
     if not any(isinstance(f, KernelsNotice) for f in ops.filters):
         ops.addFilter(KernelsNotice())  # whatever the level
@@ -243,3 +241,5 @@ def _mute(loud: bool) -> None:
         import datasets
 
         datasets.enable_progress_bars() if loud else datasets.disable_progress_bars()
+    for name in LIBRARY_LOGGERS:  # last: transformers' own switch above sets its logger's level too
+        logging.getLogger(name).setLevel(logging.NOTSET if loud else logging.ERROR)

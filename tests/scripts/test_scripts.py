@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
 COVERED_ELSEWHERE = {"make_sample.py", "subset_by_source.py", "bench_serve.py", "bench_obvious.py",
                      "bench_selection.py", "bench_calibration.py", "build_default_detector.py", "gpu_check.py",
-                     "gpu_check.sh", "bench_transfer.py"}
+                     "gpu_check.sh", "bench_transfer.py", "bench_train_scale.py"}
 CORE_ONLY = """
 import importlib.util, sys
 BLOCKED = set()
