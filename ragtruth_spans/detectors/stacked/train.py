@@ -131,19 +131,25 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
 
 def _columns(builder: ColumnBuilder, records: Sequence[Record], member_scores: dict[str, Scores], stage: str,
              chunk: int = 64, lm_augmented: bool = True) -> list[Any]:
-    """:meth:`ColumnBuilder.build` of ``records`` in chunks, with one progress bar on a terminal; without
-    ``lm_augmented``, augmented records get missing LM columns."""
+    """:meth:`ColumnBuilder.build` of ``records`` in chunks, with one progress bar on a terminal (elsewhere, a log
+    line at each tenth, so a log file shows how far a long run is); without ``lm_augmented``, augmented records get
+    missing LM columns."""
     from tqdm.auto import tqdm
 
     from ragtruth_spans.core.logs import progress_enabled
 
     out: list[Any] = []
-    with tqdm(total=len(records), unit="response", desc=stage, disable=not progress_enabled(), leave=False) as bar:
+    bar_shown = progress_enabled()
+    tenth = 0
+    with tqdm(total=len(records), unit="response", desc=stage, disable=not bar_shown, leave=False) as bar:
         for at in range(0, len(records), chunk):
             part = [DetectItem.of(r) for r in records[at:at + chunk]]
             skip = [not lm_augmented and record_origin(r) == "augmented" for r in records[at:at + chunk]]
             out.extend(builder.build(part, {k: v[at:at + chunk] for k, v in member_scores.items()}, skip))
             bar.update(len(part))
+            if not bar_shown and len(out) * 10 // len(records) > tenth:
+                tenth = len(out) * 10 // len(records)
+                logger.info("stacked: %s %d / %d responses", stage, len(out), len(records))
     return out
 
 
