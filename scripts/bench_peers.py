@@ -259,6 +259,7 @@ def empty_caches() -> None:
     for shared in encoder._SHARED.values():
         shared._cache.clear()
         shared._texts.clear()
+        shared._token_cache.clear()  # the contexts' token embeddings (token support)
     sentences._split_cached.cache_clear()
 
 
