@@ -118,6 +118,19 @@ def _contradicted_next_to(word: str, lefts: Sequence[int], rights: Sequence[int]
         any(q > 0 and lexicon.contradicting(word, ctx[q - 1]) for q in rights)
 
 
+def _swapped_one_side(word: str, capitalised: bool, index: ContextIndex, lefts: Sequence[Sequence[int]],
+                      rights: Sequence[Sequence[int]]) -> bool:
+    """``swap_one_side`` of a response word the context lacks (see :func:`conflicts`); ``lefts``: the context
+    positions after its preceding word pair and word, ``rights``: the positions of its following pair and word."""
+    ctx = index.tokens
+    (left_pair, left_single), (right_pair, right_single) = lefts, rights
+    if any(p < len(ctx) and _same_kind(word, capitalised, ctx[p], index.capitalised[p]) for p in left_pair):
+        return True
+    if any(q > 0 and _same_kind(word, capitalised, ctx[q - 1], index.capitalised[q - 1]) for q in right_pair):
+        return True
+    return _contradicted_next_to(word, left_single, right_single, ctx)
+
+
 def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: ContextIndex
               ) -> dict[str, np.ndarray]:
     """Signals that the context says something else where the response copies it (contradicted, not merely
@@ -138,7 +151,6 @@ def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: Context
     n = len(tokens)
     out = {name: np.zeros(n, dtype=np.float32)
            for name in ("swap", "swap_one_side", "negation_added", "negation_dropped")}
-    ctx = index.tokens
 
     def after(j: int) -> list[tuple[int, ...]]:  # context positions that could stand at response position j
         pair = index.after.get((tokens[j - 2], tokens[j - 1]), ())[:64] if j >= 2 else ()
@@ -161,16 +173,9 @@ def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: Context
                     out["swap"][j + i] = 1.0
                 if found:
                     break
-        if tokens[j] not in index.words:
-            if any(p < len(ctx) and _same_kind(tokens[j], capitalised[j], ctx[p], index.capitalised[p])
-                   for p in left_pair):
-                out["swap_one_side"][j] = 1.0
-            right_pair, right_single = before(j + 1) if j + 1 < n else ((), ())
-            if any(q > 0 and _same_kind(tokens[j], capitalised[j], ctx[q - 1], index.capitalised[q - 1])
-                   for q in right_pair):
-                out["swap_one_side"][j] = 1.0
-            if _contradicted_next_to(tokens[j], left_single, right_single, ctx):
-                out["swap_one_side"][j] = 1.0
+        if tokens[j] not in index.words and _swapped_one_side(
+                tokens[j], capitalised[j], index, (left_pair, left_single), before(j + 1) if j + 1 < n else [(), ()]):
+            out["swap_one_side"][j] = 1.0
         base = _negation_base(tokens[j])
         removed = (tokens[j - 1], tokens[j + 1]) if 0 < j < n - 1 and tokens[j] in NEGATORS else \
             (base, tokens[j + 1]) if base is not None and j < n - 1 else None
