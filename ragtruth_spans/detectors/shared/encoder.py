@@ -58,8 +58,11 @@ class SentenceEncoder:
         """``len(texts) x dim`` float32 array of unit-length embeddings (``0 x dim`` for no text)."""
         if not texts:
             return np.zeros((0, self.dimension()), dtype=np.float32)
-        if self.model is None:
-            return self.encode_with_tokens(texts)[0]
+        if self.model is None:  # one transformer pass, no token embeddings
+            out = np.zeros((len(texts), self.dimension()), dtype=np.float32)
+            for i, pooled, _, _ in self._passes(texts, with_tokens=False):
+                out[i] = pooled
+            return out
         return np.asarray(self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                             convert_to_numpy=True, show_progress_bar=False), dtype=np.float32)
 
@@ -105,11 +108,13 @@ class SentenceEncoder:
             self._fast_tokenizer = AutoTokenizer.from_pretrained(self._path, use_fast=True, local_files_only=True)
         return self._fast_tokenizer
 
-    def _passes(self, texts: Sequence[str]) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    def _passes(self, texts: Sequence[str], with_tokens: bool = True
+                ) -> Iterator[tuple[int, np.ndarray, np.ndarray | None, np.ndarray | None]]:
         """One transformer pass over ``texts`` in batches of similar lengths (longest first, as
         sentence-transformers orders them): per text, ``(index, sentence, offsets, tokens)`` — its mean-pooled
         unit-length embedding, the character interval ``[start, end)`` of each word piece (special tokens left
-        out) and their unit-length contextual embeddings; texts cut at the model's ``max_seq_length``."""
+        out) and their unit-length contextual embeddings (both None without ``with_tokens``); texts cut at the model's
+        ``max_seq_length``."""
         import torch
 
         tokenizer, transformer = self._tokenizer(), self._transformer
@@ -126,9 +131,12 @@ class SentenceEncoder:
                 mask = batch["attention_mask"].to(hidden.device).unsqueeze(-1).float()
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
                 pooled = torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy()
-                tokens = torch.nn.functional.normalize(hidden, dim=-1).cpu().numpy()
+                tokens = torch.nn.functional.normalize(hidden, dim=-1).cpu().numpy() if with_tokens else None
             for row, i in enumerate(chunk):
-                yield i, pooled[row], offsets[row][keep[row]].astype(np.int64), tokens[row][keep[row]]
+                if tokens is None:
+                    yield i, pooled[row], None, None
+                else:
+                    yield i, pooled[row], offsets[row][keep[row]].astype(np.int64), tokens[row][keep[row]]
 
     def token_embeddings(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per text, ``(offsets, embeddings)``: the character interval ``[start, end)`` of each word piece of the
@@ -136,7 +144,7 @@ class SentenceEncoder:
         float32); special tokens left out, texts cut at the encoder's ``max_seq_length``."""
         out: list[Any] = [None] * len(texts)
         for i, _, offsets, tokens in self._passes(texts):
-            out[i] = (offsets, tokens.astype(np.float32))
+            out[i] = (offsets, tokens.astype(np.float32, copy=False))
         return out
 
     def encode_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
@@ -148,7 +156,7 @@ class SentenceEncoder:
         sentences = np.zeros((len(texts), self.dimension()), dtype=np.float32)
         tokens: list[Any] = [None] * len(texts)
         for i, pooled, offsets, embedded in self._passes(texts):
-            sentences[i], tokens[i] = pooled, (offsets, embedded.astype(np.float32))
+            sentences[i], tokens[i] = pooled, (offsets, embedded.astype(np.float32, copy=False))
         return sentences, tokens
 
     def context_tokens(self, units: Sequence[str]) -> np.ndarray:
