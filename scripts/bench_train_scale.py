@@ -12,9 +12,9 @@ size is real — every copy is featurised, boosted on and tuned on like a new re
 
 Each factor trains in its own process (``ragtruth-spans train RECIPE``): wall minutes, the process's peak RSS
 (``wait4``), and the trainer's own seconds and peak RSS per stage (``run_info.json``: ``seconds``,
-``peak_rss_mb``). A finished factor (its run directory finished with the same data) is not trained again: rerun
-after a kill to go on. Writes ``OUT/scale.json`` after every factor and prints a Markdown table with the growth of
-each stage from one factor to the next (1.0 = linear in the responses).
+``peak_rss_mb``). A finished factor (its run directory finished with the same size, recipe and overrides) is not
+trained again: rerun after a kill to go on. Writes ``OUT/scale.json`` after every factor and prints a Markdown
+table with the growth of each stage from one factor to the next (1.0 = linear in the responses).
 """
 
 from __future__ import annotations
@@ -82,13 +82,14 @@ def measure(args: argparse.Namespace, factor: float, previous: dict[str, Any] | 
     data, run = args.out / f"data-x{factor:g}", args.out / f"run-x{factor:g}"
     distinct = write_data(args.data, data, size)
     finished = (run / "run_info.json").is_file() and previous is not None and previous.get("size") == size \
-        and previous.get("overrides") == args.overrides
+        and previous.get("overrides") == args.overrides and previous.get("recipe") == args.recipe
     cost = {k: previous[k] for k in ("wall_minutes", "peak_rss_mb")} if finished else \
         train(args.recipe, data, run, args.overrides, args.out / f"train-x{factor:g}.log")
     info = json.loads((run / "run_info.json").read_text(encoding="utf-8"))
     counts = info["data"]["counts"]
     made = [*counts.get("augmented", {}).get("made", {}).values(), *counts.get("synth", {}).get("made", {}).values()]
-    return {"factor": factor, "size": size, "distinct": distinct, "overrides": args.overrides, **cost,
+    return {"factor": factor, "size": size, "distinct": distinct, "recipe": args.recipe, "overrides": args.overrides,
+            **cost,
             "training_responses": counts["records"] + sum(made),
             "words": info["words"]["train"], "seconds": info.get("seconds", {}),
             "stage_peak_rss_mb": info.get("peak_rss_mb", {})}
