@@ -276,6 +276,23 @@ def sentence_ids(spans: Sequence[Interval], sentences: Sequence[Interval]) -> np
     return np.clip(np.searchsorted(starts, [a for a, _ in spans], side="right") - 1, 0, len(starts) - 1)
 
 
+def _sentence_columns(sid: np.ndarray, content: np.ndarray, unsupported: np.ndarray, ngram: np.ndarray,
+                      any_conflict: np.ndarray) -> dict[str, np.ndarray]:
+    """Per word, aggregates over its sentence (``sid``: each word's sentence): the share of its content words
+    unsupported, the mean and the longest copied run, and whether any of its words is contradicted."""
+    n = len(sid)
+    out = {name: np.zeros(n, dtype=np.float32)
+           for name in ("sentence_unsupported", "sentence_ngram", "sentence_max_ngram", "sentence_conflict")}
+    for s in np.unique(sid):
+        members = sid == s
+        weights = content[members]
+        out["sentence_unsupported"][members] = (unsupported[members] * weights).sum() / max(weights.sum(), 1.0)
+        out["sentence_ngram"][members] = ngram[members].mean()
+        out["sentence_max_ngram"][members] = ngram[members].max()
+        out["sentence_conflict"][members] = any_conflict[members].max()
+    return out
+
+
 def word_features(response: str, spans: Sequence[Interval], index: ContextIndex, *, task: str,
                   sentences: Sequence[Interval], sentence_cosine: Sequence[float] | None = None,
                   soft_support: np.ndarray | None = None) -> np.ndarray:
@@ -298,21 +315,8 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     content = 1.0 - stop
     ngram = _longest_runs(tokens, index.ngrams)
     n_sentences = max(len(sentences), 1)
-    sentence_unsupported = np.zeros(n, dtype=np.float32)
-    sentence_ngram = np.zeros(n, dtype=np.float32)
-    sentence_max_ngram = np.zeros(n, dtype=np.float32)
-    for s in np.unique(sid):
-        members = sid == s
-        weights = content[members]
-        sentence_unsupported[members] = (unsupported[members] * weights).sum() / max(weights.sum(), 1.0)
-        sentence_ngram[members] = ngram[members].mean()
-        sentence_max_ngram[members] = ngram[members].max()
     cosine = np.asarray(sentence_cosine, dtype=np.float32)[sid] if sentence_cosine is not None else 0.0
     conflict = conflict_signals.conflicts(tokens, [w[:1].isupper() for w in raw], index)
-    any_conflict = np.maximum.reduce(list(conflict.values()))
-    sentence_conflict = np.zeros(n, dtype=np.float32)
-    for s in np.unique(sid):
-        sentence_conflict[sid == s] = any_conflict[sid == s].max()
     columns = {
         "in_context": [t in index.words for t in tokens],
         "stem_in_context": 1.0 - unsupported,
@@ -332,9 +336,6 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
         "unsupported_8": _window_mean(unsupported, content, 8),
         "distance_unsupported": _distance_to(unsupported * content),
         "response_unsupported": (unsupported * content).sum() / max(content.sum(), 1.0),
-        "sentence_unsupported": sentence_unsupported,
-        "sentence_ngram": sentence_ngram,
-        "sentence_max_ngram": sentence_max_ngram,
         "sentence_position": sid / n_sentences,
         "sentence_length": np.bincount(sid)[sid],
         "word_position": np.arange(n) / n,
@@ -345,7 +346,7 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     for task_name in TASK_TYPES:
         columns[f"task_{task_name}"] = float(task == task_name)
     columns.update(conflict)
-    columns["sentence_conflict"] = sentence_conflict
+    columns.update(_sentence_columns(sid, content, unsupported, ngram, np.maximum.reduce(list(conflict.values()))))
     columns["number_near"] = [conflict_signals.near_number(t, index.numbers) for t in tokens]
     columns.update(_other_form_columns(tokens, numbers, content, sid, soft_support, index))
     for j, name in enumerate(BASE_FEATURES):
