@@ -71,6 +71,87 @@ _ANTONYM_PAIRS: tuple[tuple[str, str], ...] = (
     ("benefit", "harm"), ("benefits", "harms"), ("helpful", "harmful"), ("likely", "unlikely"),
     ("possible", "impossible"), ("common", "rare"), ("available", "unavailable"), ("friendly", "hostile"),
 )
+_GRADABLE_ANTONYMS: tuple[tuple[str, str], ...] = (
+    # adjectives whose comparative and superlative contradict in the same way (:func:`_graded` makes them)
+    ("fast", "slow"), ("quick", "slow"), ("high", "low"), ("large", "small"), ("big", "small"), ("long", "short"),
+    ("tall", "short"), ("wide", "narrow"), ("thick", "thin"), ("heavy", "light"), ("deep", "shallow"),
+    ("strong", "weak"), ("rich", "poor"), ("cheap", "dear"), ("early", "late"), ("hot", "cold"), ("warm", "cool"),
+    ("loud", "quiet"), ("young", "old"), ("hard", "soft"), ("easy", "hard"), ("dark", "light"), ("near", "far"),
+    ("safe", "risky"), ("busy", "quiet"), ("dry", "wet"), ("clean", "dirty"), ("healthy", "sick"),
+    ("happy", "sad"), ("calm", "rough"), ("bright", "dim"), ("fresh", "stale"), ("tight", "loose"),
+)
+_MORE_ANTONYMS: tuple[tuple[str, str], ...] = (
+    ("northern", "southern"), ("eastern", "western"), ("northeast", "southwest"), ("northwest", "southeast"),
+    ("upper", "lower"), ("inner", "outer"), ("permanent", "temporary"), ("present", "absent"), ("right", "wrong"),
+    ("major", "minor"), ("optimistic", "pessimistic"), ("encouraging", "disappointing"), ("guilty", "innocent"),
+    ("alive", "dead"), ("awake", "asleep"), ("noisy", "quiet"), ("simple", "complex"), ("ancient", "modern"),
+    ("domestic", "foreign"), ("internal", "external"), ("male", "female"), ("urban", "rural"),
+    ("voluntary", "compulsory"), ("optional", "mandatory"), ("optional", "compulsory"), ("covered", "uncovered"),
+    ("frequent", "rare"), ("frequently", "rarely"), ("common", "uncommon"), ("cheaper", "dearer"),
+    ("expensive", "inexpensive"), ("more", "fewer"), ("most", "least"), ("less", "more"), ("fewer", "more"),
+    ("increase", "reduce"), ("increased", "reduced"), ("increases", "reduces"), ("increase", "cut"),
+    ("increased", "cut"), ("climbed", "fell"), ("climbed", "dropped"), ("rose", "dropped"), ("grew", "fell"),
+    ("climb", "fall"), ("climbs", "falls"), ("jumped", "fell"), ("surged", "plunged"), ("soared", "slumped"),
+    ("backs", "undermines"), ("back", "undermine"), ("backed", "opposed"), ("backs", "opposes"),
+    ("confirm", "deny"), ("confirmed", "denied"), ("confirms", "denies"), ("praised", "criticised"),
+    ("praised", "criticized"), ("praise", "criticise"), ("like", "dislike"), ("liked", "disliked"),
+    ("love", "hate"), ("loved", "hated"), ("appear", "disappear"), ("appeared", "disappeared"),
+    ("add", "remove"), ("added", "removed"), ("arrive", "leave"), ("start", "stop"), ("started", "stopped"),
+    ("starts", "stops"), ("began", "ended"), ("lend", "borrow"), ("lent", "borrowed"), ("sell", "buy"),
+    ("sold", "bought"), ("sells", "buys"), ("push", "pull"), ("enter", "exit"), ("over", "under"),
+    ("upstairs", "downstairs"), ("ascend", "descend"), ("acquitted", "convicted"), ("won", "lost"),
+    ("victory", "defeat"), ("friend", "enemy"), ("ban", "allow"), ("banned", "permitted"), ("bans", "allows"),
+    ("forbidden", "allowed"), ("prohibited", "allowed"), ("forbids", "allows"), ("prohibits", "allows"),
+    ("accepts", "rejects"), ("accepting", "rejecting"), ("approves", "rejects"), ("passed", "failed"),
+    ("pass", "fail"), ("succeeded", "failed"), ("maximum", "minimum"), ("top", "bottom"),
+    ("heated", "unheated"), ("paid", "unpaid"), ("beginning", "end"), ("before", "since"), ("inside", "outside"),
+    ("indoors", "outdoors"), ("import", "export"), ("imported", "exported"), ("daytime", "night-time"),
+    ("day", "night"), ("morning", "evening"), ("summer", "winter"), ("spring", "autumn"),
+    ("encourage", "discourage"), ("encouraged", "discouraged"), ("include", "omit"), ("included", "omitted"),
+    ("boost", "cut"), ("boosted", "cut"), ("raised", "cut"), ("lifted", "cut"), ("expand", "shrink"),
+    ("expanded", "shrank"), ("widened", "narrowed"), ("strengthened", "weakened"), ("gained", "shed"),
+    ("hired", "laid off"), ("ahead", "behind"), ("gain", "drop"), ("increase", "drop"), ("rise", "drop"),
+)
+_NEGATING_PREFIXES = ("un", "non", "non-")
+_ADJECTIVE_PREFIXES = ("in", "im", "il", "ir", "dis")
+_ADJECTIVE_ENDINGS = ("able", "ible", "al", "ent", "ant", "ive", "ate", "ete", "ect", "lar", "est", "ure", "ous")
+_NOT_PREFIXED = frozenset({"less", "till", "ion", "ited", "der", "ion", "ions"})
+
+
+def _graded(word: str) -> tuple[str, str]:
+    """The comparative and superlative of a one- or two-syllable adjective by the spelling rules (``big`` →
+    ``bigger``, ``biggest``; ``early`` → ``earlier``, ``earliest``; ``late`` → ``later``, ``latest``)."""
+    if word.endswith("e"):
+        return word + "r", word + "st"
+    if word.endswith("y") and len(word) > 2 and word[-2] not in "aeiou":
+        return word[:-1] + "ier", word[:-1] + "iest"
+    vowels = "aeiou"
+    if len(word) <= 4 and word[-1] not in vowels + "wxy" and word[-2] in vowels and word[-3:-2] not in tuple(vowels):
+        return word + word[-1] + "er", word + word[-1] + "est"
+    return word + "er", word + "est"
+
+
+def _antonym_table() -> dict[str, frozenset[str]]:
+    pairs = list(_ANTONYM_PAIRS) + list(_MORE_ANTONYMS)
+    for a, b in _GRADABLE_ANTONYMS:
+        pairs.append((a, b))
+        pairs.extend(zip(_graded(a), _graded(b)))
+    table: dict[str, set[str]] = {}
+    for a, b in pairs:
+        table.setdefault(a, set()).add(b)
+        table.setdefault(b, set()).add(a)
+    return {w: frozenset(others) for w, others in table.items()}
+
+
+def _prefix_negated(a: str, b: str) -> bool:
+    """Whether ``b`` is ``a`` with a negating prefix (``unheated``, ``non-toxic``; ``in``/``im``/``il``/``ir``/
+    ``dis`` only before adjective endings: ``invisible``, ``illegal``, ``dishonest``, not ``inform``)."""
+    if len(a) < 4 or a in _NOT_PREFIXED or not b.endswith(a):
+        return False
+    prefix = b[: len(b) - len(a)]
+    return prefix in _NEGATING_PREFIXES or (prefix in _ADJECTIVE_PREFIXES and a.endswith(_ADJECTIVE_ENDINGS))
+
+
 _CONTRAST_CLASSES: dict[str, tuple[tuple[str, ...], ...]] = {
     # each class is a tuple of senses; each sense the forms of one meaning (spellings, abbreviations, singular and
     # plural), which support each other: only two *senses* of one class contradict (kg / kilograms do not)
@@ -119,8 +200,12 @@ SYNONYMS: dict[str, frozenset[str]] = {}
 for _group in _SYNONYM_GROUPS:
     for _word in _group:
         SYNONYMS[_word] = SYNONYMS.get(_word, frozenset()) | frozenset(w for w in _group if w != _word)
+ANTONYMS: dict[str, frozenset[str]] = _antonym_table()
+"""Every listed antonym of a word (``fell``: ``rose``, ``climbed``, ``grew``...), with the comparatives and
+superlatives of :data:`_GRADABLE_ANTONYMS` (``faster`` / ``slower``)."""
 ANTONYMS_EXTENDED: dict[str, str] = {}
-for _a, _b in _ANTONYM_PAIRS:
+"""One antonym per word (the first listed): what the generator puts in a word's place."""
+for _a, _b in (*_ANTONYM_PAIRS, *_MORE_ANTONYMS):
     ANTONYMS_EXTENDED.setdefault(_a, _b)
     ANTONYMS_EXTENDED.setdefault(_b, _a)
 _SENSE_OF: dict[str, tuple[str, int]] = {w: (name, k) for name, senses in _CONTRAST_CLASSES.items()
@@ -171,11 +256,16 @@ def are_synonyms(a: str, b: str) -> bool:
 
 
 def contradicting(a: str, b: str) -> bool:
-    """Whether two different lower-case words contradict where one stands for the other: listed antonyms, or two
-    members of one closed class (units of one dimension, months, quantity words...)."""
+    """Whether two different lower-case words contradict where one stands for the other: listed antonyms (and
+    their comparatives and superlatives), a word and its negating-prefix form (``heated`` / ``unheated``), or two
+    members of one closed class (units of one dimension, months, quantity words...).
+
+    >>> contradicting("slowest", "fastest"), contradicting("heated", "unheated"), contradicting("form", "inform")
+    (True, True, False)
+    """
     if a == b:
         return False
-    if ANTONYMS_EXTENDED.get(a) == b:
+    if b in ANTONYMS.get(a, ()) or _prefix_negated(a, b) or _prefix_negated(b, a):
         return True
     sa, sb = _SENSE_OF.get(a), _SENSE_OF.get(b)
     return sa is not None and sb is not None and sa[0] == sb[0] and sa[1] != sb[1]

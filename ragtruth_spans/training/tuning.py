@@ -115,15 +115,29 @@ class Choice(Generic[C]):
     figures: list[dict[str, float]]
 
 
+def balanced_figures(records: Sequence[Record], spans: Sequence[Any],
+                     groups: Sequence[Sequence[int]] | None = None) -> dict[str, float]:
+    """The :data:`FIGURES` of ``spans`` (one span list per record) pooled over ``records`` — or, with ``groups``
+    (lists of record positions), each figure the mean of the groups' pooled figures, so that every group (real
+    responses, generated ones) weighs the same whatever its size; empty groups are left out."""
+    from ragtruth_spans.evaluation.counts import pooled_figures
+
+    if groups is None:
+        return figures_row(pooled_figures(records, spans))
+    rows = [figures_row(pooled_figures([records[i] for i in g], [spans[i] for i in g])) for g in groups if g]
+    return {name: sum(row[name] for row in rows) / len(rows) for name in FIGURES}
+
+
 def choose_best(records: Sequence[Record], candidates: Sequence[C], detect: Callable[[C], Sequence[Any]], *,
                 criterion: str = DEFAULT_CRITERION, split: str = "dev",
-                admissible: Callable[[dict[str, float]], bool] | None = None) -> Choice[C]:
+                admissible: Callable[[dict[str, float]], bool] | None = None,
+                groups: Sequence[Sequence[int]] | None = None) -> Choice[C]:
     """Score ``detect(candidate)`` — one :class:`~ragtruth_spans.detectors.base.Detection` (or one span list) per
     record, in order — for each candidate (any value: thresholds, a whole decision) with
-    :func:`~ragtruth_spans.evaluation.counts.pooled_figures` and return the best by ``criterion`` (ties: the first
-    candidate; see the module docstring) among the candidates whose figures ``admissible`` accepts (default: all;
-    when none is, the first candidate)."""
-    from ragtruth_spans.evaluation.counts import pooled_figures
+    :func:`~ragtruth_spans.evaluation.counts.pooled_figures` (with ``groups``, the mean of each group's:
+    :func:`balanced_figures`) and return the best by ``criterion`` (ties: the first candidate; see the module
+    docstring) among the candidates whose figures ``admissible`` accepts (default: all; when none is, the first
+    candidate)."""
 
     if criterion not in CRITERIA:
         raise InputError(f"unknown tuning criterion {criterion!r} (expected one of {', '.join(CRITERIA)})",
@@ -135,9 +149,8 @@ def choose_best(records: Sequence[Record], candidates: Sequence[C], detect: Call
     figures: list[dict[str, float]] = []
     best: tuple[float, C] | None = None
     for candidate in candidates:
-        overall = pooled_figures(records, [getattr(d, "spans", d) for d in detect(candidate)])
-        value = criterion_value(overall, criterion)
-        figures.append(figures_row(overall))
+        figures.append(balanced_figures(records, [getattr(d, "spans", d) for d in detect(candidate)], groups))
+        value = figures[-1][criterion]
         if (admissible is None or admissible(figures[-1])) and (best is None or value > best[0]):
             best = (value, candidate)
     if best is None:  # nothing admissible: the first candidate

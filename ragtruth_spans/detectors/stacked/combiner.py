@@ -209,6 +209,17 @@ class TuningInputs:
     probabilities: Sequence[np.ndarray]
     scores: Sequence[float] | None = None
     conflicts: Sequence[np.ndarray] | None = None
+    balanced: bool = False
+    """Tune on the mean of the real responses' figures and the generated ones' (each origin weighs the same)."""
+
+    def groups(self, subset: Sequence[int]) -> list[list[int]] | None:
+        """With ``balanced``, the positions in ``subset`` of real and of generated responses; else None."""
+        if not self.balanced:
+            return None
+        from ragtruth_spans.training.data import record_origin
+
+        real = [k for k, i in enumerate(subset) if record_origin(self.records[i]) == "real"]
+        return [real, sorted(set(range(len(subset))) - set(real))]
 
     def spans(self, subset: Sequence[int], decision: Decision) -> list[list[Span]]:
         """The spans ``decision`` gives each response of ``subset``."""
@@ -216,20 +227,16 @@ class TuningInputs:
                                None if self.scores is None else self.scores[i],
                                None if self.conflicts is None else self.conflicts[i]) for i in subset]
 
-    def figures(self, subset: Sequence[int], decision: Decision) -> dict[str, dict[str, float]]:
-        """:func:`~ragtruth_spans.evaluation.counts.pooled_figures` of ``decision`` over ``subset``."""
-        from ragtruth_spans.evaluation.counts import pooled_figures
-
-        return pooled_figures([self.records[i] for i in subset], self.spans(subset, decision))
 
 
 def _best_threshold(inputs: TuningInputs, subset: list[int], grid: Sequence[float], gap: int) -> float:
     """The grid value of highest span F1 on ``subset`` (the one tuner's tie rule: the lowest)."""
-    from ragtruth_spans.training.tuning import tune_thresholds
+    from ragtruth_spans.training.tuning import choose_best
 
-    result = tune_thresholds([inputs.records[i] for i in subset], [{"*": t} for t in sorted(grid)],
-                             lambda t: inputs.spans(subset, Decision(t, gap)), criterion="span_f1")
-    return result.thresholds["*"]
+    choice = choose_best([inputs.records[i] for i in subset], [{"*": t} for t in sorted(grid)],
+                         lambda t: inputs.spans(subset, Decision(t, gap)), criterion="span_f1",
+                         groups=inputs.groups(subset))
+    return choice.best["*"]
 
 
 def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabilities: Sequence[np.ndarray],
@@ -241,7 +248,7 @@ def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabi
     (:func:`~ragtruth_spans.training.tuning.choose_best`). Returns the decision and one row per candidate."""
     from ragtruth_spans.training.tuning import choose_best
 
-    inputs = TuningInputs(records, words, probabilities)
+    inputs = TuningInputs(records, words, probabilities, balanced=settings.balanced)
     everyone = list(range(len(records)))
     candidates: list[Decision] = []
     for gap in settings.max_word_gap:
@@ -254,7 +261,8 @@ def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabi
                 if subset:
                     thresholds[task] = _best_threshold(inputs, subset, settings.grid, gap)
             candidates.append(Decision(thresholds, gap))
-    choice = choose_best(records, candidates, lambda c: inputs.spans(everyone, c), criterion="span_f1")
+    choice = choose_best(records, candidates, lambda c: inputs.spans(everyone, c), criterion="span_f1",
+                         groups=inputs.groups(everyone))
     table = [{**c.to_dict(), "span_f1": round(row["span_f1"], 6)} for c, row in zip(candidates, choice.figures)]
     return choice.best, table
 
@@ -269,15 +277,18 @@ def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], pr
     ``table``."""
     from ragtruth_spans.training.tuning import choose_best
 
-    inputs = TuningInputs(records, words, probabilities, scores, conflicts)
+    from ragtruth_spans.training.tuning import balanced_figures
+
+    inputs = TuningInputs(records, words, probabilities, scores, conflicts, balanced=settings.balanced)
     everyone = list(range(len(records)))
-    floor = inputs.figures(everyone, decision)["span"]["f1"] - settings.gate_span_f1_tolerance
+    floor = balanced_figures(records, inputs.spans(everyone, decision), inputs.groups(everyone))["span_f1"] \
+        - settings.gate_span_f1_tolerance
     candidates = [Decision({task: round(value * scale, 6) for task, value in decision.thresholds.items()},
                            decision.max_word_gap, gate, fill, settings.conflict_rule)
                   for scale in settings.gate_threshold_scales for fill in settings.fill
                   for gate in [0.0, *settings.grid]]
     choice = choose_best(records, candidates, lambda c: inputs.spans(everyone, c), criterion="response_f1",
-                         admissible=lambda row: row["span_f1"] >= floor)
+                         admissible=lambda row: row["span_f1"] >= floor, groups=inputs.groups(everyone))
     table.extend({**c.to_dict(), "span_f1": round(row["span_f1"], 6), "response_f1": round(row["response_f1"], 6)}
                  for c, row in zip(candidates, choice.figures))
     if not any(row["span_f1"] >= floor for row in choice.figures):

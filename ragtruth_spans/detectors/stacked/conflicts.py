@@ -77,9 +77,9 @@ def _same_kind(word: str, capitalised: bool, other: str, other_capitalised: bool
 def _contradicts(block: Sequence[str], capitalised: Sequence[bool], at: int, index: ContextIndex) -> list[int]:
     """The positions in ``block`` (response words) that contradict the context words of the same length at
     ``at`` — when some word differs and every differing pair is two different numbers, two different names (the
-    response's not in the context), antonyms (``rose``/``fell``) or two members of one closed class
-    (``kilograms``/``pounds``, ``most``/``few``, months: :func:`~ragtruth_spans.data.lexicon.contradicting`);
-    else none."""
+    response's may stand elsewhere in the context: a role swap), antonyms (``rose``/``fell``) or two members of
+    one closed class (``kilograms``/``pounds``, ``most``/``few``, months:
+    :func:`~ragtruth_spans.data.lexicon.contradicting`); else none."""
     ctx = index.tokens[at:at + len(block)]
     differ = [i for i, (r, c) in enumerate(zip(block, ctx)) if r != c]
     if not differ or len(ctx) != len(block):
@@ -88,9 +88,16 @@ def _contradicts(block: Sequence[str], capitalised: Sequence[bool], at: int, ind
         word, other = block[i], ctx[i]
         if lexicon.contradicting(word, other):  # antonyms, or two members of one closed class (units, months...)
             continue
-        if word in index.words or not _same_kind(word, capitalised[i], other, index.capitalised[at + i]):
+        if not _same_kind(word, capitalised[i], other, index.capitalised[at + i]):
             return []
     return differ
+
+
+def _copied(tokens: Sequence[str], j: int, m: int, index: ContextIndex) -> bool:
+    """Whether the response's words ``[j, m)`` with one word either side stand word for word in the context:
+    then another place of the context says what the response says, and no substitution is read there."""
+    run = tuple(tokens[max(j - 1, 0):m + 1])
+    return len(run) > 1 and run in index.ngrams
 
 
 def near_number(token: str, numbers: frozenset[str]) -> bool:
@@ -112,7 +119,7 @@ def _contradicted_next_to(word: str, lefts: Sequence[int], rights: Sequence[int]
     context positions after it) or right before one that follows it (``rights``: positions of it), a word that
     contradicts ``word`` (another unit, month, quantity word, or an antonym: ``8 [euros]`` against ``8 dollars``).
     One anchor word is enough here, where :func:`_same_kind` words need two."""
-    if not lexicon.contrasting(word) and word not in lexicon.ANTONYMS_EXTENDED:
+    if not lexicon.contrasting(word) and word not in lexicon.ANTONYMS:
         return False
     return any(p < len(ctx) and lexicon.contradicting(word, ctx[p]) for p in lefts) or \
         any(q > 0 and lexicon.contradicting(word, ctx[q - 1]) for q in rights)
@@ -131,8 +138,8 @@ def _swapped_one_side(word: str, capitalised: bool, index: ContextIndex, lefts: 
     return _contradicted_next_to(word, left_single, right_single, ctx)
 
 
-def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: ContextIndex
-              ) -> dict[str, np.ndarray]:
+def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: ContextIndex,
+              markers: Sequence[bool] | None = None) -> dict[str, np.ndarray]:
     """Signals that the context says something else where the response copies it (contradicted, not merely
     absent), one 0/1 value per response word (``tokens``: normalised words; ``capitalised``: their first letter):
 
@@ -143,12 +150,16 @@ def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: Context
       context has another word of the same kind (a number, or a capitalised name) instead — or, for a word with
       a contradicting counterpart (another unit, month, quantity word, an antonym), next to one content word of
       the context where the context has that counterpart;
-    - ``negation_added``: a negation (``not``, ``isn't``) whose removal leaves a word pair of the context, and the
-      word after it;
+    - ``negation_added``: a negation (``not``, ``isn't``) before a content word whose removal leaves a word pair
+      of the context (and the negated phrase is not the context's too), and the word after it;
     - ``negation_dropped``: a word pair that the context separates by a negation (``is [open]`` against
       ``is not open``).
+
+    A run that stands word for word elsewhere in the context (with a word either side) is no substitution, and
+    ``markers`` (the numbers of a numbered list, ``9.``) are never read as changed numbers.
     """
     n = len(tokens)
+    markers = markers if markers is not None else [False] * n
     out = {name: np.zeros(n, dtype=np.float32)
            for name in ("swap", "swap_one_side", "negation_added", "negation_dropped")}
 
@@ -165,6 +176,8 @@ def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: Context
     for j in range(n):
         left_pair, left_single = after(j)
         for m in range(j + 1, min(j + MAX_SWAP, n) + 1):
+            if any(markers[j:m]) or _copied(tokens, j, m, index):
+                continue
             right_pair, right_single = before(m)
             for lefts, rights in ((left_pair, right_pair), (left_pair, right_single), (left_single, right_pair)):
                 found = next((d for p in lefts for q in rights if q - p == m - j
@@ -173,13 +186,14 @@ def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: Context
                     out["swap"][j + i] = 1.0
                 if found:
                     break
-        if tokens[j] not in index.words and _swapped_one_side(
+        if tokens[j] not in index.words and not markers[j] and _swapped_one_side(
                 tokens[j], capitalised[j], index, (left_pair, left_single), before(j + 1) if j + 1 < n else [(), ()]):
             out["swap_one_side"][j] = 1.0
         base = _negation_base(tokens[j])
         removed = (tokens[j - 1], tokens[j + 1]) if 0 < j < n - 1 and tokens[j] in NEGATORS else \
             (base, tokens[j + 1]) if base is not None and j < n - 1 else None
-        if removed is not None and removed in index.ngrams:  # the response without its negation copies the context
+        if removed is not None and removed in index.ngrams and tokens[j + 1] not in text.STOP_WORDS \
+                and tuple(tokens[j - 1:j + 2]) not in index.ngrams:  # without its negation it copies the context
             out["negation_added"][j:j + 2] = 1.0
         if j > 0 and (tokens[j - 1], tokens[j]) in index.negated and tokens[j] not in NEGATORS:
             out["negation_dropped"][j] = 1.0

@@ -32,6 +32,7 @@ import numpy as np
 from ragtruth_spans.core.types import TASK_TYPES
 from ragtruth_spans.data import lexicon
 from ragtruth_spans.detectors.stacked import conflicts as conflict_signals
+from ragtruth_spans.detectors.stacked import polarity as polarity_signals
 from ragtruth_spans.detectors.stacked.text import STOP_WORDS, normalise, number_value, stem
 
 Interval = tuple[int, int]
@@ -47,7 +48,7 @@ BASE_FEATURES: tuple[str, ...] = (
     *(f"task_{task}" for task in TASK_TYPES),
     "swap", "swap_one_side", "negation_added", "negation_dropped", "sentence_conflict", "number_near",
     "synonym_in_context", "contrast_in_context", "antonym_in_context",
-    "soft_support", "soft_support_3", "sentence_soft_support",
+    "soft_support", "soft_support_3", "sentence_soft_support", "polarity", "role_swap",
 )
 """Column names of :func:`word_features`, in order."""
 
@@ -103,10 +104,16 @@ class ContextIndex:
     after_word: dict[str, tuple[int, ...]] = field(default_factory=dict)
     before_word: dict[str, tuple[int, ...]] = field(default_factory=dict)
     negated: frozenset[tuple[str, str]] = frozenset()
+    stem_tokens: tuple[str, ...] = ()
+    token_negated: tuple[bool, ...] = ()
+    sentence_spans: tuple[tuple[int, int], ...] = ()
+    """Each context sentence as the token positions ``[start, end)`` it covers."""
+    stem_sentences: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, context: str, question: str | None = None) -> ContextIndex:
-        tokens = [normalise(context[a:b]) for a, b in words(context)]
+        spans = words(context)
+        tokens = [normalise(context[a:b]) for a, b in spans]
         stems = [stem(t) for t in tokens]
         question_words = [normalise(question[a:b]) for a, b in words(question)] if question else []
         parts = compound_parts(context)
@@ -120,7 +127,19 @@ class ContextIndex:
                    frozenset(stems) | {stem(q) for q in question_words} | {stem(p) for p in parts},
                    frozenset(numbers), frozenset(question_words), frozenset(grams), frozenset(stem_grams),
                    vocabulary, len(tokens), false_keys, true_keys, tuple(tokens), capitalised,
-                   *conflict_signals.anchors(tokens), conflict_signals.negated_pairs(tokens))
+                   *conflict_signals.anchors(tokens), conflict_signals.negated_pairs(tokens), tuple(stems),
+                   tuple(polarity_signals.negated(tokens).tolist()), *_sentence_layout(spans, stems, context))
+
+
+def _sentence_layout(spans: Sequence[Interval], stems: Sequence[str], context: str
+                     ) -> tuple[tuple[tuple[int, int], ...], dict[str, tuple[int, ...]]]:
+    """The token range of each sentence of ``context`` and, per content stem, the sentences holding it."""
+    if not spans:
+        return (), {}
+    sid = sentence_ids(spans, sentences(context))
+    bounds = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]]).tolist() + [len(sid)]
+    ranges = tuple((a, b) for a, b in zip(bounds[:-1], bounds[1:]))
+    return ranges, polarity_signals.context_sentences(stems, np.repeat(np.arange(len(ranges)), np.diff(bounds)))
 
 
 _KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -182,10 +201,28 @@ def _scaled(tokens: Sequence[str], i: int) -> str | None:
     return f"{float(value) * lexicon.SCALES[tokens[i + 1]]:g}"
 
 
+_CLOCK = re.compile(r"(\d{1,2}):(\d{1,2})")
+
+
+def _clock_values(token: str) -> set[str]:
+    """The hours of the clock times in a word, on the 24- and the 12-hour clock (``8:0-20:0`` → ``8``, ``20``,
+    ``8``; ``17:30`` → ``17``, ``5``, ``30``), so ``until 8 p.m.`` finds ``20:0``.
+
+    >>> sorted(_clock_values("8:0-20:0"), key=int)
+    ['0', '8', '20']
+    """
+    out: set[str] = set()
+    for hour, minute in _CLOCK.findall(token):
+        h = int(hour)
+        out |= {str(h), str(int(minute))} | ({str(h - 12)} if 12 < h < 24 else set())
+    return out
+
+
 def _number_values(tokens: Sequence[str]) -> set[str]:
     """Canonical values of the numbers of ``tokens``: digits (``1,200`` → ``1200``), digits times a scale word
     (``1.5 million`` → ``1500000``) and number words (``three`` → ``3``)."""
     out = {n for t in tokens if (n := number_value(t)) is not None}
+    out |= {n for t in tokens for n in _clock_values(t)}
     out |= {n for i in range(len(tokens)) if (n := _scaled(tokens, i)) is not None}
     out |= {f"{lexicon.NUMBER_WORDS[t]:g}" for t in tokens if t in lexicon.NUMBER_WORDS}
     return out
@@ -222,7 +259,7 @@ def _other_form_columns(tokens: Sequence[str], numbers: Sequence[str | None], co
         "synonym_in_context": _synonym_support(tokens, numbers, index),
         "contrast_in_context": [t not in index.words and any(o in index.words for o in lexicon.contrasting(t))
                                 for t in tokens],
-        "antonym_in_context": [t not in index.words and lexicon.ANTONYMS_EXTENDED.get(t) in index.words
+        "antonym_in_context": [t not in index.words and any(a in index.words for a in lexicon.ANTONYMS.get(t, ()))
                                for t in tokens],
     }
 
@@ -293,6 +330,22 @@ def _sentence_columns(sid: np.ndarray, content: np.ndarray, unsupported: np.ndar
     return out
 
 
+def list_markers(response: str, spans: Sequence[Interval], first_in_sentence: Sequence[bool]) -> list[bool]:
+    """Per word, whether it numbers an item of a list (``9.`` or ``9)`` opening a sentence or a line).
+
+    >>> text = "Steps: 1. Add wine. 9. Add 2 cups."
+    >>> spans = words(text)
+    >>> [text[a:b] for (a, b), m in zip(spans, list_markers(text, spans, [True] * len(spans))) if m]
+    ['1', '9']
+    """
+    out = []
+    for (a, b), first in zip(spans, first_in_sentence):
+        word = response[a:b]
+        opens = first or response[:a].rstrip(" \t").endswith(("\n", ":"))
+        out.append(word.isdigit() and len(word) <= 2 and response[b:b + 1] in (".", ")") and opens)
+    return out
+
+
 def word_features(response: str, spans: Sequence[Interval], index: ContextIndex, *, task: str,
                   sentences: Sequence[Interval], sentence_cosine: Sequence[float] | None = None,
                   soft_support: np.ndarray | None = None) -> np.ndarray:
@@ -316,20 +369,26 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     ngram = _longest_runs(tokens, index.ngrams)
     n_sentences = max(len(sentences), 1)
     cosine = np.asarray(sentence_cosine, dtype=np.float32)[sid] if sentence_cosine is not None else 0.0
-    conflict = conflict_signals.conflicts(tokens, [w[:1].isupper() for w in raw], index)
+    conflict = conflict_signals.conflicts(tokens, [w[:1].isupper() for w in raw], index,
+                                          list_markers(response, spans, first_in_sentence))
+    names = [w[:1].isupper() and not first for w, first in zip(raw, first_in_sentence)]
+    negated_here = polarity_signals.negated(tokens)
+    conflict.update(polarity_signals.restated_signals(tokens, stems, names, sid, index))
     columns = {
         "in_context": [t in index.words for t in tokens],
         "stem_in_context": 1.0 - unsupported,
         "fuzzy": _fuzzy(tokens, index.vocabulary),
         "in_question": [t in index.question for t in tokens],
-        "false_key": [k in index.false_keys for k in key_stems],
-        "true_key": [k in index.true_keys for k in key_stems],
+        "false_key": [(k in index.false_keys) != bool(neg) and (k in index.false_keys or k in index.true_keys)
+                      for k, neg in zip(key_stems, negated_here)],
+        "true_key": [(k in index.true_keys) != bool(neg) and (k in index.false_keys or k in index.true_keys)
+                     for k, neg in zip(key_stems, negated_here)],
         "ngram": ngram,
         "ngram_stem": _longest_runs(stems, index.stem_ngrams),
         "is_number": [v is not None for v in numbers],
         "number_in_context": [v is not None and (v in index.numbers or _scaled(tokens, i) in index.numbers)
                               for i, v in enumerate(numbers)],
-        "capitalised": [w[:1].isupper() and not first for w, first in zip(raw, first_in_sentence)],
+        "capitalised": names,
         "stop_word": stop,
         "length": [min(len(w), 20) for w in raw],
         "unsupported_3": _window_mean(unsupported, content, 3),

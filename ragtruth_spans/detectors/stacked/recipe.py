@@ -131,6 +131,9 @@ class DecisionSection(Section):
     conflict_rule: bool = Field(False, description="Words the context contradicts (a changed number or name, an "
                                 "antonym, a negation added or dropped in copied text: the conflict columns) are "
                                 "always flagged; the gate and fill are tuned with the rule in place.")
+    balanced: bool = Field(False, description="Every figure the decision is tuned on is the mean of the real "
+                           "responses' and the generated ones' (data.synth's held-out records and augmented "
+                           "responses), so texts of other kinds weigh as much as RAGTruth's whatever their share.")
     fill: list[float | None] = Field(default_factory=lambda: [None], min_length=1, description="Candidate fills: "
                                      "a response that passes the gate but has no word at the threshold gets its "
                                      "words at or above fill × its highest word probability (null: none).")

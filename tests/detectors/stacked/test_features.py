@@ -223,3 +223,76 @@ def test_the_parts_of_compound_json_keys_support_the_words_of_a_description():
     f = features_of(context, "Spoke accepts credit cards and is wheelchair accessible.", task="Data2txt")
     for word in ("accepts", "credit", "cards", "wheelchair", "accessible"):
         assert f[word]["in_context"] == 1, word
+
+
+def test_a_negated_json_key_agrees_with_a_false_value_and_contradicts_a_true_one():
+    context = '{"name": "Blue Cafe", "attributes": {"RestaurantsReservations": false, "OutdoorSeating": true}}'
+    f = features_of(context, "Blue Cafe does not take reservations and has no outdoor seating.", task="Data2txt")
+    assert f["reservations"]["true_key"] == 1.0 and f["reservations"]["false_key"] == 0.0
+    assert f["seating"]["false_key"] == 1.0 and f["seating"]["true_key"] == 0.0
+
+
+def test_clock_times_of_a_record_support_the_hours_in_words():
+    f = features_of('{"hours": {"Monday": "8:0-20:0"}}', "It opens at 8 a.m. and closes at 8 p.m., not 9.",
+                    task="Data2txt")
+    assert f["8"]["number_in_context"] == 1.0 and f["9"]["number_in_context"] == 0.0
+
+
+def test_a_name_the_context_holds_elsewhere_reads_as_a_swap_in_a_copied_phrase():
+    context = "Ministers will meet in Lisbon in May. Last year's meeting in Vienna ended without a deal."
+    assert flagged(context, "Ministers will meet in Vienna in May.")["swap"] == {"Vienna"}
+    assert not flagged(context, "Last year's meeting in Vienna ended without a deal.")["swap"]
+
+
+def test_the_numbers_of_a_numbered_list_are_not_changed_numbers():
+    context = "1. Add the wine and cook for 8 minutes.\n2. Add the stock and cook for 20 minutes."
+    assert not any(flagged(context, "5. Add the wine and cook for 8 minutes.").values())
+    assert flagged(context, "1. Add the wine and cook for 9 minutes.")["swap"] == {"9"}
+
+
+def test_a_negation_before_a_stop_word_or_copied_from_the_context_is_no_added_negation():
+    context = "This is the first time he has spoken. She does not want to be involved."
+    for response in ("This is not the first time he has spoken.", "She does not want to be involved."):
+        assert not flagged(context, response)["negation_added"], response
+
+
+RESTATED = ("polarity", "role_swap")
+
+
+def restated(context: str, response: str) -> dict[str, set[str]]:
+    features = features_of(context, response)
+    return {name: {w for w, row in features.items() if row[name]} for name in RESTATED}
+
+
+@pytest.mark.parametrize(("context", "response", "marked"), [
+    ("The restaurant offers takeout and delivery.", "The restaurant does not offer takeout.",
+     {"not", "offer", "takeout"}),
+    ("Dogs are not allowed in the park.", "In the park dogs are allowed.", {"allowed"}),
+    ("Portuguese exports rose 4% in the third quarter.", "In the third quarter Portuguese exports fell 4%.",
+     {"fell"}),
+    ("Reviewers describe the library as a quiet place to read.", "Reviewers call the library a loud place.",
+     {"loud"}),
+    ("The bath house had four heated rooms, said the archaeologists.", "It had four unheated rooms.",
+     {"unheated"}),
+])
+def test_polarity_marks_what_the_restated_sentence_says_the_other_way(context, response, marked):
+    assert restated(context, response)["polarity"] == marked
+
+
+@pytest.mark.parametrize(("context", "response"), [
+    ("Hail is not uncommon on the higher slopes.", "Hail is common on the higher slopes."),
+    ("The museum is closed on Mondays.", "The museum is not open on Mondays."),
+    ("Not only the players but the fans were delighted.", "The fans were delighted."),
+    ("Essential amino acids come from food, while nonessential amino acids are made in the body.",
+     "The body makes non-essential amino acids, while essential amino acids come from food."),
+])
+def test_polarity_stays_silent_on_faithful_negated_antonyms_and_rewordings(context, response):
+    assert not restated(context, response)["polarity"]
+
+
+def test_a_name_in_the_place_of_another_name_of_the_restated_sentence_is_a_role_swap():
+    context = ("Tom Reyes scored in the 88th minute to give Harbour City a win. Eastvale's coach, Laura Brenner, "
+               "said her side deserved a draw.")
+    assert restated(context, "Harbour City won after Laura Brenner scored in the 88th minute.")["role_swap"] \
+        == {"Brenner"}
+    assert not restated(context, "Harbour City won after Tom Reyes scored in the 88th minute.")["role_swap"]

@@ -1,0 +1,23 @@
+"""Polarity helpers: which words a negation reaches, and which context sentence a response sentence restates."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ragtruth_spans.detectors.stacked.features import ContextIndex, normalise, sentence_ids, sentences, stem, words
+from ragtruth_spans.detectors.stacked.polarity import is_negator, negated, restated
+
+
+def test_a_negation_reaches_the_next_two_words_but_not_after_not_only():
+    assert negated(["it", "isn't", "open", "on", "mondays"]).tolist() == [False, False, True, True, False]
+    assert not negated(["not", "only", "the", "fans"]).any()
+    assert is_negator("can't") and is_negator("never") and not is_negator("note")
+
+
+def test_each_response_sentence_is_matched_to_the_context_sentence_sharing_most_content_stems():
+    context = "The bridge opened in 1932. Buses use the Mill Lane crossing. The council approved repairs."
+    response = "Repairs were approved by the council. Something unrelated entirely."
+    spans = words(response)
+    tokens = [normalise(response[a:b]) for a, b in spans]
+    sid = sentence_ids(spans, sentences(response))
+    assert restated([stem(t) for t in tokens], np.asarray(sid), ContextIndex.build(context)) == {0: 2}
