@@ -184,6 +184,13 @@ _CONTRAST_CLASSES: dict[str, tuple[tuple[str, ...], ...]] = {
     "weekday": (("monday",), ("tuesday", "tues"), ("wednesday",), ("thursday", "thurs"), ("friday",),
                 ("saturday",), ("sunday",)),
     "multiple": (("twice", "double", "doubled"), ("thrice", "triple", "tripled"), ("quadrupled",), ("halved",)),
+    "trend": (("rose", "rise", "rises", "risen", "rising", "grew", "grow", "grows", "grown", "growing", "increased",
+               "increase", "increases", "increasing", "climbed", "climb", "climbs", "climbing", "jumped", "surged",
+               "soared", "expanded", "boosted"),
+              ("fell", "fall", "falls", "fallen", "falling", "dropped", "drop", "drops", "dropping", "declined",
+               "decline", "declines", "declining", "decreased", "decrease", "decreases", "decreasing", "shrank",
+               "shrink", "shrinks", "shrunk", "shrinking", "slumped", "plunged", "slid", "dipped", "sank", "tumbled",
+               "reduced", "reduce", "reduces")),
     "ordinal": (("first",), ("second",), ("third",), ("fourth",), ("fifth",), ("sixth",), ("seventh",),
                 ("eighth",), ("ninth",), ("tenth",), ("last", "final")),
 }

@@ -48,7 +48,7 @@ BASE_FEATURES: tuple[str, ...] = (
     *(f"task_{task}" for task in TASK_TYPES),
     "swap", "swap_one_side", "negation_added", "negation_dropped", "sentence_conflict", "number_near",
     "synonym_in_context", "contrast_in_context", "antonym_in_context",
-    "soft_support", "soft_support_3", "sentence_soft_support", "polarity", "role_swap",
+    "soft_support", "soft_support_3", "sentence_soft_support", *polarity_signals.RESTATED_COLUMNS,
 )
 """Column names of :func:`word_features`, in order."""
 

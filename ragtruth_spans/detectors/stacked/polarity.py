@@ -1,8 +1,8 @@
-"""Polarity signals of the stacked detector: each response sentence is matched to the context sentence it restates
-(the one sharing most content stems), and a word is marked where the two disagree in polarity — a negation added
+"""Polarity signals of the stacked detector: each response word's neighbourhood is matched to the context sentence it
+restates (the one holding most of its content stems), and a word is marked where the two disagree in polarity — a negation added
 (``does [not] offer`` against ``offers``) or dropped (``Dogs are [allowed]`` against ``Dogs are not allowed``), or
 a contradicting word with the same polarity (``exports [fell]`` against ``exports rose``; ``a [minority]`` against
-``the majority``) — while a negated contradicting word agrees (``is common`` against ``is not uncommon``).
+``the majority``; a closed-class word needs no shared neighbour) — while a negated contradicting word agrees (``is common`` against ``is not uncommon``).
 A capitalised name the restated sentence lacks, next to a word where that sentence holds another name, is a
 role swap (``[Laura Brenner] scored`` against ``Tom Reyes scored``). Unlike :mod:`.conflicts` nothing needs to be
 copied word for word around the word: one content word either side, matched by stem, anchors it. Words are the normalised
@@ -26,12 +26,14 @@ NEGATORS = frozenset({"not", "no", "never", "cannot", "without", "nor", "neither
 NOT_NEGATING_NEXT = frozenset({"only", "just", "merely", "necessarily", "least", "later", "less", "more", "sooner",
                                "all", "every", "always", "quite", "very", "too", "much", "many", "longer"})
 """Words after which a negator does not negate what follows (``not only``, ``no later than``, ``not all``)."""
+RESTATED_COLUMNS = ("polarity", "contrast_restated", "role_swap")
 WINDOW = 2
 """A word is negated when a negator stands at most this many words before it."""
+REACH = 4
 MIN_SHARED = 2
 MIN_SHARE = 0.34
-"""A response sentence restates a context sentence sharing at least MIN_SHARED of its distinct content stems and
-at least MIN_SHARE of them."""
+"""A word's neighbourhood (the content words within REACH either side in its sentence) restates a context sentence
+holding at least MIN_SHARED of its distinct content stems and at least MIN_SHARE of them."""
 
 
 def is_negator(token: str) -> bool:
@@ -61,23 +63,41 @@ def context_sentences(stems: Sequence[str], sentence_of: Sequence[int]) -> dict[
     return {s: tuple(sorted(ids)) for s, ids in table.items()}
 
 
-def restated(stems: Sequence[str], sid: np.ndarray, index: ContextIndex) -> dict[int, int]:
-    """For each response sentence (``sid``: each word's sentence), the context sentence it restates, when one
-    qualifies (see :data:`MIN_SHARED`)."""
+def _best_sentence(near: set[str], index: ContextIndex) -> int | None:
+    """The context sentence holding most of the stems ``near``, when it holds enough (see :data:`MIN_SHARED`)."""
+    counts = Counter(c for stem in near for c in index.stem_sentences.get(stem, ()))
+    if not counts:
+        return None
+    best, shared = max(counts.items(), key=lambda kv: (kv[1], -kv[0]))
+    return best if shared >= MIN_SHARED and shared >= MIN_SHARE * len(near) else None
+
+
+def restated(stems: Sequence[str], order: Sequence[int], index: ContextIndex, reach: int | None = None
+             ) -> dict[int, int]:
+    """For each content word of one response sentence (``order``: their positions, in order), the context sentence
+    it restates: the one holding most of the sentence's distinct content stems (``reach`` None), or of those within
+    ``reach`` content words either side (the word's own excluded), which follows a response sentence that merges
+    several of the context's; words with no qualifying sentence (see :data:`MIN_SHARED`) are left out."""
+    if reach is None:
+        best = _best_sentence({stems[j] for j in order}, index)
+        return {} if best is None else {i: best for i in order}
     out = {}
-    for s in np.unique(sid):
-        distinct = {stems[i] for i in np.flatnonzero(sid == s) if stems[i] not in text.STOP_WORDS}
-        counts = Counter(c for stem in distinct for c in index.stem_sentences.get(stem, ()))
-        if counts:
-            best, shared = max(counts.items(), key=lambda kv: (kv[1], -kv[0]))
-            if shared >= MIN_SHARED and shared >= MIN_SHARE * len(distinct):
-                out[int(s)] = best
+    for k, i in enumerate(order):
+        best = _best_sentence({stems[j] for j in order[max(k - reach, 0):k + reach + 1] if j != i}, index)
+        if best is not None:
+            out[i] = best
     return out
 
 
 def _content(tokens: Sequence[str], positions: Sequence[int]) -> list[int]:
-    """The positions among ``positions`` of content words (not stop words, not negators)."""
-    return [p for p in positions if tokens[p] not in text.STOP_WORDS and not is_negator(tokens[p])]
+    """The positions among ``positions`` of content words (not stop words, not negators) and of closed-class
+    words (``most``, ``few``, ``more``: stop words that can contradict)."""
+    return [p for p in positions if (tokens[p] not in text.STOP_WORDS and not is_negator(tokens[p]))
+            or _closed(tokens[p])]
+
+
+def _closed(word: str) -> bool:
+    return lexicon.contrast_class(word) is not None or word in lexicon.ANTONYMS
 
 
 def _neighbours(order: Sequence[int], stems: Sequence[str]) -> dict[int, frozenset[str]]:
@@ -91,19 +111,20 @@ def _bare(word: str) -> str:
 
 
 def _disagrees(word: str, around: frozenset[str], negated_here: bool, span: Sequence[int],
-               near: dict[int, frozenset[str]], index: ContextIndex) -> bool:
+               near: dict[int, frozenset[str]], index: ContextIndex, *, anchored: bool = True) -> bool:
     """Whether the context sentence (its content positions ``span``, with their neighbours ``near``) says the
     opposite of the response word next to the same content word (``around``: the response word's content
     neighbours): it holds the word there only with the other polarity, or (the word being nowhere in the
-    context) a contradicting word with the same polarity."""
+    context) a contradicting word with the same polarity — next to a shared neighbour, or anywhere in the sentence
+    when not ``anchored``."""
     bare = _bare(word)
     same = [p for p in span if _bare(index.tokens[p]) == bare and near[p] & around]
     if same:
         return {bool(index.token_negated[p]) for p in same} == {not negated_here}
     if word in index.words or bare in {_bare(index.tokens[p]) for p in span}:
         return False
-    return any(near[p] & around and lexicon.contradicting(word, index.tokens[p])
-               and bool(index.token_negated[p]) == negated_here for p in span)
+    return any(lexicon.contradicting(word, index.tokens[p]) and bool(index.token_negated[p]) == negated_here
+               and (not anchored or near[p] & around) for p in span)
 
 
 def _names_elsewhere(i: int, around: frozenset[str], span: Sequence[int], near: dict[int, frozenset[str]],
@@ -116,28 +137,38 @@ def _names_elsewhere(i: int, around: frozenset[str], span: Sequence[int], near: 
 
 def restated_signals(tokens: Sequence[str], stems: Sequence[str], names: Sequence[bool], sid: np.ndarray,
                      index: ContextIndex) -> dict[str, np.ndarray]:
-    """Per response word, 0/1 columns against the context sentence its sentence restates (see the module
-    docstring): ``polarity`` where they disagree in polarity (and on the negators that make it so); ``role_swap``
-    on a capitalised name (``names``: capitalised, not opening a sentence) the sentence lacks, where it holds
-    another name next to the same word (``[Laura Brenner] scored`` against ``Tom Reyes scored``)."""
-    out = {name: np.zeros(len(tokens), dtype=np.float32) for name in ("polarity", "role_swap")}
+    """Per response word, 0/1 columns against the context sentence it restates (see the module docstring):
+    ``polarity`` where the sentence its whole sentence restates disagrees in polarity, next to a shared neighbour
+    (and on the negators that make it so); against the sentence its neighbourhood restates, ``contrast_restated``
+    on a closed-class word or antonym the context lacks where that sentence holds a contradicting one anywhere, and
+    ``role_swap`` on a capitalised name (``names``: capitalised, not opening a sentence) the sentence lacks, where it
+    holds another name next to the same word (``[Laura Brenner] scored`` against ``Tom Reyes scored``)."""
+    out = {name: np.zeros(len(tokens), dtype=np.float32) for name in RESTATED_COLUMNS}
     if not len(tokens) or not index.sentence_spans:
         return out
     here = negated(tokens)
-    for s, c in restated(stems, sid, index).items():
-        span = _content(index.tokens, range(*index.sentence_spans[c]))
-        near = _neighbours(span, index.stem_tokens)
+    layout = {}  # context sentence → (its content positions, their neighbours, its bare stems)
+
+    def sentence(c: int) -> tuple[list[int], dict[int, frozenset[str]], set[str]]:
+        if c not in layout:
+            span = _content(index.tokens, range(*index.sentence_spans[c]))
+            layout[c] = span, _neighbours(span, index.stem_tokens), {_bare(index.tokens[p]) for p in span}
+        return layout[c]
+
+    for s in np.unique(sid):
         members = np.flatnonzero(sid == s).tolist()
-        order = _content(tokens, members)
-        around = _neighbours(order, stems)
-        own = frozenset(tokens[i] for i in members)
-        held = {_bare(index.tokens[p]) for p in span}
-        for i in order:
-            if text.number_value(tokens[i]) is not None:
-                continue
+        order = [i for i in _content(tokens, members) if text.number_value(tokens[i]) is None]
+        around, own = _neighbours(order, stems), frozenset(tokens[i] for i in members)
+        for i, c in restated(stems, order, index).items():
+            span, near, _ = sentence(c)
             if _disagrees(tokens[i], around[i], bool(here[i]), span, near, index):
                 out["polarity"][i] = 1.0
                 out["polarity"][[k for k in range(max(i - WINDOW, 0), i) if here[i] and is_negator(tokens[k])]] = 1.0
+        for i, c in restated(stems, order, index, REACH).items():
+            span, near, held = sentence(c)
+            if _closed(tokens[i]) and _disagrees(tokens[i], around[i], bool(here[i]), span, near, index,
+                                                 anchored=False):
+                out["contrast_restated"][i] = 1.0
             if names[i] and _bare(tokens[i]) not in held and _names_elsewhere(i, around[i], span, near, own, index):
                 out["role_swap"][i] = 1.0
     return out

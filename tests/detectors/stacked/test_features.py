@@ -256,7 +256,7 @@ def test_a_negation_before_a_stop_word_or_copied_from_the_context_is_no_added_ne
         assert not flagged(context, response)["negation_added"], response
 
 
-RESTATED = ("polarity", "role_swap")
+RESTATED = ("polarity", "contrast_restated", "role_swap")
 
 
 def restated(context: str, response: str) -> dict[str, set[str]]:
@@ -288,6 +288,14 @@ def test_polarity_marks_what_the_restated_sentence_says_the_other_way(context, r
 ])
 def test_polarity_stays_silent_on_faithful_negated_antonyms_and_rewordings(context, response):
     assert not restated(context, response)["polarity"]
+
+
+def test_a_closed_class_word_against_another_of_its_class_in_the_restated_sentence_is_a_contrast():
+    context = "A survey of 1,200 nurses found that most respondents favour twelve-hour shifts. Pay rose 3%."
+    marked = restated(context, "The nurses survey found a minority of respondents favour twelve-hour shifts.")
+    assert marked["contrast_restated"] == {"minority"}
+    assert not restated(context, "The nurses survey found the majority of respondents favour twelve-hour shifts.")[
+        "contrast_restated"]
 
 
 def test_a_name_in_the_place_of_another_name_of_the_restated_sentence_is_a_role_swap():
