@@ -227,6 +227,13 @@ class TuningInputs:
                                None if self.scores is None else self.scores[i],
                                None if self.conflicts is None else self.conflicts[i]) for i in subset]
 
+    def figures(self, subset: Sequence[int], decision: Decision) -> dict[str, dict[str, float]]:
+        """:func:`~ragtruth_spans.evaluation.counts.pooled_figures` of ``decision`` over ``subset`` (pooled, never
+        balanced: what ``evaluate`` prints for these responses)."""
+        from ragtruth_spans.evaluation.counts import pooled_figures
+
+        return pooled_figures([self.records[i] for i in subset], self.spans(subset, decision))
+
 
 
 def _best_threshold(inputs: TuningInputs, subset: list[int], grid: Sequence[float], gap: int) -> float:

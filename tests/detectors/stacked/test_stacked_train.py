@@ -4,6 +4,7 @@ evaluate through the CLI."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -303,3 +304,26 @@ def test_generated_records_join_training_and_the_eval_split_and_are_tuned_on(pre
     eval_real = info["data"]["eval"]["counts"]["records"]
     assert info["tuning"]["eval"] == eval_real + 12  # the generated held-out records are tuned on
     assert load_detector(out).detect_batch(synthetic_records(2, 1, "test"))
+
+
+def test_balanced_tuning_weighs_generated_responses_as_much_as_real_ones():
+    """Real responses want the high threshold, the few generated ones the low one: pooled, the real ones' many
+    words decide; balanced, each origin's figure counts the same and the low threshold, right on the generated
+    responses and wrong only in precision on the real ones, wins."""
+    from ragtruth_spans.detectors.stacked.combiner import TuningInputs, tune
+    from ragtruth_spans.detectors.stacked.features import words
+    from ragtruth_spans.detectors.stacked.recipe import DecisionSection
+
+    real = [r for r in synthetic_records(6, 3, "dev") if r.spans]
+    generated = [dataclasses.replace(r, id=f"{r.id}#aug-syn-0-{i}-number")
+                 for i, r in enumerate(synthetic_records(2, 2, "dev")) if r.spans]
+    records = real + generated
+    spans = [words(r.response) for r in records]
+    high = {id(r): (0.6, 0.5) if r in real else (0.5, 0.4) for r in records}  # (hallucinated word, other word)
+    probs = [np.array([high[id(r)][0] if any(g.start <= a < g.end for g in r.spans) else high[id(r)][1]
+                       for a, _ in w]) for r, w in zip(records, spans)]
+    settings = DecisionSection(grid=[0.45, 0.55], max_word_gap=[0], per_task=False)
+    groups = TuningInputs(records, spans, probs, balanced=True).groups(range(len(records)))
+    assert groups == [list(range(len(real))), list(range(len(real), len(records)))]
+    assert tune(records, spans, probs, settings)[0].thresholds["*"] == 0.55
+    assert tune(records, spans, probs, settings.model_copy(update={"balanced": True}))[0].thresholds["*"] == 0.45
