@@ -115,7 +115,7 @@ _MORE_ANTONYMS: tuple[tuple[str, str], ...] = (
 _NEGATING_PREFIXES = ("un", "non", "non-")
 _ADJECTIVE_PREFIXES = ("in", "im", "il", "ir", "dis")
 _ADJECTIVE_ENDINGS = ("able", "ible", "al", "ent", "ant", "ive", "ate", "ete", "ect", "lar", "est", "ure", "ous")
-_NOT_PREFIXED = frozenset({"less", "till", "ion", "ited", "der", "ion", "ions"})
+_NOT_PREFIXED = frozenset({"less", "till", "ion", "ited", "der", "ions"})
 
 
 def _graded(word: str) -> tuple[str, str]:
@@ -194,6 +194,23 @@ _CONTRAST_CLASSES: dict[str, tuple[tuple[str, ...], ...]] = {
     "ordinal": (("first",), ("second",), ("third",), ("fourth",), ("fifth",), ("sixth",), ("seventh",),
                 ("eighth",), ("ninth",), ("tenth",), ("last", "final")),
 }
+REGION_ABBREVIATIONS: dict[str, str] = {
+    # US states and Canadian provinces as postal codes write them (a JSON record's "state": "AZ")
+    "AL": "Alabama", "AK": "Alaska", "AZ": "Arizona", "AR": "Arkansas", "CA": "California", "CO": "Colorado",
+    "CT": "Connecticut", "DE": "Delaware", "FL": "Florida", "GA": "Georgia", "HI": "Hawaii", "ID": "Idaho",
+    "IL": "Illinois", "IN": "Indiana", "IA": "Iowa", "KS": "Kansas", "KY": "Kentucky", "LA": "Louisiana",
+    "ME": "Maine", "MD": "Maryland", "MA": "Massachusetts", "MI": "Michigan", "MN": "Minnesota",
+    "MS": "Mississippi", "MO": "Missouri", "MT": "Montana", "NE": "Nebraska", "NV": "Nevada",
+    "NH": "New Hampshire", "NJ": "New Jersey", "NM": "New Mexico", "NY": "New York", "NC": "North Carolina",
+    "ND": "North Dakota", "OH": "Ohio", "OK": "Oklahoma", "OR": "Oregon", "PA": "Pennsylvania",
+    "RI": "Rhode Island", "SC": "South Carolina", "SD": "South Dakota", "TN": "Tennessee", "TX": "Texas",
+    "UT": "Utah", "VT": "Vermont", "VA": "Virginia", "WA": "Washington", "WV": "West Virginia", "WI": "Wisconsin",
+    "WY": "Wyoming", "DC": "District of Columbia", "AB": "Alberta", "BC": "British Columbia", "MB": "Manitoba",
+    "NB": "New Brunswick", "NL": "Newfoundland and Labrador", "NS": "Nova Scotia", "ON": "Ontario",
+    "PE": "Prince Edward Island", "QC": "Quebec", "SK": "Saskatchewan",
+}
+"""Upper-case region codes → names: a context holding the code (written upper-case, as a word of its own)
+supports the name's words."""
 NUMBER_WORDS: dict[str, int] = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
     "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,

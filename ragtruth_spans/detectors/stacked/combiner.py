@@ -282,9 +282,7 @@ def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], pr
     ``settings.gate_span_f1_tolerance`` of the ungated, unfilled decision's (ties: the earlier candidate: the
     first scale, the first fill, the lowest gate). The one tuner scores them; every candidate is appended to
     ``table``."""
-    from ragtruth_spans.training.tuning import choose_best
-
-    from ragtruth_spans.training.tuning import balanced_figures
+    from ragtruth_spans.training.tuning import balanced_figures, choose_best
 
     inputs = TuningInputs(records, words, probabilities, scores, conflicts, balanced=settings.balanced)
     everyone = list(range(len(records)))

@@ -22,6 +22,7 @@ as extra columns (:func:`member_columns`).
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -116,7 +117,7 @@ class ContextIndex:
         tokens = [normalise(context[a:b]) for a, b in spans]
         stems = [stem(t) for t in tokens]
         question_words = [normalise(question[a:b]) for a, b in words(question)] if question else []
-        parts = compound_parts(context)
+        parts = compound_parts(context) | region_names(context)
         numbers = _number_values(tokens)
         grams = {tuple(tokens[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(tokens) - n + 1)}
         stem_grams = {tuple(stems[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(stems) - n + 1)}
@@ -138,7 +139,7 @@ def _sentence_layout(spans: Sequence[Interval], stems: Sequence[str], context: s
         return (), {}
     sid = sentence_ids(spans, sentences(context))
     bounds = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]]).tolist() + [len(sid)]
-    ranges = tuple((a, b) for a, b in zip(bounds[:-1], bounds[1:]))
+    ranges = tuple(itertools.pairwise(bounds))
     return ranges, polarity_signals.context_sentences(stems, np.repeat(np.arange(len(ranges)), np.diff(bounds)))
 
 
@@ -159,6 +160,24 @@ def compound_parts(text: str) -> frozenset[str]:
         if len(found) > 1:
             out.update(normalise(part) for part in found if not part.isdigit())
     return frozenset(out)
+
+
+def region_names(text: str) -> frozenset[str]:
+    """The normalised words of the regions whose upper-case code stands in ``text`` as a word of its own
+    (``Phoenix, AZ`` → ``arizona``; ``"state": "NY"`` → ``new``, ``york``), which support a response's words as the
+    words themselves would.
+
+    >>> sorted(region_names('{"city": "Phoenix", "state": "AZ"} in NY, or in'))
+    ['arizona', 'new', 'york']
+    """
+    out: set[str] = set()
+    for a, b in words(text):
+        name = lexicon.REGION_ABBREVIATIONS.get(text[a:b])
+        if name is not None:
+            out.update(normalise(w) for w in name.split() if w != "and" and w != "of")
+    return frozenset(out)
+
+
 _FALSE_VALUES = (False, None, "no", "none", "false", "null", "")
 
 

@@ -1,12 +1,13 @@
-"""Polarity signals of the stacked detector: each response word's neighbourhood is matched to the context sentence it
-restates (the one holding most of its content stems), and a word is marked where the two disagree in polarity — a negation added
-(``does [not] offer`` against ``offers``) or dropped (``Dogs are [allowed]`` against ``Dogs are not allowed``), or
-a contradicting word with the same polarity (``exports [fell]`` against ``exports rose``; ``a [minority]`` against
-``the majority``; a closed-class word needs no shared neighbour) — while a negated contradicting word agrees (``is common`` against ``is not uncommon``).
-A capitalised name the restated sentence lacks, next to a word where that sentence holds another name, is a
-role swap (``[Laura Brenner] scored`` against ``Tom Reyes scored``). Unlike :mod:`.conflicts` nothing needs to be
-copied word for word around the word: one content word either side, matched by stem, anchors it. Words are the normalised
-tokens of :mod:`.features`; :class:`~.features.ContextIndex` keeps what :func:`context_sentences` builds."""
+"""Polarity signals of the stacked detector: each response sentence (and each word's neighbourhood) is matched to
+the context sentence it restates (the one holding most of its content stems), and a word is marked where the two
+disagree in polarity — a negation added (``does [not] offer`` against ``offers``) or dropped (``Dogs are [allowed]``
+against ``Dogs are not allowed``), or a contradicting word with the same polarity (``exports [fell]`` against
+``exports rose``; ``a [minority]`` against ``the majority``) — while a negated contradicting word agrees (``is
+common`` against ``is not uncommon``). A capitalised name the restated sentence lacks, next to a word where that
+sentence holds another name, is a role swap (``[Laura Brenner] scored`` against ``Tom Reyes scored``). Unlike
+:mod:`.conflicts` nothing needs to be copied word for word around the word: one content word either side, matched
+by stem, anchors it. Words are the normalised tokens of :mod:`.features`; :class:`~.features.ContextIndex` keeps
+what :func:`context_sentences` builds."""
 
 from __future__ import annotations
 
