@@ -1,6 +1,6 @@
 """Per-word support features of a response against its context, for the stacked detector's combiner.
 
-A response is cut into **words** (:data:`WORD`: runs of word characters, with inner ``-``, ``'``, ``.``, ``,``,
+A response is cut into **words** (:data:`~.text.WORD`: runs of word characters, with inner ``-``, ``'``, ``.``, ``,``,
 ``/`` and ``:`` kept, so ``family-owned``, ``3.5``, ``1,200`` and ``9:30`` are one word); each word is a
 character interval ``[start, end)`` of the response. Every feature is a number computed from the word, its
 sentence, its neighbours and the context alone (no labels), so the same code serves training and detection:
@@ -34,10 +34,10 @@ from ragtruth_spans.core.types import TASK_TYPES
 from ragtruth_spans.data import lexicon
 from ragtruth_spans.detectors.stacked import conflicts as conflict_signals
 from ragtruth_spans.detectors.stacked import polarity as polarity_signals
-from ragtruth_spans.detectors.stacked.text import STOP_WORDS, normalise, number_value, stem
+from ragtruth_spans.detectors.stacked.structured import clock_values, compound_parts, json_key_stems, region_names
+from ragtruth_spans.detectors.stacked.text import STOP_WORDS, normalise, number_value, stem, words
 
 Interval = tuple[int, int]
-WORD = re.compile(r"\w+(?:[-'’.,/:]\w+)*")
 MAX_NGRAM = 8
 BASE_FEATURES: tuple[str, ...] = (
     "in_context", "stem_in_context", "fuzzy", "in_question", "false_key", "true_key", "ngram", "ngram_stem",
@@ -79,11 +79,6 @@ def sentences(text: str) -> list[Interval]:
     return out
 
 
-def words(text: str) -> list[Interval]:
-    """The words of ``text`` as character intervals ``[start, end)`` (see :data:`WORD`)."""
-    return [m.span() for m in WORD.finditer(text)]
-
-
 @dataclass(frozen=True)
 class ContextIndex:
     """What the features look up in one context (and question): word, stem and number sets, the word n-grams."""
@@ -122,7 +117,7 @@ class ContextIndex:
         grams = {tuple(tokens[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(tokens) - n + 1)}
         stem_grams = {tuple(stems[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(stems) - n + 1)}
         vocabulary = tuple(sorted(set(tokens) | set(question_words) | parts))
-        false_keys, true_keys = _json_key_stems(context)
+        false_keys, true_keys = json_key_stems(context)
         capitalised = tuple(context[a:a + 1].isupper() for a, _ in words(context))
         return cls(frozenset(tokens) | frozenset(question_words) | parts,
                    frozenset(stems) | {stem(q) for q in question_words} | {stem(p) for p in parts},
@@ -143,75 +138,6 @@ def _sentence_layout(spans: Sequence[Interval], stems: Sequence[str], context: s
     return ranges, polarity_signals.context_sentences(stems, np.repeat(np.arange(len(ranges)), np.diff(bounds)))
 
 
-_KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-
-
-def compound_parts(text: str) -> frozenset[str]:
-    """The normalised parts of the compound words of ``text`` — camelCase or snake_case names such as JSON keys
-    (``BusinessAcceptsCreditCards`` → ``business``, ``accepts``, ``credit``, ``cards``; ``review_count`` →
-    ``review``, ``count``) — which support a response's words as the words themselves would.
-
-    >>> sorted(compound_parts('{"WheelchairAccessible": true, "review_count": 3} plain words'))
-    ['accessible', 'count', 'review', 'wheelchair']
-    """
-    out: set[str] = set()
-    for a, b in words(text):
-        found = _KEY_WORD.findall(text[a:b])
-        if len(found) > 1:
-            out.update(normalise(part) for part in found if not part.isdigit())
-    return frozenset(out)
-
-
-def region_names(text: str) -> frozenset[str]:
-    """The normalised words of the regions whose upper-case code stands in ``text`` as a word of its own
-    (``Phoenix, AZ`` → ``arizona``; ``"state": "NY"`` → ``new``, ``york``), which support a response's words as the
-    words themselves would.
-
-    >>> sorted(region_names('{"city": "Phoenix", "state": "AZ"} in NY, or in'))
-    ['arizona', 'new', 'york']
-    """
-    out: set[str] = set()
-    for a, b in words(text):
-        name = lexicon.REGION_ABBREVIATIONS.get(text[a:b])
-        if name is not None:
-            out.update(normalise(w) for w in name.split() if w != "and" and w != "of")
-    return frozenset(out)
-
-
-_FALSE_VALUES = (False, None, "no", "none", "false", "null", "")
-
-
-def _json_key_stems(context: str) -> tuple[frozenset[str], frozenset[str]]:
-    """For a JSON context: stems of the words of keys whose leaf value is false, null or "no"
-    (``RestaurantsReservations: false`` → ``restaurant``, ``reservation``), and of keys whose value is true;
-    empty sets for any other context."""
-    import json
-
-    if not context.lstrip().startswith("{"):
-        return frozenset(), frozenset()
-    try:
-        data = json.loads(context)
-    except (ValueError, RecursionError):
-        return frozenset(), frozenset()
-    false_keys: set[str] = set()
-    true_keys: set[str] = set()
-
-    def visit(value: object, key: str) -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                visit(v, f"{key} {k}")
-            return
-        leaf = key.split()[-1] if key.split() else key
-        words_of_key = {stem(normalise(w)) for w in [*_KEY_WORD.findall(leaf), leaf]}
-        if value is True or (isinstance(value, str) and value.lower() in ("yes", "true", "free")):
-            true_keys.update(words_of_key)
-        elif value in _FALSE_VALUES or (isinstance(value, str) and value.lower() in _FALSE_VALUES):
-            false_keys.update(words_of_key)
-
-    visit(data, "")
-    return frozenset(false_keys - true_keys), frozenset(true_keys)
-
-
 def _scaled(tokens: Sequence[str], i: int) -> str | None:
     """The value of ``tokens[i]`` times the scale word after it (``1.5`` ``million`` → ``1500000``), else None."""
     value = number_value(tokens[i])
@@ -220,28 +146,11 @@ def _scaled(tokens: Sequence[str], i: int) -> str | None:
     return f"{float(value) * lexicon.SCALES[tokens[i + 1]]:g}"
 
 
-_CLOCK = re.compile(r"(\d{1,2}):(\d{1,2})")
-
-
-def _clock_values(token: str) -> set[str]:
-    """The hours of the clock times in a word, on the 24- and the 12-hour clock (``8:0-20:0`` → ``8``, ``20``,
-    ``8``; ``17:30`` → ``17``, ``5``, ``30``), so ``until 8 p.m.`` finds ``20:0``.
-
-    >>> sorted(_clock_values("8:0-20:0"), key=int)
-    ['0', '8', '20']
-    """
-    out: set[str] = set()
-    for hour, minute in _CLOCK.findall(token):
-        h = int(hour)
-        out |= {str(h), str(int(minute))} | ({str(h - 12)} if 12 < h < 24 else set())
-    return out
-
-
 def _number_values(tokens: Sequence[str]) -> set[str]:
     """Canonical values of the numbers of ``tokens``: digits (``1,200`` → ``1200``), digits times a scale word
     (``1.5 million`` → ``1500000``) and number words (``three`` → ``3``)."""
     out = {n for t in tokens if (n := number_value(t)) is not None}
-    out |= {n for t in tokens for n in _clock_values(t)}
+    out |= {n for t in tokens for n in clock_values(t)}
     out |= {n for i in range(len(tokens)) if (n := _scaled(tokens, i)) is not None}
     out |= {f"{lexicon.NUMBER_WORDS[t]:g}" for t in tokens if t in lexicon.NUMBER_WORDS}
     return out
@@ -349,6 +258,16 @@ def _sentence_columns(sid: np.ndarray, content: np.ndarray, unsupported: np.ndar
     return out
 
 
+def _key_columns(key_stems: Sequence[str], negated: np.ndarray, index: ContextIndex) -> dict[str, list[bool]]:
+    """``false_key``: the word names a JSON key of the context and says the opposite of its value (asserts a false
+    one, negates a true one); ``true_key``: it agrees with the value (``does not take reservations`` with
+    ``"RestaurantsReservations": false``). ``key_stems``: the words' stems without hyphens (``Wi-Fi`` reads the
+    key ``WiFi``)."""
+    keyed = [k in index.false_keys or k in index.true_keys for k in key_stems]
+    return {"false_key": [on and (k in index.false_keys) != bool(neg) for k, neg, on in zip(key_stems, negated, keyed)],
+            "true_key": [on and (k in index.true_keys) != bool(neg) for k, neg, on in zip(key_stems, negated, keyed)]}
+
+
 def list_markers(response: str, spans: Sequence[Interval], first_in_sentence: Sequence[bool]) -> list[bool]:
     """Per word, whether it numbers an item of a list (``9.`` or ``9)`` opening a sentence or a line).
 
@@ -378,7 +297,6 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     raw = [response[a:b] for a, b in spans]
     tokens = [normalise(w) for w in raw]
     stems = [stem(t) for t in tokens]
-    key_stems = [stem(t.replace("-", "")) for t in tokens]  # "Wi-Fi" reads the key WiFi
     numbers = [number_value(t) for t in tokens]
     sid = sentence_ids(spans, sentences)
     first_in_sentence = np.r_[True, sid[1:] != sid[:-1]]
@@ -386,22 +304,16 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     unsupported = np.array([s not in index.stems for s in stems], dtype=np.float32)
     content = 1.0 - stop
     ngram = _longest_runs(tokens, index.ngrams)
-    n_sentences = max(len(sentences), 1)
     cosine = np.asarray(sentence_cosine, dtype=np.float32)[sid] if sentence_cosine is not None else 0.0
     conflict = conflict_signals.conflicts(tokens, [w[:1].isupper() for w in raw], index,
                                           list_markers(response, spans, first_in_sentence))
     names = [w[:1].isupper() and not first for w, first in zip(raw, first_in_sentence)]
-    negated_here = polarity_signals.negated(tokens)
     conflict.update(polarity_signals.restated_signals(tokens, stems, names, sid, index))
     columns = {
         "in_context": [t in index.words for t in tokens],
         "stem_in_context": 1.0 - unsupported,
         "fuzzy": _fuzzy(tokens, index.vocabulary),
         "in_question": [t in index.question for t in tokens],
-        "false_key": [(k in index.false_keys) != bool(neg) and (k in index.false_keys or k in index.true_keys)
-                      for k, neg in zip(key_stems, negated_here)],
-        "true_key": [(k in index.true_keys) != bool(neg) and (k in index.false_keys or k in index.true_keys)
-                     for k, neg in zip(key_stems, negated_here)],
         "ngram": ngram,
         "ngram_stem": _longest_runs(stems, index.stem_ngrams),
         "is_number": [v is not None for v in numbers],
@@ -414,13 +326,14 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
         "unsupported_8": _window_mean(unsupported, content, 8),
         "distance_unsupported": _distance_to(unsupported * content),
         "response_unsupported": (unsupported * content).sum() / max(content.sum(), 1.0),
-        "sentence_position": sid / n_sentences,
+        "sentence_position": sid / max(len(sentences), 1),
         "sentence_length": np.bincount(sid)[sid],
         "word_position": np.arange(n) / n,
         "sentence_cosine": cosine,
         "log_response_words": math.log1p(n),
         "log_context_words": math.log1p(index.size),
     }
+    columns.update(_key_columns([stem(t.replace("-", "")) for t in tokens], polarity_signals.negated(tokens), index))
     for task_name in TASK_TYPES:
         columns[f"task_{task_name}"] = float(task == task_name)
     columns.update(conflict)

@@ -4,6 +4,7 @@ digits as ASCII), a crude stem, and the canonical value of a number word."""
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 
 STOP_WORDS = frozenset({
@@ -46,3 +47,16 @@ def number_value(word: str) -> str | None:
     if not math.isfinite(value):
         return None
     return f"{value:g}"
+
+
+WORD = re.compile(r"\w+(?:[-'’.,/:]\w+)*")
+"""A word: a run of word characters, with inner ``-``, ``'``, ``.``, ``,``, ``/`` and ``:`` kept."""
+
+
+def words(text: str) -> list[tuple[int, int]]:
+    """The words of ``text`` as character intervals ``[start, end)`` (see :data:`WORD`).
+
+    >>> words("A 1,200-room hotel.")
+    [(0, 1), (2, 12), (13, 18)]
+    """
+    return [m.span() for m in WORD.finditer(text)]
