@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import doctest
+import importlib
+
+import pytest
+
 from ragtruth_spans.detectors.stacked.features import ContextIndex, normalise, sentence_ids, sentences, stem, words
 from ragtruth_spans.detectors.stacked.polarity import is_negator, negated, restated
 
@@ -23,3 +28,13 @@ def test_each_response_sentence_is_matched_to_the_context_sentence_sharing_most_
     first = [i for i in range(len(tokens)) if sid[i] == 0 and tokens[i] not in ("were", "by", "the")]
     assert restated(stems, first, index) == {i: 2 for i in first}
     assert restated(stems, [i for i in range(len(tokens)) if sid[i] == 1], index) == {}
+
+
+@pytest.mark.parametrize("module", ["ragtruth_spans.detectors.stacked.polarity",
+                                    "ragtruth_spans.detectors.stacked.structured",
+                                    "ragtruth_spans.detectors.stacked.text",
+                                    "ragtruth_spans.detectors.stacked.features",
+                                    "ragtruth_spans.data.lexicon"])
+def test_the_examples_in_the_word_signal_modules_run(module: str) -> None:
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
