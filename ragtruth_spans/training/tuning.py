@@ -88,12 +88,6 @@ def grid(names: Sequence[str], values: Sequence[float] = PAPER_GRID) -> list[dic
     return [dict(zip(names, combo)) for combo in itertools.product(sorted(values), repeat=len(names))]
 
 
-def criterion_value(report: Mapping[str, Any], criterion: str) -> float:
-    """The criterion's value in an evaluation report's ``overall`` section."""
-    level, metric = CRITERIA[criterion]
-    return float(report[level][metric])
-
-
 FIGURES = ("span_precision", "span_recall", "span_f1", "response_f1", "response_macro_f1")
 """The figures of every candidate (a row of a tuning table), as :func:`figures_row` names them."""
 

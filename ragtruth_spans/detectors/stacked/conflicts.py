@@ -17,7 +17,6 @@ from ragtruth_spans.detectors.stacked import text
 ContextIndex = Any
 """A :class:`~.features.ContextIndex` (not imported: the features module imports this one)."""
 
-NEGATORS = frozenset({"not", "no", "never", "nor", "without", "cannot", "neither"})
 MAX_SWAP = 3
 """Longest run of response words that :func:`conflicts` treats as one substitution."""
 
@@ -54,7 +53,7 @@ def negated_pairs(tokens: Sequence[str]) -> frozenset[tuple[str, str]]:
     contracted one (``isn't b`` gives ``(is, b)``)."""
     pairs = set()
     for i, token in enumerate(tokens):
-        if token in NEGATORS and 0 < i < len(tokens) - 1:
+        if token in text.NEGATORS and 0 < i < len(tokens) - 1:
             pairs.add((tokens[i - 1], tokens[i + 1]))
         base = _negation_base(token)
         if base is not None and i < len(tokens) - 1:
@@ -190,11 +189,11 @@ def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: Context
                 tokens[j], capitalised[j], index, (left_pair, left_single), before(j + 1) if j + 1 < n else [(), ()]):
             out["swap_one_side"][j] = 1.0
         base = _negation_base(tokens[j])
-        removed = (tokens[j - 1], tokens[j + 1]) if 0 < j < n - 1 and tokens[j] in NEGATORS else \
+        removed = (tokens[j - 1], tokens[j + 1]) if 0 < j < n - 1 and tokens[j] in text.NEGATORS else \
             (base, tokens[j + 1]) if base is not None and j < n - 1 else None
         if removed is not None and removed in index.ngrams and tokens[j + 1] not in text.STOP_WORDS \
                 and tuple(tokens[j - 1:j + 2]) not in index.ngrams:  # without its negation it copies the context
             out["negation_added"][j:j + 2] = 1.0
-        if j > 0 and (tokens[j - 1], tokens[j]) in index.negated and tokens[j] not in NEGATORS:
+        if j > 0 and (tokens[j - 1], tokens[j]) in index.negated and tokens[j] not in text.NEGATORS:
             out["negation_dropped"][j] = 1.0
     return out

@@ -35,7 +35,7 @@ from ragtruth_spans.data import lexicon
 from ragtruth_spans.detectors.stacked import conflicts as conflict_signals
 from ragtruth_spans.detectors.stacked import polarity as polarity_signals
 from ragtruth_spans.detectors.stacked.structured import clock_values, compound_parts, json_key_stems, region_names
-from ragtruth_spans.detectors.stacked.text import STOP_WORDS, normalise, number_value, stem, words
+from ragtruth_spans.detectors.stacked.text import NEGATORS, STOP_WORDS, normalise, number_value, stem, words
 
 Interval = tuple[int, int]
 MAX_NGRAM = 8
@@ -133,9 +133,9 @@ def _sentence_layout(spans: Sequence[Interval], stems: Sequence[str], context: s
     if not spans:
         return (), {}
     sid = sentence_ids(spans, sentences(context))
-    bounds = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]]).tolist() + [len(sid)]
-    ranges = tuple(itertools.pairwise(bounds))
-    return ranges, polarity_signals.context_sentences(stems, np.repeat(np.arange(len(ranges)), np.diff(bounds)))
+    starts = np.r_[True, sid[1:] != sid[:-1]]  # sentences without words get no number
+    ranges = tuple(itertools.pairwise([*np.flatnonzero(starts).tolist(), len(sid)]))
+    return ranges, polarity_signals.context_sentences(stems, np.cumsum(starts) - 1)
 
 
 def _scaled(tokens: Sequence[str], i: int) -> str | None:
@@ -166,7 +166,7 @@ def _synonym_support(tokens: Sequence[str], numbers: Sequence[str | None], index
         synonym = any(s in index.words for s in (*lexicon.SYNONYMS.get(t, ()), *lexicon.other_forms(t)))
         number_word = t in lexicon.NUMBER_WORDS and f"{lexicon.NUMBER_WORDS[t]:g}" in index.numbers
         scaled = numbers[i] is not None and (_scaled(tokens, i) or "") in index.numbers
-        negated_negative = i > 0 and tokens[i - 1] in conflict_signals.NEGATORS and any(
+        negated_negative = i > 0 and tokens[i - 1] in NEGATORS and any(
             t.startswith(p) and t[len(p):] in index.words for p in ("un", "in", "im", "dis", "ir", "il"))
         out[i] = float(synonym or number_word or scaled or negated_negative)
     return out
@@ -308,7 +308,8 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     conflict = conflict_signals.conflicts(tokens, [w[:1].isupper() for w in raw], index,
                                           list_markers(response, spans, first_in_sentence))
     names = [w[:1].isupper() and not first for w, first in zip(raw, first_in_sentence)]
-    conflict.update(polarity_signals.restated_signals(tokens, stems, names, sid, index))
+    negated = polarity_signals.negated(tokens)
+    conflict.update(polarity_signals.restated_signals(tokens, stems, names, negated, sid, index))
     columns = {
         "in_context": [t in index.words for t in tokens],
         "stem_in_context": 1.0 - unsupported,
@@ -333,7 +334,7 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
         "log_response_words": math.log1p(n),
         "log_context_words": math.log1p(index.size),
     }
-    columns.update(_key_columns([stem(t.replace("-", "")) for t in tokens], polarity_signals.negated(tokens), index))
+    columns.update(_key_columns([stem(t.replace("-", "")) for t in tokens], negated, index))
     for task_name in TASK_TYPES:
         columns[f"task_{task_name}"] = float(task == task_name)
     columns.update(conflict)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from ragtruth_spans.detectors.stacked import text
 ContextIndex = Any
 """A :class:`~.features.ContextIndex` (not imported: the features module imports this one)."""
 
-NEGATORS = frozenset({"not", "no", "never", "cannot", "without", "nor", "neither", "nothing", "none"})
+NEGATORS = text.NEGATORS | {"nothing", "none"}
 NOT_NEGATING_NEXT = frozenset({"only", "just", "merely", "necessarily", "least", "later", "less", "more", "sooner",
                                "all", "every", "always", "quite", "very", "too", "much", "many", "longer"})
 """Words after which a negator does not negate what follows (``not only``, ``no later than``, ``not all``)."""
@@ -111,49 +111,66 @@ def _bare(word: str) -> str:
     return text.stem(word.replace("-", ""))
 
 
-def _disagrees(word: str, around: frozenset[str], negated_here: bool, span: Sequence[int],
-               near: dict[int, frozenset[str]], index: ContextIndex, *, anchored: bool = True) -> bool:
-    """Whether the context sentence (its content positions ``span``, with their neighbours ``near``) says the
-    opposite of the response word next to the same content word (``around``: the response word's content
-    neighbours): it holds the word there only with the other polarity, or (the word being nowhere in the
-    context) a contradicting word with the same polarity — next to a shared neighbour, or anywhere in the sentence
-    when not ``anchored``."""
+class Sentence(NamedTuple):
+    """A context sentence as :func:`restated_signals` reads it, built once per sentence."""
+
+    span: list[int]
+    """Its content positions."""
+    near: dict[int, frozenset[str]]
+    """Each content position's neighbours' stems."""
+    bare: dict[int, str]
+    """Each content position's stem, hyphens dropped."""
+    held: frozenset[str]
+    """Those stems."""
+
+    @classmethod
+    def of(cls, c: int, index: ContextIndex) -> Sentence:
+        span = _content(index.tokens, range(*index.sentence_spans[c]))
+        bare = {p: _bare(index.tokens[p]) for p in span}
+        return cls(span, _neighbours(span, index.stem_tokens), bare, frozenset(bare.values()))
+
+
+def _disagrees(word: str, around: frozenset[str], negated_here: bool, sentence: Sentence, index: ContextIndex,
+               *, anchored: bool = True) -> bool:
+    """Whether the context sentence (its content positions, their neighbours and bare stems) says the opposite of
+    the response word next to the same content word (``around``: the response word's content neighbours): it holds
+    the word there only with the other polarity, or (the word being nowhere in the context) a contradicting word
+    with the same polarity — next to a shared neighbour, or anywhere in the sentence when not ``anchored``."""
+    span, near = sentence.span, sentence.near
     bare = _bare(word)
-    same = [p for p in span if _bare(index.tokens[p]) == bare and near[p] & around]
+    same = [p for p in span if sentence.bare[p] == bare and near[p] & around]
     if same:
         return {bool(index.token_negated[p]) for p in same} == {not negated_here}
-    if word in index.words or bare in {_bare(index.tokens[p]) for p in span}:
+    if word in index.words or bare in sentence.held:
         return False
     return any(lexicon.contradicting(word, index.tokens[p]) and bool(index.token_negated[p]) == negated_here
                and (not anchored or near[p] & around) for p in span)
 
 
-def _names_elsewhere(i: int, around: frozenset[str], span: Sequence[int], near: dict[int, frozenset[str]],
-                     own: frozenset[str], index: ContextIndex) -> bool:
-    """Whether the context sentence holds, next to a content word the response name at ``i`` stands next to, another
-    capitalised name that the response sentence (its words ``own``) does not mention."""
-    return any(index.capitalised[p] and index.tokens[p] not in own and near[p] & around
-               and text.number_value(index.tokens[p]) is None for p in span)
+def _names_elsewhere(around: frozenset[str], sentence: Sentence, own: frozenset[str], index: ContextIndex) -> bool:
+    """Whether the context sentence holds, next to a content word a response name stands next to (``around``),
+    another capitalised name that the response sentence (its words ``own``) does not mention."""
+    return any(index.capitalised[p] and index.tokens[p] not in own and sentence.near[p] & around
+               and text.number_value(index.tokens[p]) is None for p in sentence.span)
 
 
-def restated_signals(tokens: Sequence[str], stems: Sequence[str], names: Sequence[bool], sid: np.ndarray,
-                     index: ContextIndex) -> dict[str, np.ndarray]:
+def restated_signals(tokens: Sequence[str], stems: Sequence[str], names: Sequence[bool], here: np.ndarray,
+                     sid: np.ndarray, index: ContextIndex) -> dict[str, np.ndarray]:
     """Per response word, 0/1 columns against the context sentence it restates (see the module docstring):
     ``polarity`` where the sentence its whole sentence restates disagrees in polarity, next to a shared neighbour
     (and on the negators that make it so); against the sentence its neighbourhood restates, ``contrast_restated``
     on a closed-class word or antonym the context lacks where that sentence holds a contradicting one anywhere, and
     ``role_swap`` on a capitalised name (``names``: capitalised, not opening a sentence) the sentence lacks, where it
-    holds another name next to the same word (``[Laura Brenner] scored`` against ``Tom Reyes scored``)."""
+    holds another name next to the same word (``[Laura Brenner] scored`` against ``Tom Reyes scored``); ``here``:
+    :func:`negated` of ``tokens``."""
     out = {name: np.zeros(len(tokens), dtype=np.float32) for name in RESTATED_COLUMNS}
     if not len(tokens) or not index.sentence_spans:
         return out
-    here = negated(tokens)
-    layout = {}  # context sentence → (its content positions, their neighbours, its bare stems)
+    layout: dict[int, Sentence] = {}
 
-    def sentence(c: int) -> tuple[list[int], dict[int, frozenset[str]], set[str]]:
+    def sentence(c: int) -> Sentence:
         if c not in layout:
-            span = _content(index.tokens, range(*index.sentence_spans[c]))
-            layout[c] = span, _neighbours(span, index.stem_tokens), {_bare(index.tokens[p]) for p in span}
+            layout[c] = Sentence.of(c, index)
         return layout[c]
 
     for s in np.unique(sid):
@@ -161,15 +178,14 @@ def restated_signals(tokens: Sequence[str], stems: Sequence[str], names: Sequenc
         order = [i for i in _content(tokens, members) if text.number_value(tokens[i]) is None]
         around, own = _neighbours(order, stems), frozenset(tokens[i] for i in members)
         for i, c in restated(stems, order, index).items():
-            span, near, _ = sentence(c)
-            if _disagrees(tokens[i], around[i], bool(here[i]), span, near, index):
+            if _disagrees(tokens[i], around[i], bool(here[i]), sentence(c), index):
                 out["polarity"][i] = 1.0
                 out["polarity"][[k for k in range(max(i - WINDOW, 0), i) if here[i] and is_negator(tokens[k])]] = 1.0
         for i, c in restated(stems, order, index, REACH).items():
-            span, near, held = sentence(c)
-            if _closed(tokens[i]) and _disagrees(tokens[i], around[i], bool(here[i]), span, near, index,
+            if _closed(tokens[i]) and _disagrees(tokens[i], around[i], bool(here[i]), sentence(c), index,
                                                  anchored=False):
                 out["contrast_restated"][i] = 1.0
-            if names[i] and _bare(tokens[i]) not in held and _names_elsewhere(i, around[i], span, near, own, index):
+            if names[i] and _bare(tokens[i]) not in sentence(c).held \
+                    and _names_elsewhere(around[i], sentence(c), own, index):
                 out["role_swap"][i] = 1.0
     return out

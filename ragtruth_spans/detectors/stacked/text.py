@@ -18,6 +18,9 @@ STOP_WORDS = frozenset({
     "during", "under", "above", "between", "out", "up", "down", "off", "again", "further", "once", "s", "t",
 })
 
+NEGATORS = frozenset({"not", "no", "never", "nor", "without", "cannot", "neither"})
+"""Negating words (contracted negations, ``isn't``, are read by their ``n't``)."""
+
 
 def normalise(word: str) -> str:
     """Case-folded NFKC text with every Unicode decimal digit as its ASCII digit (``١٩٩٩`` → ``1999``)."""
