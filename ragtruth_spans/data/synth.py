@@ -71,6 +71,19 @@ class SynthStats:
         return {"made": dict(self.made), "faithful": dict(self.faithful), "skipped": dict(self.skipped)}
 
 
+GENERATED_ID = f"{AUGMENTED_ID}syn-"
+"""What a generated record's id carries (``<source_id>#aug-syn-<seed>-<n>-<kind>~<transforms>``)."""
+
+
+def is_generated(record: Record) -> bool:
+    """Whether ``record`` was made by :func:`generate` (a generated record is also an augmented one).
+
+    >>> is_generated(Record("s#aug-syn-0-3-faithful~copy", "s", "QA", "synthetic", "train", "good", "a", "c"))
+    True
+    """
+    return GENERATED_ID in record.id
+
+
 def documents(records: Sequence[Record], origin: str) -> list[Document]:
     """One :class:`Document` per distinct ``source_id`` of ``records`` (in first-seen order), with the responses
     of that source that have no gold span as its clean answers."""
@@ -208,10 +221,10 @@ def generate(docs: Sequence[Document], n: int, *, seed: int = 0, kinds: Sequence
     while len(out) < n:
         kind = rng.choice(list(kinds)) if rng.random() < edited_share else "faithful"
         made = _one(docs, json_docs if kind.startswith("json") and json_docs else None, kind, donors, rng, tries,
-                    f"{AUGMENTED_ID}syn-{seed}-{len(out)}", split)
+                    f"{GENERATED_ID}{seed}-{len(out)}", split)
         if made is None:
             stats.skipped[kind] += 1
-            made = _one(docs, None, "faithful", donors, rng, tries, f"{AUGMENTED_ID}syn-{seed}-{len(out)}", split)
+            made = _one(docs, None, "faithful", donors, rng, tries, f"{GENERATED_ID}{seed}-{len(out)}", split)
             if made is None:
                 raise ValueError("no document has a sentence to copy")
         record, kind, applied = made

@@ -119,9 +119,14 @@ def record_origin(record: Record) -> str:
 
 
 def record_weight(record: Record, data: DataSection) -> float:
-    """The training weight of ``record``: ``data.extra[k].weight`` for a record of extra source ``k``, else 1."""
+    """The training weight of ``record``: ``data.extra[k].weight`` for a record of extra source ``k``,
+    ``data.synth.weight`` for a generated one, else 1."""
+    from ragtruth_spans.data.synth import is_generated
+
     k = extra_index(record)
-    return 1.0 if k is None or k >= len(data.extra) else data.extra[k].weight
+    if k is not None and k < len(data.extra):
+        return data.extra[k].weight
+    return data.synth.weight if data.synth is not None and is_generated(record) else 1.0
 
 
 def extra_files(data: DataSection) -> list[Path]:

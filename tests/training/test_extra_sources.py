@@ -153,3 +153,14 @@ def test_extra_records_overlapping_the_runs_records_are_refused(dirs, tmp_path, 
     with pytest.raises(InputError, match=f"has the {how} of .*the run's {held}") as error:
         selected_training_records(data, RecordStats())
     assert error.value.field == "data.extra[0]" and str(other / "train.jsonl") in str(error.value)
+
+
+def test_generated_records_weigh_data_synth_weight(dirs):
+    main, _ = dirs
+    data = DataSection(prepared_dir=str(main), tasks=["Summary"], synth={"count": 3, "weight": 2.5})
+    records, _ = selected_training_records(data, RecordStats())
+    weights = {record_origin(r): set() for r in records}
+    for record in records:
+        weights[record_origin(record)].add(record_weight(record, data))
+    assert weights == {"real": {1.0}, "augmented": {2.5}}  # the three generated records, the real ones untouched
+    assert sum(record_weight(r, data) == 2.5 for r in records) == 3

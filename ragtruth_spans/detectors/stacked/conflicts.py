@@ -62,14 +62,15 @@ def negated_pairs(tokens: Sequence[str]) -> frozenset[tuple[str, str]]:
 
 
 def _same_kind(word: str, capitalised: bool, other: str, other_capitalised: bool) -> bool:
-    """Whether a context word could stand where a response word stands: both numbers, or both capitalised
-    content words, or two words that contradict (:func:`~ragtruth_spans.data.lexicon.contradicting`)."""
+    """Whether a context word could stand where a response word stands: two numbers of different values, or both
+    capitalised content words, or two words that contradict (:func:`~ragtruth_spans.data.lexicon.contradicting`)."""
     if lexicon.contradicting(word, other):
         return True
-    if (text.number_value(word) is None) != (text.number_value(other) is None):
+    value, other_value = text.number_value(word), text.number_value(other)
+    if (value is None) != (other_value is None):
         return False
-    if text.number_value(word) is not None:
-        return True
+    if value is not None:
+        return value != other_value  # ``five`` and ``5`` agree
     return capitalised and other_capitalised and other not in text.STOP_WORDS
 
 
@@ -137,6 +138,17 @@ def _swapped_one_side(word: str, capitalised: bool, index: ContextIndex, lefts: 
     return _contradicted_next_to(word, left_single, right_single, ctx)
 
 
+def _stated_number(tokens: Sequence[str], j: int, index: ContextIndex) -> bool:
+    """Whether ``tokens[j]`` is a number the context states in another form (``five`` for ``5``, ``nine thousand``
+    for ``9,000``) or a part of a longer spelled number (``four hundred and fifty``): never a changed number."""
+    value = text.number_value(tokens[j])
+    if value is None:
+        return False
+    other_form = tokens[j] not in index.words and (
+        value in index.numbers or text.scaled_value(tokens, j) in index.numbers)
+    return other_form or text.in_number_phrase(tokens, j)
+
+
 def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: ContextIndex,
               markers: Sequence[bool] | None = None) -> dict[str, np.ndarray]:
     """Signals that the context says something else where the response copies it (contradicted, not merely
@@ -155,10 +167,12 @@ def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: Context
       ``is not open``).
 
     A run that stands word for word elsewhere in the context (with a word either side) is no substitution, and
-    ``markers`` (the numbers of a numbered list, ``9.``) are never read as changed numbers.
+    ``markers`` (the numbers of a numbered list, ``9.``), numbers the context states in another form and parts
+    of longer spelled numbers are never read as changed numbers.
     """
     n = len(tokens)
-    markers = markers if markers is not None else [False] * n
+    markers = [bool(m) or _stated_number(tokens, j, index) for j, m in
+               enumerate(markers if markers is not None else [False] * n)]
     out = {name: np.zeros(n, dtype=np.float32)
            for name in ("swap", "swap_one_side", "negation_added", "negation_dropped")}
 

@@ -35,7 +35,15 @@ from ragtruth_spans.data import lexicon
 from ragtruth_spans.detectors.stacked import conflicts as conflict_signals
 from ragtruth_spans.detectors.stacked import polarity as polarity_signals
 from ragtruth_spans.detectors.stacked.structured import clock_values, compound_parts, json_key_stems, region_names
-from ragtruth_spans.detectors.stacked.text import NEGATORS, STOP_WORDS, normalise, number_value, stem, words
+from ragtruth_spans.detectors.stacked.text import (
+    NEGATORS,
+    STOP_WORDS,
+    normalise,
+    number_value,
+    scaled_value,
+    stem,
+    words,
+)
 
 Interval = tuple[int, int]
 MAX_NGRAM = 8
@@ -138,20 +146,12 @@ def _sentence_layout(spans: Sequence[Interval], stems: Sequence[str], context: s
     return ranges, polarity_signals.context_sentences(stems, np.cumsum(starts) - 1)
 
 
-def _scaled(tokens: Sequence[str], i: int) -> str | None:
-    """The value of ``tokens[i]`` times the scale word after it (``1.5`` ``million`` → ``1500000``), else None."""
-    value = number_value(tokens[i])
-    if value is None or i + 1 >= len(tokens) or tokens[i + 1] not in lexicon.SCALES:
-        return None
-    return f"{float(value) * lexicon.SCALES[tokens[i + 1]]:g}"
-
-
 def _number_values(tokens: Sequence[str]) -> set[str]:
     """Canonical values of the numbers of ``tokens``: digits (``1,200`` → ``1200``), digits times a scale word
     (``1.5 million`` → ``1500000``) and number words (``three`` → ``3``)."""
     out = {n for t in tokens if (n := number_value(t)) is not None}
     out |= {n for t in tokens for n in clock_values(t)}
-    out |= {n for i in range(len(tokens)) if (n := _scaled(tokens, i)) is not None}
+    out |= {n for i in range(len(tokens)) if (n := scaled_value(tokens, i)) is not None}
     out |= {f"{lexicon.NUMBER_WORDS[t]:g}" for t in tokens if t in lexicon.NUMBER_WORDS}
     return out
 
@@ -165,7 +165,7 @@ def _synonym_support(tokens: Sequence[str], numbers: Sequence[str | None], index
     for i, t in enumerate(tokens):
         synonym = any(s in index.words for s in (*lexicon.SYNONYMS.get(t, ()), *lexicon.other_forms(t)))
         number_word = t in lexicon.NUMBER_WORDS and f"{lexicon.NUMBER_WORDS[t]:g}" in index.numbers
-        scaled = numbers[i] is not None and (_scaled(tokens, i) or "") in index.numbers
+        scaled = numbers[i] is not None and (scaled_value(tokens, i) or "") in index.numbers
         negated_negative = i > 0 and tokens[i - 1] in NEGATORS and any(
             t.startswith(p) and t[len(p):] in index.words for p in ("un", "in", "im", "dis", "ir", "il"))
         out[i] = float(synonym or number_word or scaled or negated_negative)
@@ -318,7 +318,7 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
         "ngram": ngram,
         "ngram_stem": _longest_runs(stems, index.stem_ngrams),
         "is_number": [v is not None for v in numbers],
-        "number_in_context": [v is not None and (v in index.numbers or _scaled(tokens, i) in index.numbers)
+        "number_in_context": [v is not None and (v in index.numbers or scaled_value(tokens, i) in index.numbers)
                               for i, v in enumerate(numbers)],
         "capitalised": names,
         "stop_word": stop,

@@ -1,10 +1,11 @@
-"""Polarity signals of the stacked detector: each response sentence (and each word's neighbourhood) is matched to
-the context sentence it restates (the one holding most of its content stems), and a word is marked where the two
-disagree in polarity — a negation added (``does [not] offer`` against ``offers``) or dropped (``Dogs are [allowed]``
-against ``Dogs are not allowed``), or a contradicting word with the same polarity (``exports [fell]`` against
-``exports rose``; ``a [minority]`` against ``the majority``) — while a negated contradicting word agrees (``is
-common`` against ``is not uncommon``). A capitalised name the restated sentence lacks, next to a word where that
-sentence holds another name, is a role swap (``[Laura Brenner] scored`` against ``Tom Reyes scored``). Unlike
+"""Polarity signals of the stacked detector. A response word is marked where the context says the opposite next
+to the same content word, in whichever sentence: a negation added (``does [not] offer takeout`` against ``offers
+takeout``) or dropped (``Dogs are [allowed]`` against ``Dogs are not allowed``), or a contradicting word with the
+same polarity (``exports [fell]`` against ``exports rose``) — while a negated contradicting word agrees (``is
+common`` against ``is not uncommon``). Against the context sentence a word's neighbourhood restates (the one
+holding most of its neighbours' content stems), a closed-class word against another of its class anywhere in that
+sentence (``a [minority]`` against ``the majority``) and a capitalised name the sentence lacks, next to a word where
+it holds another name, are marked too (``[Laura Brenner] scored`` against ``Tom Reyes scored``). Unlike
 :mod:`.conflicts` nothing needs to be copied word for word around the word: one content word either side, matched
 by stem, anchors it. Words are the normalised tokens of :mod:`.features`; :class:`~.features.ContextIndex` keeps
 what :func:`context_sentences` builds."""
@@ -73,15 +74,11 @@ def _best_sentence(near: set[str], index: ContextIndex) -> int | None:
     return best if shared >= MIN_SHARED and shared >= MIN_SHARE * len(near) else None
 
 
-def restated(stems: Sequence[str], order: Sequence[int], index: ContextIndex, reach: int | None = None
-             ) -> dict[int, int]:
+def restated(stems: Sequence[str], order: Sequence[int], index: ContextIndex, reach: int = REACH) -> dict[int, int]:
     """For each content word of one response sentence (``order``: their positions, in order), the context sentence
-    it restates: the one holding most of the sentence's distinct content stems (``reach`` None), or of those within
-    ``reach`` content words either side (the word's own excluded), which follows a response sentence that merges
-    several of the context's; words with no qualifying sentence (see :data:`MIN_SHARED`) are left out."""
-    if reach is None:
-        best = _best_sentence({stems[j] for j in order}, index)
-        return {} if best is None else {i: best for i in order}
+    its neighbourhood restates: the one holding most of the distinct content stems within ``reach`` content words
+    either side (the word's own excluded), which follows a response sentence that merges several of the context's;
+    words with no qualifying sentence (see :data:`MIN_SHARED`) are left out."""
     out = {}
     for k, i in enumerate(order):
         best = _best_sentence({stems[j] for j in order[max(k - reach, 0):k + reach + 1] if j != i}, index)
@@ -130,21 +127,22 @@ class Sentence(NamedTuple):
         return cls(span, _neighbours(span, index.stem_tokens), bare, frozenset(bare.values()))
 
 
-def _disagrees(word: str, around: frozenset[str], negated_here: bool, sentence: Sentence, index: ContextIndex,
-               *, anchored: bool = True) -> bool:
-    """Whether the context sentence (its content positions, their neighbours and bare stems) says the opposite of
-    the response word next to the same content word (``around``: the response word's content neighbours): it holds
-    the word there only with the other polarity, or (the word being nowhere in the context) a contradicting word
-    with the same polarity — next to a shared neighbour, or anywhere in the sentence when not ``anchored``."""
-    span, near = sentence.span, sentence.near
+def _disagrees(word: str, around: frozenset[str], negated_here: bool, layouts: Sequence[Sentence],
+               index: ContextIndex, *, anchored: bool) -> bool:
+    """Whether the context sentences ``layouts`` say the opposite of the response word next to the same content
+    word (``around``: the response word's content neighbours): they hold the word there only with the other
+    polarity (``does not support audiobooks`` against ``supports audiobooks``), or (the word being nowhere in the
+    context) a contradicting word with the same polarity (``faster than buses`` against ``slower than``) — next
+    to a shared neighbour, or anywhere in them when not ``anchored``."""
     bare = _bare(word)
-    same = [p for p in span if sentence.bare[p] == bare and near[p] & around]
-    if same:
-        return {bool(index.token_negated[p]) for p in same} == {not negated_here}
-    if word in index.words or bare in sentence.held:
+    held = {bool(index.token_negated[p]) for layout in layouts for p in layout.span
+            if layout.bare[p] == bare and layout.near[p] & around}
+    if held:
+        return held == {not negated_here}
+    if word in index.words or any(bare in layout.held for layout in layouts):
         return False
     return any(lexicon.contradicting(word, index.tokens[p]) and bool(index.token_negated[p]) == negated_here
-               and (not anchored or near[p] & around) for p in span)
+               and (not anchored or layout.near[p] & around) for layout in layouts for p in layout.span)
 
 
 def _names_elsewhere(around: frozenset[str], sentence: Sentence, own: frozenset[str], index: ContextIndex) -> bool:
@@ -157,8 +155,8 @@ def _names_elsewhere(around: frozenset[str], sentence: Sentence, own: frozenset[
 def restated_signals(tokens: Sequence[str], stems: Sequence[str], names: Sequence[bool], here: np.ndarray,
                      sid: np.ndarray, index: ContextIndex) -> dict[str, np.ndarray]:
     """Per response word, 0/1 columns against the context sentence it restates (see the module docstring):
-    ``polarity`` where the sentence its whole sentence restates disagrees in polarity, next to a shared neighbour
-    (and on the negators that make it so); against the sentence its neighbourhood restates, ``contrast_restated``
+    ``polarity`` where a context sentence disagrees in polarity next to a shared neighbour (and on the negators
+    that make it so); against the sentence its neighbourhood restates, ``contrast_restated``
     on a closed-class word or antonym the context lacks where that sentence holds a contradicting one anywhere, and
     ``role_swap`` on a capitalised name (``names``: capitalised, not opening a sentence) the sentence lacks, where it
     holds another name next to the same word (``[Laura Brenner] scored`` against ``Tom Reyes scored``); ``here``:
@@ -177,12 +175,13 @@ def restated_signals(tokens: Sequence[str], stems: Sequence[str], names: Sequenc
         members = np.flatnonzero(sid == s).tolist()
         order = [i for i in _content(tokens, members) if text.number_value(tokens[i]) is None]
         around, own = _neighbours(order, stems), frozenset(tokens[i] for i in members)
-        for i, c in restated(stems, order, index).items():
-            if _disagrees(tokens[i], around[i], bool(here[i]), sentence(c), index):
+        for i in order:
+            holding = sorted({c for stem in around[i] for c in index.stem_sentences.get(stem, ())})
+            if _disagrees(tokens[i], around[i], bool(here[i]), [sentence(c) for c in holding], index, anchored=True):
                 out["polarity"][i] = 1.0
                 out["polarity"][[k for k in range(max(i - WINDOW, 0), i) if here[i] and is_negator(tokens[k])]] = 1.0
-        for i, c in restated(stems, order, index, REACH).items():
-            if _closed(tokens[i]) and _disagrees(tokens[i], around[i], bool(here[i]), sentence(c), index,
+        for i, c in restated(stems, order, index).items():
+            if _closed(tokens[i]) and _disagrees(tokens[i], around[i], bool(here[i]), [sentence(c)], index,
                                                  anchored=False):
                 out["contrast_restated"][i] = 1.0
             if names[i] and _bare(tokens[i]) not in sentence(c).held \

@@ -6,6 +6,9 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
+
+from ragtruth_spans.data import lexicon
 
 STOP_WORDS = frozenset({
     "a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as",
@@ -17,6 +20,10 @@ STOP_WORDS = frozenset({
     "all", "any", "each", "both", "few", "many", "much", "some", "only", "own", "same", "just", "while",
     "during", "under", "above", "between", "out", "up", "down", "off", "again", "further", "once", "s", "t",
 })
+
+CARDINALS = {word: value for word, value in lexicon.NUMBER_WORDS.items() if 2 <= value <= 90 and word != "dozen"}
+"""The spelled cardinals read as numbers (``two`` ... ``ninety``)."""
+_UNITS = {word: value for word, value in lexicon.NUMBER_WORDS.items() if value <= 9}
 
 NEGATORS = frozenset({"not", "no", "never", "nor", "without", "cannot", "neither"})
 """Negating words (contracted negations, ``isn't``, are read by their ``n't``)."""
@@ -41,7 +48,16 @@ def stem(word: str) -> str:
 
 
 def number_value(word: str) -> str | None:
-    """The canonical text of a number word (``1,200`` → ``1200``, ``3.50`` → ``3.5``), None for other words."""
+    """The canonical text of a number word (``1,200`` → ``1200``, ``3.50`` → ``3.5``, ``five`` → ``5``,
+    ``twenty-one`` → ``21``), None for other words. ``one`` (more often a pronoun: ``one of them``), ``zero`` and the
+    scale words (``hundred``, ``dozen``) are not read as numbers.
+
+    >>> [number_value(w) for w in ("1,200", "3.50", "five", "twenty-one", "one", "fifth")]
+    ['1200', '3.5', '5', '21', None, None]
+    """
+    spelled = _spelled(word)
+    if spelled is not None:
+        return spelled
     text = word.replace(",", "")
     try:
         value = float(text)
@@ -50,6 +66,42 @@ def number_value(word: str) -> str | None:
     if not math.isfinite(value):
         return None
     return f"{value:g}"
+
+
+def _spelled(word: str) -> str | None:
+    """The value of a spelled cardinal from two to ninety-nine (:data:`CARDINALS`, ``forty-two``), else None."""
+    if word in CARDINALS:
+        return str(CARDINALS[word])
+    tens, dash, unit = word.partition("-")
+    if dash and CARDINALS.get(tens, 0) >= 20 and CARDINALS[tens] % 10 == 0 and 1 <= _UNITS.get(unit, 0) <= 9:
+        return str(CARDINALS[tens] + _UNITS[unit])
+    return None
+
+
+def scaled_value(tokens: Sequence[str], i: int) -> str | None:
+    """The value of ``tokens[i]`` times the scale word after it (``1.5`` ``million`` → ``1500000``), else None.
+
+    >>> scaled_value(["nine", "thousand", "journeys"], 0)
+    '9000'
+    """
+    value = number_value(tokens[i])
+    if value is None or i + 1 >= len(tokens) or tokens[i + 1] not in lexicon.SCALES:
+        return None
+    return f"{float(value) * lexicon.SCALES[tokens[i + 1]]:g}"
+
+
+def in_number_phrase(tokens: Sequence[str], i: int) -> bool:
+    """Whether the spelled cardinal ``tokens[i]`` is part of a longer spelled number (``four hundred and fifty``,
+    ``two hundred``), whose value is not its own.
+
+    >>> in_number_phrase(["four", "hundred", "and", "fifty"], 3), in_number_phrase(["four", "zones"], 0)
+    (True, False)
+    """
+    if _spelled(tokens[i]) is None:
+        return False
+    after = tokens[i + 1] if i + 1 < len(tokens) else ""
+    before = tokens[max(i - 2, 0):i]
+    return after in ("hundred", "and") or "hundred" in before
 
 
 WORD = re.compile(r"\w+(?:[-'’.,/:]\w+)*")

@@ -250,6 +250,17 @@ def test_the_numbers_of_a_numbered_list_are_not_changed_numbers():
     assert flagged(context, "1. Add the wine and cook for 9 minutes.")["swap"] == {"9"}
 
 
+def test_a_spelled_number_is_a_number_and_agrees_with_its_digits():
+    context = "Ferries to Inchmarra leave the harbour three times a week. The crossing saves 9,000 journeys a year."
+    assert flagged(context, "Ferries to Inchmarra leave the harbour five times a week.")["swap"] == {"five"}
+    for response in ("Ferries to Inchmarra leave the harbour 3 times a week.",
+                     "The crossing saves nine thousand journeys a year."):
+        assert not any(flagged(context, response).values()), response
+    f = features_of(context, "Ferries leave the harbour three times a week, saving four hundred and fifty trips.")
+    assert f["three"]["is_number"] == 1.0 and f["three"]["number_in_context"] == 1.0
+    assert not any(flagged(context, "It saves four hundred and fifty journeys.").values())  # not read part by part
+
+
 def test_a_negation_before_a_stop_word_or_copied_from_the_context_is_no_added_negation():
     context = "This is the first time he has spoken. She does not want to be involved."
     for response in ("This is not the first time he has spoken.", "She does not want to be involved."):
@@ -274,8 +285,10 @@ def restated(context: str, response: str) -> dict[str, set[str]]:
      {"loud"}),
     ("The bath house had four heated rooms, said the archaeologists.", "It had four unheated rooms.",
      {"unheated"}),
+    ("The Lumo X2 e-reader has a 7-inch screen. It does not support audiobooks.", "The Lumo X2 supports audiobooks.",
+     {"supports", "audiobooks"}),  # the sentence saying so is not the one the response sentence restates
 ])
-def test_polarity_marks_what_the_restated_sentence_says_the_other_way(context, response, marked):
+def test_polarity_marks_what_the_context_says_the_other_way(context, response, marked):
     assert restated(context, response)["polarity"] == marked
 
 

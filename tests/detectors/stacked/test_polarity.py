@@ -17,8 +17,8 @@ def test_a_negation_reaches_the_next_two_words_but_not_after_not_only():
     assert is_negator("can't") and is_negator("never") and not is_negator("note")
 
 
-def test_each_response_sentence_is_matched_to_the_context_sentence_sharing_most_content_stems():
-    """(or nothing, for a sentence sharing too little)"""
+def test_each_word_is_matched_to_the_context_sentence_sharing_most_of_its_neighbours_stems():
+    """(or nothing, for a neighbourhood sharing too little)"""
     context = "The bridge opened in 1932. Buses use the Mill Lane crossing. The council approved repairs."
     response = "Repairs were approved by the council. Something unrelated entirely."
     spans = words(response)
