@@ -202,12 +202,18 @@ def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: Context
         if tokens[j] not in index.words and not markers[j] and _swapped_one_side(
                 tokens[j], capitalised[j], index, (left_pair, left_single), before(j + 1) if j + 1 < n else [(), ()]):
             out["swap_one_side"][j] = 1.0
-        base = _negation_base(tokens[j])
-        removed = (tokens[j - 1], tokens[j + 1]) if 0 < j < n - 1 and tokens[j] in text.NEGATORS else \
-            (base, tokens[j + 1]) if base is not None and j < n - 1 else None
-        if removed is not None and removed in index.ngrams and tokens[j + 1] not in text.STOP_WORDS \
-                and tuple(tokens[j - 1:j + 2]) not in index.ngrams:  # without its negation it copies the context
+        if _negation_added(tokens, j, index):
             out["negation_added"][j:j + 2] = 1.0
         if j > 0 and (tokens[j - 1], tokens[j]) in index.negated and tokens[j] not in text.NEGATORS:
             out["negation_dropped"][j] = 1.0
     return out
+
+
+def _negation_added(tokens: Sequence[str], j: int, index: ContextIndex) -> bool:
+    """Whether ``tokens[j]`` is a negation before a content word whose removal leaves a word pair of the context,
+    the negated phrase not being the context's too (``negation_added`` of :func:`conflicts`)."""
+    n, base = len(tokens), _negation_base(tokens[j])
+    removed = (tokens[j - 1], tokens[j + 1]) if 0 < j < n - 1 and tokens[j] in text.NEGATORS else \
+        (base, tokens[j + 1]) if base is not None and j < n - 1 else None
+    return removed is not None and removed in index.ngrams and tokens[j + 1] not in text.STOP_WORDS \
+        and tuple(tokens[j - 1:j + 2]) not in index.ngrams  # without its negation it copies the context

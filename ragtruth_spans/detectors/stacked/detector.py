@@ -20,7 +20,7 @@ from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, ItemColumns
 from ragtruth_spans.detectors.stacked.combiner import Decision
-from ragtruth_spans.detectors.stacked.response import Calibration, head_matrix
+from ragtruth_spans.detectors.stacked.response import Calibration, head_columns, head_matrix
 
 
 class StackedDetector(Detector):
@@ -61,7 +61,7 @@ class StackedDetector(Detector):
         booster, calibration = self.head
         x = head_matrix(columns, probabilities, self.builder.names, self.decision, [i.task for i in items],
                         [i.response for i in items])
-        return [float(v) for v in calibration(booster.predict(x))] if len(x) else []
+        return [float(v) for v in calibration(booster.predict(head_columns(booster, x)))] if len(x) else []
 
     def detect_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[Detection]:
         checked = [DetectItem.of(item) for item in items]

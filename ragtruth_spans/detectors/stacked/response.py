@@ -32,6 +32,7 @@ from ragtruth_spans.detectors.stacked.recipe import ResponseSection
 HEAD_FILE = "response_head.txt"
 LEVELS = (0.1, 0.2, 0.3, 0.5)
 CONFLICTS = ("swap", "swap_one_side", "negation_added", "negation_dropped")
+RESTATED = ("polarity", "contrast_restated", "role_swap", "number_near")
 RESPONSE_FEATURES: tuple[str, ...] = (
     "p_max", "p_mean", "p_top3", "p_top10", "p_std", *(f"p_share_{level}" for level in LEVELS),
     "flagged_words", "log_flagged_words", "spans", "span_char_share",
@@ -39,8 +40,10 @@ RESPONSE_FEATURES: tuple[str, ...] = (
     "ngram_mean", "ngram_4_share", "fuzzy_mean", "fuzzy_low", "cosine_min", "cosine_mean", "sentence_unsupported_max",
     *(f"{name}_count" for name in CONFLICTS),
     "log_response_words", "log_context_words", *(f"task_{task}" for task in TASK_TYPES),
+    "contradicted_words", *(f"{name}_count" for name in RESTATED),
 )
-"""Column names of :func:`response_features`, in order."""
+"""Column names of :func:`response_features`, in order. Columns are only ever appended: a head trained on a
+shorter list reads its prefix (:func:`head_columns`)."""
 
 
 def response_features(columns: ItemColumns, probabilities: np.ndarray, names: Sequence[str], *, threshold: float,
@@ -74,6 +77,8 @@ def response_features(columns: ItemColumns, probabilities: np.ndarray, names: Se
         "sentence_unsupported_max": col["sentence_unsupported"].max(),
         **{f"{name}_count": col[name].sum() for name in CONFLICTS},
         "log_response_words": col["log_response_words"][0], "log_context_words": col["log_context_words"][0],
+        "contradicted_words": float(columns.contradicted().sum()),
+        **{f"{name}_count": col[name].sum() for name in RESTATED},
     }
     for name, value in values.items():
         out[RESPONSE_FEATURES.index(name)] = value
@@ -224,10 +229,16 @@ def load(run_dir: Path) -> Any:
     if not path.is_file():
         raise InputError(f"not a finished stacked run (no {HEAD_FILE})", path=run_dir)
     booster = load_booster(path)
-    if booster.num_feature() != len(RESPONSE_FEATURES):
-        raise InputError(f"the response head reads {booster.num_feature()} columns, this version computes "
-                         f"{len(RESPONSE_FEATURES)}: re-train the run", path=path)
+    if list(booster.feature_name()) != list(RESPONSE_FEATURES[:booster.num_feature()]):
+        raise InputError(f"the response head reads columns {booster.feature_name()[:3]}... that this version does "
+                         "not compute in that order: re-train the run", path=path)
     return booster
+
+
+def head_columns(booster: Any, x: np.ndarray) -> np.ndarray:
+    """The columns of ``x`` (:data:`RESPONSE_FEATURES`) that ``booster`` reads: all of them, or the prefix an older
+    head was trained on."""
+    return x[:, :booster.num_feature()]
 
 
 @dataclass

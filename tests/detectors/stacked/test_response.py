@@ -33,6 +33,7 @@ def test_response_features_aggregate_word_probabilities_and_support():
     assert row["unsupported_numbers"] == 1 and row["unsupported_names"] == 1  # 1998, Paris
     assert row["swap_one_side_count"] == 1 and row["swap_count"] == 0  # 1998 after "opened in"
     assert row["task_Summary"] == 1 and row["task_QA"] == 0
+    assert row["contradicted_words"] == 1 and row["number_near_count"] == 0  # 1998 (the rule's swap_one_side)
 
 
 def test_an_empty_response_has_only_its_task():
@@ -100,3 +101,22 @@ def test_the_head_is_kept_only_when_it_ranks_better_than_the_top_word_probabilit
     kept, why = keep_head([0.4, 0.4, 0.4, 0.4], [0.9, 0.8, 0.2, 0.1], labels)   # a constant head (tiny data)
     assert not kept and why["auroc_head"] == 0.5 and why["auroc_word_max"] == 1.0
     assert keep_head([0.1, 0.2], [0.1, 0.2], [True, True])[0] is False
+
+
+def test_a_head_trained_on_fewer_columns_reads_their_prefix_and_a_reordered_one_is_refused(tmp_path):
+    import lightgbm as lgb
+
+    from ragtruth_spans.detectors.stacked.response import HEAD_FILE, head_columns, load
+
+    rng = np.random.default_rng(0)
+    x, y = rng.random((60, 34)), np.r_[np.zeros(30), np.ones(30)]
+    for names, ok in ((list(RESPONSE_FEATURES[:34]), True), (list(RESPONSE_FEATURES[1:35]), False)):
+        booster = lgb.train({"objective": "binary", "verbose": -1, "min_data_in_leaf": 5},
+                            lgb.Dataset(x, y, feature_name=names), num_boost_round=2)
+        booster.save_model(str(tmp_path / HEAD_FILE))
+        if ok:
+            full = np.c_[x, np.full((60, len(RESPONSE_FEATURES) - 34), 7.0)]
+            assert np.allclose(load(tmp_path).predict(head_columns(booster, full)), booster.predict(x))
+        else:
+            with pytest.raises(InputError, match="re-train the run"):
+                load(tmp_path)
