@@ -33,7 +33,7 @@ def test_response_features_aggregate_word_probabilities_and_support():
     assert row["unsupported_numbers"] == 1 and row["unsupported_names"] == 1  # 1998, Paris
     assert row["swap_one_side_count"] == 1 and row["swap_count"] == 0  # 1998 after "opened in"
     assert row["task_Summary"] == 1 and row["task_QA"] == 0
-    assert row["contradicted_words"] == 1 and row["number_near_count"] == 0  # 1998 (the rule's swap_one_side)
+    assert row["contradicted_words"] == 1 and row["number_near_count"] == 1  # 1998: one digit from 1999
 
 
 def test_an_empty_response_has_only_its_task():
