@@ -158,6 +158,8 @@ class ResponseSection(Section):
 
     augmented: bool = Field(True, description="Train the head on the augmented responses too (they teach it "
                                               "obvious edits); calibration and tuning use real responses only.")
+    extra: bool = Field(False, description="Train the head on data.extra's training-only responses too (their "
+                                           "out-of-fold word probabilities); never calibrated or tuned on.")
     learning_rate: float = Field(0.02, gt=0, le=1)
     num_leaves: int = Field(4, ge=2)
     min_data_in_leaf: int = Field(40, ge=1)

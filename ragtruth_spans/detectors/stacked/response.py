@@ -252,6 +252,8 @@ class TrainedHead:
     scores: np.ndarray
     labels: np.ndarray
     importance: dict[str, float]
+    fitted: dict[str, int]
+    """Responses the head learned from, by origin (``real``, ``augmented``, ``extra``)."""
 
     def info(self, tuned: Sequence[int], records: Sequence[Any]) -> dict[str, Any]:
         """What ``run_info.json`` records: rounds, calibration, AUROC, reliability table and ECE over the
@@ -262,7 +264,7 @@ class TrainedHead:
         table, ece = reliability(s, y)
         auroc = float(roc_auc_score(y, s)) if len(set(y.tolist())) == 2 else None
         return {"features": list(RESPONSE_FEATURES), "rounds": self.rounds,
-                "calibration": self.calibration.to_dict(), "responses": len(tuned),
+                "calibration": self.calibration.to_dict(), "responses": len(tuned), "fitted_on": self.fitted,
                 "auroc": None if auroc is None else round(auroc, 4), "ece": ece, "reliability": table,
                 "feature_gain": self.importance}
 
@@ -270,15 +272,16 @@ class TrainedHead:
 def train_head(settings: ResponseSection, decision: Decision, names: Sequence[str], records: Sequence[Any],
                columns: Sequence[ItemColumns], probabilities: Sequence[np.ndarray], n_train: int) -> TrainedHead:
     """Fit the head on the first ``n_train`` responses (training; their word probabilities out of fold; augmented
-    ones only with ``settings.augmented``, extra training-only sources never), score the rest (eval) with it, and
-    calibrate on the real out-of-fold training responses plus the eval ones."""
+    ones only with ``settings.augmented``, extra training-only ones only with ``settings.extra``), score the rest
+    (eval) with it, and calibrate on the real out-of-fold training responses plus the eval ones."""
     from ragtruth_spans.training.data import record_origin
 
     x = head_matrix(columns, probabilities, names, decision, [r.task_type for r in records],
                     [r.response for r in records])
     y = np.array([bool(r.spans) for r in records], dtype=np.int8)
     origin = [record_origin(r) for r in records]
-    fit_rows = [i for i in range(n_train) if origin[i] == "real" or (settings.augmented and origin[i] == "augmented")]
+    kinds = {"real", *(["augmented"] if settings.augmented else []), *(["extra"] if settings.extra else [])}
+    fit_rows = [i for i in range(n_train) if origin[i] in kinds]
     booster, out_of_fold, rounds = fit_head(x[fit_rows], y[fit_rows], [records[i].source_id for i in fit_rows],
                                             settings)
     raw = np.zeros(len(records), dtype=np.float64)
@@ -291,7 +294,8 @@ def train_head(settings: ResponseSection, decision: Decision, names: Sequence[st
     calibration = Calibration.fit(raw[real], y[real])
     gain = booster.feature_importance("gain", iteration=rounds)
     importance = {name: round(float(v), 1) for name, v in sorted(zip(RESPONSE_FEATURES, gain), key=lambda kv: -kv[1])}
-    return TrainedHead(booster, rounds, calibration, calibration(raw), y, importance)
+    fitted_on = {kind: sum(origin[i] == kind for i in fit_rows) for kind in sorted(kinds)}
+    return TrainedHead(booster, rounds, calibration, calibration(raw), y, importance, fitted_on)
 
 
 def keep_head(head_scores: Sequence[float], word_max: Sequence[float], labels: Sequence[bool]

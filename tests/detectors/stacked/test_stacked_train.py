@@ -290,6 +290,12 @@ def test_extra_training_sources_are_weighted_rows_never_tuned_on(prepared, tmp_p
     assert info["tuning"]["responses"] == 32 + 12          # the real training and eval responses, no extra one
     assert (info["response"] or info["response_head_dropped"])["responses"] == 32 + 12
     assert info["words"]["train"] > 0 and load_detector(out).detect_batch(synthetic_records(1, 2, "test"))
+    assert (info["response"] or info["response_head_dropped"])["fitted_on"] == {"augmented": 0, "real": 32}
+    recipe["response"]["extra"] = True  # the head learns from the extra responses too, still tuned on real ones
+    train(validate_recipe({**recipe, "output_dir": str(tmp_path / "run-extra")}))
+    info = json.loads((tmp_path / "run-extra" / "run_info.json").read_text())
+    head = info["response"] or info["response_head_dropped"]
+    assert head["fitted_on"] == {"augmented": 0, "extra": 16, "real": 32} and head["responses"] == 32 + 12
 
 
 def test_generated_records_join_training_and_the_eval_split_and_are_tuned_on(prepared, tmp_path):
