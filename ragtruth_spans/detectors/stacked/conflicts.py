@@ -140,13 +140,10 @@ def _swapped_one_side(word: str, capitalised: bool, index: ContextIndex, lefts: 
 
 def _stated_number(tokens: Sequence[str], j: int, index: ContextIndex) -> bool:
     """Whether ``tokens[j]`` is a number the context states in another form (``five`` for ``5``, ``nine thousand``
-    for ``9,000``) or a part of a longer spelled number (``four hundred and fifty``): never a changed number."""
+    for ``9,000``)."""
     value = text.number_value(tokens[j])
-    if value is None:
-        return False
-    other_form = tokens[j] not in index.words and (
+    return value is not None and tokens[j] not in index.words and (
         value in index.numbers or text.scaled_value(tokens, j) in index.numbers)
-    return other_form or text.in_number_phrase(tokens, j)
 
 
 def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: ContextIndex,
@@ -171,7 +168,8 @@ def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: Context
     of longer spelled numbers are never read as changed numbers.
     """
     n = len(tokens)
-    markers = [bool(m) or _stated_number(tokens, j, index) for j, m in
+    phrases = text.number_phrases(tokens)  # parts of longer spelled numbers: not numbers of their own
+    markers = [bool(m) or j in phrases or _stated_number(tokens, j, index) for j, m in
                enumerate(markers if markers is not None else [False] * n)]
     out = {name: np.zeros(n, dtype=np.float32)
            for name in ("swap", "swap_one_side", "negation_added", "negation_dropped")}

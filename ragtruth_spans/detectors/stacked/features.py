@@ -39,6 +39,7 @@ from ragtruth_spans.detectors.stacked.text import (
     NEGATORS,
     STOP_WORDS,
     normalise,
+    number_phrases,
     number_value,
     scaled_value,
     stem,
@@ -153,7 +154,7 @@ def _number_values(tokens: Sequence[str]) -> set[str]:
     out |= {n for t in tokens for n in clock_values(t)}
     out |= {n for i in range(len(tokens)) if (n := scaled_value(tokens, i)) is not None}
     out |= {f"{lexicon.NUMBER_WORDS[t]:g}" for t in tokens if t in lexicon.NUMBER_WORDS}
-    return out
+    return out | set(number_phrases(tokens).values())
 
 
 def _synonym_support(tokens: Sequence[str], numbers: Sequence[str | None], index: ContextIndex) -> np.ndarray:
@@ -297,7 +298,7 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     raw = [response[a:b] for a, b in spans]
     tokens = [normalise(w) for w in raw]
     stems = [stem(t) for t in tokens]
-    numbers = [number_value(t) for t in tokens]
+    numbers, phrases = [number_value(t) for t in tokens], number_phrases(tokens)
     sid = sentence_ids(spans, sentences)
     first_in_sentence = np.r_[True, sid[1:] != sid[:-1]]
     stop = np.array([t in STOP_WORDS for t in tokens], dtype=np.float32)
@@ -318,8 +319,8 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
         "ngram": ngram,
         "ngram_stem": _longest_runs(stems, index.stem_ngrams),
         "is_number": [v is not None for v in numbers],
-        "number_in_context": [v is not None and (v in index.numbers or scaled_value(tokens, i) in index.numbers)
-                              for i, v in enumerate(numbers)],
+        "number_in_context": [v is not None and (v in index.numbers or scaled_value(tokens, i) in index.numbers
+                                                 or phrases.get(i) in index.numbers) for i, v in enumerate(numbers)],
         "capitalised": names,
         "stop_word": stop,
         "length": [min(len(w), 20) for w in raw],

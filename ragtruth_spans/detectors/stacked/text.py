@@ -37,14 +37,19 @@ def normalise(word: str) -> str:
 
 
 def stem(word: str) -> str:
-    """A crude suffix-stripping stem of a normalised word (plural, past, gerund, adverb, possessive)."""
+    """A crude suffix-stripping stem of a normalised word (plural, past, gerund, adverb, possessive); a final
+    ``e`` of a longer word goes too, so a verb's base form meets its other forms.
+
+    >>> [stem(w) for w in ("require", "requires", "required", "requiring", "opened", "free")]
+    ['requir', 'requir', 'requir', 'requir', 'open', 'free']
+    """
     for suffix in ("'s", "’s"):
         if word.endswith(suffix):
             word = word[: -len(suffix)]
     for suffix in ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "ly", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
-    return word
+    return word[:-1] if len(word) > 4 and word.endswith("e") and not word.endswith("ee") else word
 
 
 def number_value(word: str) -> str | None:
@@ -90,18 +95,36 @@ def scaled_value(tokens: Sequence[str], i: int) -> str | None:
     return f"{float(value) * lexicon.SCALES[tokens[i + 1]]:g}"
 
 
-def in_number_phrase(tokens: Sequence[str], i: int) -> bool:
-    """Whether the spelled cardinal ``tokens[i]`` is part of a longer spelled number (``four hundred and fifty``,
-    ``two hundred``), whose value is not its own.
+def number_phrases(tokens: Sequence[str]) -> dict[int, str]:
+    """For each word of a spelled number of several words (``four hundred and fifty``, ``two thousand``, ``one
+    hundred``), the whole number's value; words of no such number are left out.
 
-    >>> in_number_phrase(["four", "hundred", "and", "fifty"], 3), in_number_phrase(["four", "zones"], 0)
-    (True, False)
+    >>> number_phrases(["about", "four", "hundred", "and", "fifty", "light", "years"])
+    {1: '450', 2: '450', 3: '450', 4: '450'}
+    >>> number_phrases(["four", "zones", "five", "and", "six", "one", "of", "them"])
+    {}
     """
-    if _spelled(tokens[i]) is None:
-        return False
-    after = tokens[i + 1] if i + 1 < len(tokens) else ""
-    before = tokens[max(i - 2, 0):i]
-    return after in ("hundred", "and") or "hundred" in before
+    out: dict[int, str] = {}
+    i = 0
+    while i < len(tokens):
+        j, total, current = i, 0, None
+        while j < len(tokens):
+            word, value = tokens[j], _spelled(tokens[j]) or ("1" if tokens[j] == "one" else None)
+            if value is not None and (not current or (current % 100 == 0 and int(value) < 100)
+                                      or (current % 10 == 0 and int(value) < 10)):
+                current = (current or 0) + int(value)
+            elif current is not None and word == "hundred":
+                current *= 100
+            elif current is not None and word in lexicon.SCALES:
+                total, current = total + current * lexicon.SCALES[word], 0
+            elif not (word == "and" and ((current is not None and current >= 100) or total)
+                      and j + 1 < len(tokens) and _spelled(tokens[j + 1])):
+                break
+            j += 1
+        if j - i > 1 and current is not None:
+            out.update({k: str(total + current) for k in range(i, j)})
+        i = max(j, i + 1)
+    return out
 
 
 WORD = re.compile(r"\w+(?:[-'’.,/:]\w+)*")

@@ -112,7 +112,8 @@ def test_a_damaged_response_head_is_one_clean_error(tmp_path):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(300, len(response.RESPONSE_FEATURES)))
     booster = lightgbm.train({"objective": "binary", "verbose": -1, "num_leaves": 4, "seed": 0},
-                             lightgbm.Dataset(x, (x[:, 0] > 0).astype(float)), 10)
+                             lightgbm.Dataset(x, (x[:, 0] > 0).astype(float),
+                                              feature_name=list(response.RESPONSE_FEATURES)), 10)
     (tmp_path / "good").mkdir()
     response.save(booster, tmp_path / "good", 10)
     assert response.load(tmp_path / "good").num_feature() == len(response.RESPONSE_FEATURES)
