@@ -10,8 +10,10 @@ The only way the shipped files are made. It reads ``DATA_DIR/ragtruth_pool`` and
 (RAGTruth's ``response.jsonl`` + ``source_info.jsonl``), trains the ``recommended-cpu`` recipe (``kind: stacked``,
 docs/STACKED.md) on all of their responses and writes a finished run directory to ``--out`` plus ``build.json``.
 The recipe's generated data (``data.synth``) also reads the **contexts** (never the labels) of XSum, SummEdits and
-ExpertQA in ``DATA_DIR/external``, imported into the work folder with each importer's defaults
-(:data:`SYNTH_DOCUMENTS`; ``--set data.synth=null`` builds without generated data, and without reading them).
+ExpertQA in ``DATA_DIR/external``, and the word model trains on XSum's and ExpertQA's labelled training files too
+(``data.extra``, training-only), each imported into the work folder with its importer's defaults
+(:data:`DEFAULT_OVERRIDES`; ``--set data.synth=null`` builds without generated data, ``--set data.extra=[]``
+without the extra sets).
 
 **The split.** Training on everything leaves no held-out set, yet the recipe early-stops the combiner and tunes its
 decision on an eval split. That eval split is the pool's documented source-disjoint dev split (``prepare
@@ -161,28 +163,32 @@ from: ``external/<name>`` in the work folder, imported with each importer's defa
 
 
 SYNTH_DOCUMENTS = f"data.synth.documents=[{', '.join(f'external/{name}' for name in EXTERNAL)}]"
-"""The override every build starts with (a ``--set`` given to the script comes after it and may replace it)."""
+EXTRA_SOURCES = "data.extra=[{dir: external/xsum, weight: 0.3}, {dir: external/expertqa, weight: 0.5}]"
+"""The overrides every build starts with (a ``--set`` given to the script comes after them and may replace them):
+generated data from the three sets' contexts, and XSum's and ExpertQA's labelled training files as extra
+training-only data of the word model (``docs/BENCHMARKS.md``, round six). SummEdits' labels are never read."""
+DEFAULT_OVERRIDES = (SYNTH_DOCUMENTS, EXTRA_SOURCES)
 
 
 def import_documents(data_dir: Path, work: Path, overrides: Sequence[str]) -> dict[str, Path]:
-    """Import each set of :data:`EXTERNAL` that the recipe's ``data.synth.documents`` names (``external/<name>``,
-    relative to the work folder) from ``DATA_DIR/external``; returns their input files for build.json's hashes
-    (a missing folder is an InputError)."""
+    """Import each set of :data:`EXTERNAL` that the recipe's ``data.synth.documents`` or ``data.extra`` names
+    (``external/<name>``, relative to the work folder) from ``DATA_DIR/external``; returns their input files for
+    build.json's hashes (a missing folder is an InputError)."""
     import subprocess
 
     from ragtruth_spans.core.errors import InputError
     from ragtruth_spans.detectors.recipes import load_recipe
 
-    synth = load_recipe(RECIPE, list(overrides)).data.synth
-    named = {d.removeprefix("external/") for d in (synth.documents if synth else [])}
+    data = load_recipe(RECIPE, list(overrides)).data
+    named = {d.removeprefix("external/") for d in [*(data.synth.documents if data.synth else []),
+                                                    *(source.dir for source in data.extra)]}
     inputs: dict[str, Path] = {}
     for name, (command, folder) in EXTERNAL.items():
         if name not in named:
             continue
         source = data_dir / "external" / folder
         if not source.is_dir():
-            raise InputError(f"missing: data.synth reads the contexts of {folder} under --data-dir/external",
-                             path=source)
+            raise InputError(f"missing: the recipe reads {folder} under --data-dir/external", path=source)
         subprocess.run([sys.executable, "-m", "ragtruth_spans", "--quiet", "import", command, "--in", str(source),
                         "--out", str(work / "external" / name)], check=True)
         for path in sorted(p for p in source.rglob("*") if p.is_file()):
@@ -282,7 +288,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         write_records(work / WORK_DATA / "train.jsonl", train)
         write_records(work / WORK_DATA / "dev.jsonl", evaluation)
         print(f"training on {len(train)} responses, early stopping and tuning on {len(evaluation)}", flush=True)
-        overrides = [SYNTH_DOCUMENTS, *args.overrides]
+        overrides = [*DEFAULT_OVERRIDES, *args.overrides]
         files.update(import_documents(args.data_dir, work, overrides))
         info = train_run(work, overrides)
         payload = {

@@ -223,21 +223,7 @@ def select_best(
     if not items:
         raise InputError("select_best needs at least one candidate")
     check_unique_ids(items)
-    failed: list[int] = [i for i, c in enumerate(items) if c.error is not None]
-    todo = [i for i, c in enumerate(items) if c.spans is None]
-    if todo:
-        if detector is None:
-            raise InputError("candidates without spans need a detector (pass detector=...)")
-        if context is None or task is None:
-            raise InputError("detecting spans needs the context and the task type (pass context= and task=)")
-        detected = _detect(detector, [items[i].response for i in todo], context, task, question)
-        for i, detection in zip(todo, detected):
-            score = items[i].score if detection.score is None else detection.score
-            items[i] = as_candidate(replace(items[i], spans=tuple(detection.spans), score=score,
-                                            error=detection.error), i)
-            if not detection.ok:
-                failed.append(i)
-    failed = sorted(set(failed))
+    failed = _detect_missing(items, detector, context, task, question)
     if strategy == "auto":
         strategy = "max-confidence" if all(c.score is not None for c in items) else "fewest-spans"
     by_response_score = strategy == "max-confidence" and all(c.score is not None for c in items)
@@ -257,6 +243,27 @@ def select_best(
     return Selection(index=index, candidate=items[index], strategy=strategy, scores=scores, tied=tied,
                      tie_break=tie_break if len(tied) > 1 else None,
                      fallback=strategy == "no-spans" and best > 0, candidates=items, detection_failed=failed)
+
+
+def _detect_missing(items: list[Candidate], detector: Detector | None, context: str | None, task: str | None,
+                    question: str | None) -> list[int]:
+    """Give the candidates without spans the detector's spans and score, in place (one ``detect_batch`` call);
+    returns the sorted indices of the candidates that carry an error or that the detector could not judge."""
+    failed = [i for i, c in enumerate(items) if c.error is not None]
+    todo = [i for i, c in enumerate(items) if c.spans is None]
+    if todo:
+        if detector is None:
+            raise InputError("candidates without spans need a detector (pass detector=...)")
+        if context is None or task is None:
+            raise InputError("detecting spans needs the context and the task type (pass context= and task=)")
+        detected = _detect(detector, [items[i].response for i in todo], context, task, question)
+        for i, detection in zip(todo, detected):
+            score = items[i].score if detection.score is None else detection.score
+            items[i] = as_candidate(replace(items[i], spans=tuple(detection.spans), score=score,
+                                            error=detection.error), i)
+            if not detection.ok:
+                failed.append(i)
+    return sorted(set(failed))
 
 
 def read_candidates(path: str | Path) -> list[Candidate]:

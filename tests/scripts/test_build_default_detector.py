@@ -61,7 +61,8 @@ def test_two_builds_give_identical_files_that_load_and_detect(tmp_path: Path) ->
     outs = [tmp_path / "first", tmp_path / "second"]
     for out in outs:
         result = run_build("--data-dir", str(data), "--out", str(out), "--subset", "36", "--set",
-                           "features.encoder=null", "--set", SMALL_SYNTH, "--threads", "1", cwd=tmp_path)
+                           "features.encoder=null", "--set", SMALL_SYNTH, "--set", "data.extra=[]", "--threads", "1",
+                           cwd=tmp_path)
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
         assert "built " in result.stdout
     first, second = ({p.name: p.read_bytes() for p in out.iterdir()} for out in outs)
@@ -72,7 +73,7 @@ def test_two_builds_give_identical_files_that_load_and_detect(tmp_path: Path) ->
     assert build["training_fingerprint"] == info["training_fingerprint"] and build["split"]["subset"] == 36
     assert build["data"]["train"]["responses"] >= 36 and build["data"]["eval"]["responses"] >= 1  # the dev part: 7
     assert "--out" not in build["command"]
-    assert build["overrides"][1:] == ["features.encoder=null", SMALL_SYNTH]  # after the script's documents
+    assert build["overrides"][2:] == ["features.encoder=null", SMALL_SYNTH, "data.extra=[]"]  # after the script's
     assert info["data"]["counts"]["synth"]["records"] == 40  # generated from the training contexts alone
     assert build["command"][2:4] == ["--data-dir", str(data)]  # as given; no other path of this machine:
     assert not any(str(tmp_path) in text.decode() for name, text in first.items() if name != "build.json")
