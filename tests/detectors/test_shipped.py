@@ -109,6 +109,21 @@ def test_load_detector_without_an_argument_is_the_shipped_one(shipped) -> None:
     assert load_detector(DEFAULT_NAME, threshold=0.5).describe()["fingerprint"] == fingerprint
 
 
+def test_the_gate_is_an_option_and_a_bad_one_is_refused(shipped) -> None:
+    from ragtruth_spans.core.errors import InputError
+    from ragtruth_spans.detectors.loader import load_detector
+
+    added = "The castle was built in 1240 by King Edward I."
+    item = {"context": "The castle was built in 1240 by the town.", "response": added, "task": "Summary"}
+    found = shipped.detect_batch([item])[0]
+    closed = load_detector(DEFAULT_NAME, gate=1.0).detect_batch([item])[0]
+    assert found.spans and found.score < 1.0 and not closed.spans  # the addition has no contradicted word
+    assert load_detector(DEFAULT_NAME, gate=0.4).decision.response_threshold == 0.4
+    for bad in (1.5, "high", True):
+        with pytest.raises(InputError, match="gate"):
+            load_detector(DEFAULT_NAME, gate=bad)
+
+
 def test_one_call_detect_flags_a_changed_number(shipped) -> None:
     found = ragtruth_spans.detect(CONTEXT, CHANGED, question=QUESTION)
     assert [CHANGED[s.start:s.end] for s in found.spans] == ["1998"]

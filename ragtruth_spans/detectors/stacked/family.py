@@ -1,7 +1,8 @@
 """The stacked family (``kind: stacked``): word-level gradient boosting over support features and members'
 scores (docs/STACKED.md). Trained only (no named detectors); options: ``device`` and ``batch_size`` of the
-sentence encoder, ``threshold`` (one word threshold for every task instead of the tuned ones; the response gate
-and the word gap stay as tuned)."""
+sentence encoder, ``threshold`` (one word threshold for every task instead of the tuned ones) and ``gate`` (the
+response score below which a response gets no span, instead of the tuned one: higher, fewer false alarms); the
+word gap and fill stay as tuned."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.family import Family, check_options
 from ragtruth_spans.detectors.stacked.recipe import StackedRecipe
 
-OPTIONS = {"device", "batch_size", "threshold"}
+OPTIONS = {"device", "batch_size", "threshold", "gate"}
 
 
 def load(run_dir: str | Path, **options: Any) -> Detector:
@@ -26,7 +27,9 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     from ragtruth_spans.detectors.stacked.detector import StackedDetector
 
     check_options("stacked", options, OPTIONS)
-    threshold = options.pop("threshold", None)
+    threshold, gate = options.pop("threshold", None), options.pop("gate", None)
+    if gate is not None and (isinstance(gate, bool) or not isinstance(gate, (int, float)) or not 0 <= gate <= 1):
+        raise InputError(f"option gate must be a number in [0, 1], got {gate!r}", field="gate")
     run_dir = Path(run_dir)
     recipe, info = read_finished_run(run_dir, StackedRecipe, "decision", dict)
     members = {}
@@ -52,6 +55,8 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     decision = combiner.Decision.from_dict(info["decision"])
     if threshold is not None:
         decision = dataclasses.replace(decision, thresholds={"*": float(threshold)})
+    if gate is not None:
+        decision = dataclasses.replace(decision, response_threshold=float(gate))
     head = None
     if info.get("response") is not None:  # runs of recipes with `response: null` (or older runs) have no head
         if not isinstance(info["response"], dict):
