@@ -166,7 +166,8 @@ SYNTH_DOCUMENTS = f"data.synth.documents=[{', '.join(f'external/{name}' for name
 EXTRA_SOURCES = "data.extra=[{dir: external/xsum, weight: 0.3}, {dir: external/expertqa, weight: 0.5}]"
 """The overrides every build starts with (a ``--set`` given to the script comes after them and may replace them):
 generated data from the three sets' contexts, and XSum's and ExpertQA's labelled training files as extra
-training-only data of the word model (``docs/BENCHMARKS.md``, round six). SummEdits' labels are never read."""
+training-only data of the word model and the response head (the recipe's ``response.extra``; ``docs/BENCHMARKS.md``,
+round six). SummEdits' labels are never read."""
 DEFAULT_OVERRIDES = (SYNTH_DOCUMENTS, EXTRA_SOURCES)
 
 

@@ -26,7 +26,12 @@ TRAINER_KINDS = ("generative", "token-classification")
 
 def check_extra_sources(recipe: Recipe, family: Family) -> None:
     """Refuse ``data.extra`` for a family that does not train on extra sources, and a ``weight`` other than 1
-    for one that cannot weight records (:attr:`Family.extra_sources`), rather than ignore them."""
+    (of an extra source, or ``data.synth.weight``) for one that cannot weight records
+    (:attr:`Family.extra_sources`), rather than ignore them."""
+    synth = recipe.data.synth
+    if synth is not None and synth.weight != 1.0 and family.extra_sources != "weighted":
+        raise InputError(f"{recipe.kind} training cannot weight records: set data.synth.weight to 1 (got "
+                         f"{synth.weight})", field="data.synth.weight")
     if not recipe.data.extra:
         return
     if family.extra_sources is None:

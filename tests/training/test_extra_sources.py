@@ -164,3 +164,13 @@ def test_generated_records_weigh_data_synth_weight(dirs):
         weights[record_origin(record)].add(record_weight(record, data))
     assert weights == {"real": {1.0}, "augmented": {2.5}}  # the three generated records, the real ones untouched
     assert sum(record_weight(r, data) == 2.5 for r in records) == 3
+
+
+def test_a_synth_weight_is_refused_where_records_cannot_be_weighted(dirs):
+    main, _ = dirs
+    token = load_recipe("all-minilm-l6-v2/token-cls", [f"data.prepared_dir={main}", "data.synth={weight: 2}"])
+    with pytest.raises(InputError, match="data.synth.weight") as error:
+        check_extra_sources(token, get_family("token-classification"))
+    assert error.value.field == "data.synth.weight"
+    stacked = load_recipe("recommended-cpu", [f"data.prepared_dir={main}", "data.synth.weight=2"])
+    check_extra_sources(stacked, get_family("stacked"))  # the stacked family weights its rows: accepted

@@ -150,9 +150,10 @@ def _sentence_layout(spans: Sequence[Interval], stems: Sequence[str], context: s
 def _number_values(tokens: Sequence[str]) -> set[str]:
     """Canonical values of the numbers of ``tokens``: digits (``1,200`` → ``1200``), digits times a scale word
     (``1.5 million`` → ``1500000``) and number words (``three`` → ``3``)."""
-    out = {n for t in tokens if (n := number_value(t)) is not None}
+    values = [number_value(t) for t in tokens]
+    out = {v for v in values if v is not None}
     out |= {n for t in tokens for n in clock_values(t)}
-    out |= {n for i in range(len(tokens)) if (n := scaled_value(tokens, i)) is not None}
+    out |= {n for i, v in enumerate(values) if v is not None and (n := scaled_value(tokens, i)) is not None}
     out |= {f"{lexicon.NUMBER_WORDS[t]:g}" for t in tokens if t in lexicon.NUMBER_WORDS}
     return out | set(number_phrases(tokens).values())
 

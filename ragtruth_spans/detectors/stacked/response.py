@@ -32,7 +32,8 @@ from ragtruth_spans.detectors.stacked.recipe import ResponseSection
 HEAD_FILE = "response_head.txt"
 LEVELS = (0.1, 0.2, 0.3, 0.5)
 CONFLICTS = ("swap", "swap_one_side", "negation_added", "negation_dropped")
-RESTATED = ("polarity", "contrast_restated", "role_swap", "number_near")
+LATER_CONFLICTS = ("polarity", "contrast_restated", "role_swap", "number_near")
+"""Conflict columns the head counts since issue 31's sixth round (appended after the others)."""
 RESPONSE_FEATURES: tuple[str, ...] = (
     "p_max", "p_mean", "p_top3", "p_top10", "p_std", *(f"p_share_{level}" for level in LEVELS),
     "flagged_words", "log_flagged_words", "spans", "span_char_share",
@@ -40,7 +41,7 @@ RESPONSE_FEATURES: tuple[str, ...] = (
     "ngram_mean", "ngram_4_share", "fuzzy_mean", "fuzzy_low", "cosine_min", "cosine_mean", "sentence_unsupported_max",
     *(f"{name}_count" for name in CONFLICTS),
     "log_response_words", "log_context_words", *(f"task_{task}" for task in TASK_TYPES),
-    "contradicted_words", *(f"{name}_count" for name in RESTATED),
+    "contradicted_words", *(f"{name}_count" for name in LATER_CONFLICTS),
 )
 """Column names of :func:`response_features`, in order. Columns are only ever appended: a head trained on a
 shorter list reads its prefix (:func:`head_columns`)."""
@@ -78,7 +79,7 @@ def response_features(columns: ItemColumns, probabilities: np.ndarray, names: Se
         **{f"{name}_count": col[name].sum() for name in CONFLICTS},
         "log_response_words": col["log_response_words"][0], "log_context_words": col["log_context_words"][0],
         "contradicted_words": float(columns.contradicted().sum()),
-        **{f"{name}_count": col[name].sum() for name in RESTATED},
+        **{f"{name}_count": col[name].sum() for name in LATER_CONFLICTS},
     }
     for name, value in values.items():
         out[RESPONSE_FEATURES.index(name)] = value
@@ -252,7 +253,7 @@ class TrainedHead:
     scores: np.ndarray
     labels: np.ndarray
     importance: dict[str, float]
-    fitted: dict[str, int]
+    fitted_on: dict[str, int]
     """Responses the head learned from, by origin (``real``, ``augmented``, ``extra``)."""
 
     def info(self, tuned: Sequence[int], records: Sequence[Any]) -> dict[str, Any]:
@@ -264,7 +265,7 @@ class TrainedHead:
         table, ece = reliability(s, y)
         auroc = float(roc_auc_score(y, s)) if len(set(y.tolist())) == 2 else None
         return {"features": list(RESPONSE_FEATURES), "rounds": self.rounds,
-                "calibration": self.calibration.to_dict(), "responses": len(tuned), "fitted_on": self.fitted,
+                "calibration": self.calibration.to_dict(), "responses": len(tuned), "fitted_on": self.fitted_on,
                 "auroc": None if auroc is None else round(auroc, 4), "ece": ece, "reliability": table,
                 "feature_gain": self.importance}
 
