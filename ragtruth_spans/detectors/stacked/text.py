@@ -107,24 +107,33 @@ def number_phrases(tokens: Sequence[str]) -> dict[int, str]:
     out: dict[int, str] = {}
     i = 0
     while i < len(tokens):
-        j, total, current = i, 0, None
-        while j < len(tokens):
-            word, value = tokens[j], _spelled(tokens[j]) or ("1" if tokens[j] == "one" else None)
-            if value is not None and (not current or (current % 100 == 0 and int(value) < 100)
-                                      or (current % 10 == 0 and int(value) < 10)):
-                current = (current or 0) + int(value)
-            elif current is not None and word == "hundred":
-                current *= 100
-            elif current is not None and word in lexicon.SCALES:
-                total, current = total + current * lexicon.SCALES[word], 0
-            elif not (word == "and" and ((current is not None and current >= 100) or total)
-                      and j + 1 < len(tokens) and _spelled(tokens[j + 1])):
-                break
-            j += 1
-        if j - i > 1 and current is not None:
-            out.update({k: str(total + current) for k in range(i, j)})
-        i = max(j, i + 1)
+        end, value = _read_number(tokens, i)
+        if end - i > 1 and value is not None:
+            out.update({k: str(value) for k in range(i, end)})
+        i = max(end, i + 1)
     return out
+
+
+def _read_number(tokens: Sequence[str], i: int) -> tuple[int, int | None]:
+    """``(end, value)`` of the spelled number that starts at ``tokens[i]`` (``end``: one past its last word;
+    ``value`` None when none starts there): cardinals add up (``twenty`` ``five``), ``hundred`` multiplies, a scale
+    word closes a group (``two thousand``), ``and`` joins a cardinal to a hundred or a scale (``four hundred and
+    fifty``)."""
+    j, total, current = i, 0, None
+    while j < len(tokens):
+        word, value = tokens[j], _spelled(tokens[j]) or ("1" if tokens[j] == "one" else None)
+        if value is not None and (not current or (current % 100 == 0 and int(value) < 100)
+                                  or (current % 10 == 0 and int(value) < 10)):
+            current = (current or 0) + int(value)
+        elif current is not None and word == "hundred":
+            current *= 100
+        elif current is not None and word in lexicon.SCALES:
+            total, current = total + current * lexicon.SCALES[word], 0
+        elif not (word == "and" and ((current is not None and current >= 100) or total)
+                  and j + 1 < len(tokens) and _spelled(tokens[j + 1])):
+            break
+        j += 1
+    return j, None if current is None else total + current
 
 
 WORD = re.compile(r"\w+(?:[-'’.,/:]\w+)*")

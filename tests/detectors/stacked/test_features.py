@@ -250,6 +250,17 @@ def test_the_numbers_of_a_numbered_list_are_not_changed_numbers():
     assert flagged(context, "1. Add the wine and cook for 9 minutes.")["swap"] == {"9"}
 
 
+@pytest.mark.parametrize(("text", "value"), [
+    ("two thousand and twelve", "2012"), ("one hundred and twenty-three", "123"), ("twenty five", "25"),
+    ("one hundred thousand", "100000"), ("five and six", None), ("one of them", None), ("twenty thirty", None),
+])
+def test_spelled_numbers_of_several_words_are_read_whole(text, value):
+    from ragtruth_spans.detectors.stacked.text import number_phrases
+
+    phrases = number_phrases(text.split())
+    assert (set(phrases.values()) == {value} and len(phrases) == len(text.split())) if value else phrases == {}
+
+
 def test_a_spelled_number_is_a_number_and_agrees_with_its_digits():
     context = "Ferries to Inchmarra leave the harbour three times a week. The crossing saves 9,000 journeys a year."
     assert flagged(context, "Ferries to Inchmarra leave the harbour five times a week.")["swap"] == {"five"}
