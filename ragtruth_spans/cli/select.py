@@ -4,7 +4,7 @@ candidate responses with a detector."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -63,7 +63,6 @@ def select_command(
     from ragtruth_spans.evaluation import load_gold
     from ragtruth_spans.evaluation.overlap import count_overlap, without
     from ragtruth_spans.pipeline.overlap import predictions_training_data
-    from ragtruth_spans.reporting.console import selection_table
     from ragtruth_spans.selection.corpus import evaluate_selection
 
     with user_errors():
@@ -83,6 +82,18 @@ def select_command(
         report = selection(without(records, overlap.ids) if drop_overlap else records)
         rest = selection(without(records, overlap.ids)) if overlap.ids and not drop_overlap else None
         report["overlap"] = overlap.to_dict() | {"dropped": len(overlap.ids) if drop_overlap else 0, "rest": rest}
+    _print_selection(report, rest, overlap, drop_overlap)
+    if json_out is not None:
+        with user_errors():
+            write_json(json_out, report)
+        note(f"wrote {json_out}")
+
+
+def _print_selection(report: dict, rest: dict | None, overlap: Any, drop_overlap: bool) -> None:
+    """The selection report's tables (with the figures without the overlapping responses, when any) and notes:
+    overlap, skipped sources, detector errors among the candidates."""
+    from ragtruth_spans.reporting.console import selection_table
+
     out.print(selection_table(report))
     if rest is not None:
         out.print(selection_table(rest, title_prefix=f"Without the {len(overlap.ids)} responses that overlap the "
@@ -95,10 +106,6 @@ def select_command(
     if report["selected"]["detector_errors"]:
         note(f"{report['selected']['detector_errors']} candidate(s) in the sources used were detector errors (the "
              "detector could not judge them): ranked after every judged candidate, never counted as clean")
-    if json_out is not None:
-        with user_errors():
-            write_json(json_out, report)
-        note(f"wrote {json_out}")
 
 
 @detector_command("select-best")
