@@ -362,6 +362,12 @@ def _add_routes(app: FastAPI, service: Service) -> None:
             return DetectMany(results=outs, detector=service.ref)
         return DetectOne(**outs[0].model_dump(), detector=service.ref)
 
+    _add_select_route(app, service, errors)
+
+
+def _add_select_route(app: FastAPI, service: Service, errors: dict[int, Any]) -> None:
+    """``POST /v1/select`` (best-of-N selection)."""
+
     @app.post("/v1/select", responses=errors | {415: {"model": ErrorOut}}, openapi_extra=request_schema(SELECT_BODY))
     async def select(request: Request) -> dict[str, Any]:
         """Best-of-N selection: the index of the least hallucinated candidate and each candidate's spans;
