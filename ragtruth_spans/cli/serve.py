@@ -53,6 +53,17 @@ def page_wanted(ui: bool | None, host: str) -> bool:
     return is_loopback(host) if ui is None else ui
 
 
+def _configure_server_logging(log_level: str) -> None:
+    """A server's log: time-stamped records; ``--log-level`` sets ragtruth-spans' own (``--quiet`` keeps them to
+    warnings)."""
+    with user_errors():
+        check_choice(log_level.lower(), ("debug", "info", "warning", "error"), "log level", field="--log-level")
+    level = logging.getLevelName(log_level.upper())
+    quiet = logs.verbosity() == "quiet"
+    logs.configure(logs.verbosity(), fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger(logs.PACKAGE_LOGGER).setLevel(max(logging.WARNING, level) if quiet else level)
+
+
 @detector_command("serve")
 def serve_command(
     model: Optional[str] = model_option(),
@@ -109,13 +120,7 @@ def serve_command(
     from ragtruth_spans.runs.run_dir import read_run_info
     from ragtruth_spans.serving.app import ServeSettings, create_app
 
-    # a server's log: time-stamped records; --log-level sets ragtruth-spans' own (--quiet keeps them to warnings)
-    with user_errors():
-        check_choice(log_level.lower(), ("debug", "info", "warning", "error"), "log level", field="--log-level")
-    level = logging.getLevelName(log_level.upper())
-    quiet = logs.verbosity() == "quiet"
-    logs.configure(logs.verbosity(), fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger(logs.PACKAGE_LOGGER).setLevel(max(logging.WARNING, level) if quiet else level)
+    _configure_server_logging(log_level)
     with user_errors():
         from ragtruth_spans.evidence import MODES
 
