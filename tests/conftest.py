@@ -3,9 +3,11 @@ trains each tiny model once."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import random
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("WANDB_DISABLED", "true")
+# The suite's own cache root (the ONNX export of the sentence encoder, converted GGUF models …), never the user's.
+if not os.environ.get("RAGTRUTH_SPANS_CACHE"):
+    os.environ["RAGTRUTH_SPANS_CACHE"] = tempfile.mkdtemp(prefix="ragtruth-spans-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["RAGTRUTH_SPANS_CACHE"], True)
 
 
 @pytest.fixture(scope="session")

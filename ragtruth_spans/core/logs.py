@@ -39,7 +39,8 @@ PACKAGE_LOGGER = "ragtruth_spans"
 LEVELS: dict[str, int] = {"quiet": logging.WARNING, "normal": logging.INFO, "verbose": logging.DEBUG}
 """The level of :data:`PACKAGE_LOGGER` for each verbosity."""
 LIBRARY_LOGGERS = ("transformers", "peft", "trl", "accelerate", "datasets", "sentence_transformers",
-                   "bitsandbytes", "huggingface_hub", "torch", "urllib3", "httpx", "filelock", "vllm")
+                   "bitsandbytes", "huggingface_hub", "torch", "urllib3", "httpx", "filelock", "vllm", "onnxscript",
+                   "onnx_ir", "onnxruntime")
 """Loggers of the libraries underneath, set to ``ERROR`` by an entry point that mutes them (unless verbose)."""
 QUIET_ENV = {"TRANSFORMERS_VERBOSITY": "error", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
              "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",

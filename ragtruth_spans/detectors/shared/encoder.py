@@ -6,6 +6,7 @@ embeddings by text (:meth:`SentenceEncoder.embed`: each distinct text is encoded
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -14,6 +15,12 @@ from typing import Any
 import numpy as np
 
 from ragtruth_spans.models.pretrained import MINILM
+
+logger = logging.getLogger(__name__)
+
+RUNTIMES = ("auto", "torch")
+"""Where the transformer runs: ``auto`` (ONNX Runtime on the CPU when it is installed and the model allows it:
+:func:`_onnx_transformer`; else torch) or ``torch``."""
 
 CONTEXT_CACHE_SIZE = 256
 """Contexts whose unit embeddings are kept (a RAGTruth source has 6 responses to the same context)."""
@@ -24,23 +31,33 @@ TEXT_CACHE_SIZE = 50_000
 class SentenceEncoder:
     """L2-normalised sentence embeddings (so a dot product is the cosine similarity)."""
 
-    def __init__(self, name_or_path: str = MINILM, *, device: str | None = None, batch_size: int = 64) -> None:
+    def __init__(self, name_or_path: str = MINILM, *, device: str | None = None, batch_size: int = 64,
+                 runtime: str = "auto") -> None:
         from ragtruth_spans.models.hf_models import loading
         from ragtruth_spans.models.pretrained import resolve_model
 
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
         self.name_or_path = name_or_path
         path, self.revision = resolve_model(name_or_path)
         self.batch_size = batch_size
         self._max_length = mean_pooling_layout(path)
-        with loading(path, "sentence encoder"):
-            if self._max_length is not None:  # one transformer pass gives sentences and tokens; no import of ST
-                from transformers import AutoModel
+        self.model: Any = None
+        self._transformer: Any = None
+        self._onnx: Any = None
+        if self._max_length is not None and runtime != "torch" and (device or "cpu") == "cpu":
+            self._onnx = _onnx_transformer(name_or_path, path, self._max_length)
+        if self._onnx is None:
+            with loading(path, "sentence encoder"):
+                if self._max_length is not None:  # one transformer pass gives sentences and tokens; no import of ST
+                    from transformers import AutoModel
 
-                self.model = None
-                self._transformer = AutoModel.from_pretrained(path, local_files_only=True).to(device or "cpu").eval()
-            else:
-                self.model = _sentence_transformer(path, device)
-                self._transformer, self._max_length = self.model[0].auto_model, self.model.max_seq_length
+                    self._transformer = AutoModel.from_pretrained(path, local_files_only=True).to(
+                        device or "cpu").eval()
+                else:
+                    self.model = _sentence_transformer(path, device)
+                    self._transformer, self._max_length = self.model[0].auto_model, self.model.max_seq_length
+        self.runtime = "onnx" if self._onnx is not None else "torch"
         self._cache: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
         self._texts: OrderedDict[str, np.ndarray] = OrderedDict()
         self._token_cache: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
@@ -49,6 +66,8 @@ class SentenceEncoder:
 
     def dimension(self) -> int:
         """The embedding size."""
+        if self._onnx is not None:
+            return self._onnx.dimension
         if self.model is None:
             return int(self._transformer.config.hidden_size)
         get = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
@@ -108,6 +127,23 @@ class SentenceEncoder:
             self._fast_tokenizer = AutoTokenizer.from_pretrained(self._path, use_fast=True, local_files_only=True)
         return self._fast_tokenizer
 
+    def _forward(self, texts: Sequence[str]) -> tuple[np.ndarray, Any]:
+        """The last hidden states (``b x s x dim`` float32) of ``texts`` padded to the longest and cut at the
+        model's ``max_seq_length``, and their tokenization (NumPy arrays by name, offsets and special tokens
+        included)."""
+        if self._onnx is not None:
+            batch = self._onnx.tokenizer(texts)
+            return self._onnx.hidden(batch), batch
+        import torch
+
+        batch = self._tokenizer()(list(texts), padding=True, truncation=True, max_length=self._max_length,
+                                  return_offsets_mapping=True, return_special_tokens_mask=True, return_tensors="np")
+        inputs = {name: torch.from_numpy(batch[name]).to(self._transformer.device)
+                  for name in ("input_ids", "attention_mask", "token_type_ids") if name in batch}
+        with torch.inference_mode():
+            hidden = self._transformer(**inputs).last_hidden_state.float().cpu().numpy()
+        return hidden, batch
+
     def _passes(self, texts: Sequence[str], with_tokens: bool = True
                 ) -> Iterator[tuple[int, np.ndarray, np.ndarray | None, np.ndarray | None]]:
         """One transformer pass over ``texts`` in batches of similar lengths (longest first, as
@@ -115,23 +151,16 @@ class SentenceEncoder:
         unit-length embedding, the character interval ``[start, end)`` of each word piece (special tokens left
         out) and their unit-length contextual embeddings (both None without ``with_tokens``); texts cut at the model's
         ``max_seq_length``."""
-        import torch
-
-        tokenizer, transformer = self._tokenizer(), self._transformer
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         for at in range(0, len(order), self.batch_size):
             chunk = order[at:at + self.batch_size]
-            batch = tokenizer([texts[i] for i in chunk], padding=True, truncation=True,
-                              max_length=self._max_length, return_offsets_mapping=True,
-                              return_special_tokens_mask=True, return_tensors="pt")
-            offsets = batch.pop("offset_mapping").numpy()
-            keep = ((batch.pop("special_tokens_mask") == 0) & (batch["attention_mask"] == 1)).numpy()
-            with torch.inference_mode():
-                hidden = transformer(**batch.to(transformer.device)).last_hidden_state.float()
-                mask = batch["attention_mask"].to(hidden.device).unsqueeze(-1).float()
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                pooled = torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy()
-                tokens = torch.nn.functional.normalize(hidden, dim=-1).cpu().numpy() if with_tokens else None
+            hidden, batch = self._forward([texts[i] for i in chunk])
+            attention = np.asarray(batch["attention_mask"])
+            keep = (np.asarray(batch["special_tokens_mask"]) == 0) & (attention == 1)
+            mask = attention[..., None].astype(np.float32)
+            pooled = _unit((hidden * mask).sum(1) / np.maximum(mask.sum(1), 1e-9))
+            tokens = _unit(hidden) if with_tokens else None
+            offsets = np.asarray(batch["offset_mapping"])
             for row, i in enumerate(chunk):
                 if tokens is None:
                     yield i, pooled[row], None, None
@@ -177,7 +206,36 @@ class SentenceEncoder:
         return stacked
 
     def describe(self) -> dict[str, Any]:
+        """The encoder and its revision (not the runtime: ONNX Runtime and torch give the same embeddings to
+        ~1e-5)."""
         return {"encoder": self.name_or_path, "encoder_revision": self.revision}
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    """``x`` scaled to unit length along its last axis (as torch's ``normalize``: norms below 1e-12 count as it)."""
+    return (x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)).astype(np.float32, copy=False)
+
+
+def _onnx_transformer(name_or_path: str, path: str, max_length: int) -> Any:
+    """The folder's transformer on ONNX Runtime (exported once and cached; :mod:`ragtruth_spans.models.onnx_encoder`),
+    or None when ONNX Runtime is not installed, the model cannot take that path, or no export is cached and the
+    exporter's packages are missing."""
+    from ragtruth_spans.models import onnx_encoder
+    from ragtruth_spans.models.pretrained import PACKAGED_MODELS
+
+    if not onnx_encoder.onnx_ready(export=False):
+        return None
+    verified = PACKAGED_MODELS[name_or_path].sha256 if name_or_path in PACKAGED_MODELS else None
+    inputs = onnx_encoder.export_key_inputs(path, verified)
+    if inputs is None:
+        return None
+    found = onnx_encoder.cached_export(inputs)
+    if found is None:
+        if not onnx_encoder.onnx_ready(export=True):
+            logger.info("sentence encoder on torch: no ONNX export cached and no exporter (onnx, onnxscript)")
+            return None
+        found = onnx_encoder.exported_model(path, inputs)
+    return onnx_encoder.OnnxTransformer(found, path, max_length=max_length)
 
 
 def mean_pooling_layout(path: str | Path) -> int | None:
@@ -213,16 +271,17 @@ def _sentence_transformer(path: str, device: str | None) -> Any:
     return model.eval()
 
 
-_SHARED: dict[tuple[str, str | None, int], SentenceEncoder] = {}
+_SHARED: dict[tuple[str, str | None, int, str], SentenceEncoder] = {}
 
 
-def shared_encoder(name_or_path: str = MINILM, *, device: str | None = None, batch_size: int = 64) -> SentenceEncoder:
+def shared_encoder(name_or_path: str = MINILM, *, device: str | None = None, batch_size: int = 64,
+                   runtime: str = "auto") -> SentenceEncoder:
     """The process's :class:`SentenceEncoder` for these settings, loaded on first use (a few are kept)."""
-    key = (name_or_path, device, batch_size)
+    key = (name_or_path, device, batch_size, runtime)
     if key not in _SHARED:
         if len(_SHARED) >= 4:
             _SHARED.pop(next(iter(_SHARED)))
-        _SHARED[key] = SentenceEncoder(name_or_path, device=device, batch_size=batch_size)
+        _SHARED[key] = SentenceEncoder(name_or_path, device=device, batch_size=batch_size, runtime=runtime)
     return _SHARED[key]
 
 
