@@ -136,6 +136,8 @@ def _last_hidden(model: Any) -> Any:
 
 def _export(folder: Path, out: Path) -> float:
     """Export ``folder``'s transformer to ``out``; the largest absolute difference from torch on :data:`PROBE`."""
+    import contextlib
+    import sys
     import warnings
 
     import torch
@@ -145,7 +147,8 @@ def _export(folder: Path, out: Path) -> float:
     batch = FastTokenizer(folder, max_length=64)(list(PROBE))
     tensors = tuple(torch.from_numpy(batch[name]) for name in INPUTS)
     batch_dim, seq_dim = torch.export.Dim("batch"), torch.export.Dim("sequence", max=4096)
-    with warnings.catch_warnings(), torch.no_grad():
+    # stdout carries results (detect's JSON): whatever the exporter prints goes to stderr
+    with warnings.catch_warnings(), torch.no_grad(), contextlib.redirect_stdout(sys.stderr):
         warnings.simplefilter("ignore")  # the exporter's notes on axis names and optional torchvision ops
         program = torch.onnx.export(wrapped, tensors, input_names=list(INPUTS), output_names=["last_hidden_state"],
                                     dynamic_shapes=({0: batch_dim, 1: seq_dim},) * 3, opset_version=OPSET,

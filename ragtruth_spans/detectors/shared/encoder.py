@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.models.pretrained import MINILM
 
 logger = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ class SentenceEncoder:
         from ragtruth_spans.models.pretrained import resolve_model
 
         if runtime not in RUNTIMES:
-            raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
+            raise InputError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}", field="runtime")
         self.name_or_path = name_or_path
         path, self.revision = resolve_model(name_or_path)
         self.batch_size = batch_size

@@ -1,8 +1,8 @@
 """The stacked family (``kind: stacked``): word-level gradient boosting over support features and members'
-scores (docs/STACKED.md). Trained only (no named detectors); options: ``device`` and ``batch_size`` of the
-sentence encoder, ``threshold`` (one word threshold for every task instead of the tuned ones) and ``gate`` (the
-response score below which a response gets no span, instead of the tuned one: higher, fewer false alarms); the
-word gap and fill stay as tuned."""
+scores (docs/STACKED.md). Trained only (no named detectors); options: ``device``, ``batch_size`` and ``runtime``
+(``auto``: ONNX Runtime on the CPU when installed; ``torch``) of the sentence encoder, ``threshold`` (one word
+threshold for every task instead of the tuned ones) and ``gate`` (the response score below which a response gets
+no span, instead of the tuned one: higher, fewer false alarms); the word gap and fill stay as tuned."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.family import Family, check_options
 from ragtruth_spans.detectors.stacked.recipe import StackedRecipe
 
-OPTIONS = {"device", "batch_size", "threshold", "gate"}
+OPTIONS = {"device", "batch_size", "runtime", "threshold", "gate"}
 
 
 def load(run_dir: str | Path, **options: Any) -> Detector:
