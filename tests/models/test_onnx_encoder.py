@@ -105,3 +105,14 @@ def test_the_shipped_detector_scores_alike_on_either_runtime(encoders, cache: Pa
         items = [{"context": context, "question": "Tell me about the hotel.", "response": r} for r in responses]
         scores[runtime] = [d.score for d in detector.detect_batch(items)]
     assert np.allclose(scores["auto"], scores["torch"], atol=1e-4)
+
+
+def test_an_export_that_cannot_be_written_leaves_the_encoder_on_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("RAGTRUTH_SPANS_CACHE", str(blocker / "cache"))
+    with caplog.at_level("WARNING"):
+        encoder = SentenceEncoder(MINILM)
+    assert encoder.runtime == "torch" and "the ONNX export failed" in caplog.text
+    assert encoder.encode(["still encodes"]).shape == (1, 384)

@@ -220,7 +220,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
 def _onnx_transformer(name_or_path: str, path: str, max_length: int) -> Any:
     """The folder's transformer on ONNX Runtime (exported once and cached; :mod:`ragtruth_spans.models.onnx_encoder`),
     or None when ONNX Runtime is not installed, the model cannot take that path, or no export is cached and the
-    exporter's packages are missing."""
+    exporter's packages are missing or the export fails (a warning says why)."""
     from ragtruth_spans.models import onnx_encoder
     from ragtruth_spans.models.pretrained import PACKAGED_MODELS
 
@@ -235,7 +235,14 @@ def _onnx_transformer(name_or_path: str, path: str, max_length: int) -> Any:
         if not onnx_encoder.onnx_ready(export=True):
             logger.info("sentence encoder on torch: no ONNX export cached and no exporter (onnx, onnxscript)")
             return None
-        found = onnx_encoder.exported_model(path, inputs)
+        try:
+            found = onnx_encoder.exported_model(path, inputs)
+        except InputError:
+            raise
+        except Exception as exc:  # an unwritable cache, an exporter that fails on this model: torch still serves
+            logger.warning("sentence encoder on torch: the ONNX export failed (%s: %s)", type(exc).__name__,
+                           " ".join(str(exc).split())[:200])
+            return None
     return onnx_encoder.OnnxTransformer(found, path, max_length=max_length)
 
 
