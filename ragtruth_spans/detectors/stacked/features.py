@@ -34,7 +34,14 @@ from ragtruth_spans.core.types import TASK_TYPES
 from ragtruth_spans.data import lexicon
 from ragtruth_spans.detectors.stacked import conflicts as conflict_signals
 from ragtruth_spans.detectors.stacked import polarity as polarity_signals
-from ragtruth_spans.detectors.stacked.structured import clock_values, compound_parts, json_key_stems, region_names
+from ragtruth_spans.detectors.stacked.structured import (
+    clock_values,
+    compound_parts,
+    json_key_numbers,
+    json_key_stems,
+    key_number_conflicts,
+    region_names,
+)
 from ragtruth_spans.detectors.stacked.text import (
     NEGATORS,
     STOP_WORDS,
@@ -114,6 +121,8 @@ class ContextIndex:
     sentence_spans: tuple[tuple[int, int], ...] = ()
     """Each context sentence as the token positions ``[start, end)`` it covers."""
     stem_sentences: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    key_numbers: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Per stem of a JSON key's words, the numbers under such keys (:func:`.structured.json_key_numbers`)."""
 
     @classmethod
     def build(cls, context: str, question: str | None = None) -> ContextIndex:
@@ -133,7 +142,8 @@ class ContextIndex:
                    frozenset(numbers), frozenset(question_words), frozenset(grams), frozenset(stem_grams),
                    vocabulary, len(tokens), false_keys, true_keys, tuple(tokens), capitalised,
                    *conflict_signals.anchors(tokens), conflict_signals.negated_pairs(tokens), tuple(stems),
-                   tuple(polarity_signals.negated(tokens).tolist()), *_sentence_layout(spans, stems, context))
+                   tuple(polarity_signals.negated(tokens).tolist()), *_sentence_layout(spans, stems, context),
+                   key_numbers=json_key_numbers(context))
 
 
 def _sentence_layout(spans: Sequence[Interval], stems: Sequence[str], context: str
@@ -307,8 +317,10 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     content = 1.0 - stop
     ngram = _longest_runs(tokens, index.ngrams)
     cosine = np.asarray(sentence_cosine, dtype=np.float32)[sid] if sentence_cosine is not None else 0.0
-    conflict = conflict_signals.conflicts(tokens, [w[:1].isupper() for w in raw], index,
-                                          list_markers(response, spans, first_in_sentence))
+    markers = list_markers(response, spans, first_in_sentence)
+    conflict = conflict_signals.conflicts(tokens, [w[:1].isupper() for w in raw], index, markers)
+    conflict["swap_one_side"] = np.maximum(conflict["swap_one_side"], key_number_conflicts(
+        response, spans, stems, numbers, index.key_numbers, markers))
     names = [w[:1].isupper() and not first for w, first in zip(raw, first_in_sentence)]
     negated = polarity_signals.negated(tokens)
     conflict.update(polarity_signals.restated_signals(tokens, stems, names, negated, sid, index))

@@ -238,6 +238,24 @@ def test_clock_times_of_a_record_support_the_hours_in_words():
     assert f["8"]["number_in_context"] == 1.0 and f["9"]["number_in_context"] == 0.0
 
 
+RECORD = ('{"name": "Spoke", "business_stars": 4.5, "review_count": 87, '
+          '"review_info": [{"review_stars": 5, "review_text": "Great."}, {"review_stars": 3, "review_text": "Slow."}]}')
+
+
+@pytest.mark.parametrize(("response", "marked"), [
+    ("Spoke is rated 3.5 stars across 87 reviews.", {"3.5"}),       # another rating than the record's
+    ("Spoke is rated 4.5 stars across 87 reviews.", set()),          # the record's
+    ("Spoke has 120 reviews.", {"120"}),                            # another count
+    ("It is rated 4.5 out of 5 stars, from 2 reviews.", set()),     # a scale; the reviews the record lists
+    ("One reviewer gave it 5 stars, another 3 stars.", set()),      # the reviews' own ratings
+    ("Its rating is 4.5. Reviews praise it.", set()),               # the key word is in the next sentence
+])
+def test_a_number_that_the_json_key_beside_it_does_not_hold_is_a_one_sided_swap(response: str,
+                                                                               marked: set[str]) -> None:
+    f = features_of(RECORD, response, task="Data2txt")
+    assert {w for w, row in f.items() if row["swap_one_side"]} == marked
+
+
 def test_a_name_the_context_holds_elsewhere_reads_as_a_swap_in_a_copied_phrase():
     context = "Ministers will meet in Lisbon in May. Last year's meeting in Vienna ended without a deal."
     assert flagged(context, "Ministers will meet in Vienna in May.")["swap"] == {"Vienna"}
