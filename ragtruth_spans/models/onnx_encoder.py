@@ -82,9 +82,19 @@ def _key(inputs: dict[str, str]) -> str:
 
 
 def cached_export(inputs: dict[str, str]) -> Path | None:
-    """The cached export made from ``inputs``, None when there is none yet."""
+    """The cached export made from ``inputs``, None when there is none yet; an export whose SHA-256 is not the
+    one recorded beside it is an :class:`InputError`."""
     final = cache_root() / "onnx" / _key(inputs)
-    return final / MODEL_FILE if (final / RECORD_FILE).is_file() and (final / MODEL_FILE).is_file() else None
+    if not (final / RECORD_FILE).is_file() or not (final / MODEL_FILE).is_file():
+        return None
+    try:
+        recorded = json.loads((final / RECORD_FILE).read_text(encoding="utf-8")).get("onnx_sha256")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if recorded != file_sha256(final / MODEL_FILE):
+        raise InputError("the cached ONNX encoder does not match its record (changed or incomplete): delete its "
+                         "folder and run again", path=final)
+    return final / MODEL_FILE
 
 
 def exported_model(folder: str | Path, inputs: dict[str, str]) -> Path:
