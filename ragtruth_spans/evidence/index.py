@@ -13,7 +13,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from ragtruth_spans.evidence.facts import Fact, content_stems, facts, stem
+from ragtruth_spans.data.facts import Fact, content_stems, facts, stem
 from ragtruth_spans.evidence.units import Unit, context_units, key_words
 
 _GENERIC_KEY_TEXT = (

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragtruth_spans.core.evidence import Passage, SpanEvidence
-from ragtruth_spans.evidence.facts import WORD, Fact, content_stems, facts, negations, stem
+from ragtruth_spans.data.facts import WORD, Fact, content_stems, facts, negations, stem
 from ragtruth_spans.evidence.hours import claimed_days, hours_conflicts
 from ragtruth_spans.evidence.index import ContextIndex, key_stems
 from ragtruth_spans.evidence.units import Unit

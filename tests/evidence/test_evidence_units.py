@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ragtruth_spans.evidence.facts import content_stems, facts, negations
+from ragtruth_spans.data.facts import content_stems, facts, negations
 from ragtruth_spans.evidence.hours import claimed_days, claimed_hours
 from ragtruth_spans.evidence.units import context_units, json_units
 

@@ -32,11 +32,13 @@ import numpy as np
 
 from ragtruth_spans.core.types import TASK_TYPES
 from ragtruth_spans.data import lexicon
+from ragtruth_spans.data.hours import record_hours
 from ragtruth_spans.detectors.stacked import conflicts as conflict_signals
 from ragtruth_spans.detectors.stacked import polarity as polarity_signals
 from ragtruth_spans.detectors.stacked.structured import (
     clock_values,
     compound_parts,
+    hours_conflict_words,
     json_key_numbers,
     json_key_stems,
     key_number_conflicts,
@@ -123,6 +125,8 @@ class ContextIndex:
     stem_sentences: dict[str, tuple[int, ...]] = field(default_factory=dict)
     key_numbers: dict[str, frozenset[str]] = field(default_factory=dict)
     """Per stem of a JSON key's words, the numbers under such keys (:func:`.structured.json_key_numbers`)."""
+    hours: dict[int, str | None] = field(default_factory=dict)
+    """A JSON record's opening hours per weekday (:func:`ragtruth_spans.data.hours.record_hours`)."""
 
     @classmethod
     def build(cls, context: str, question: str | None = None) -> ContextIndex:
@@ -143,7 +147,7 @@ class ContextIndex:
                    vocabulary, len(tokens), false_keys, true_keys, tuple(tokens), capitalised,
                    *conflict_signals.anchors(tokens), conflict_signals.negated_pairs(tokens), tuple(stems),
                    tuple(polarity_signals.negated(tokens).tolist()), *_sentence_layout(spans, stems, context),
-                   key_numbers=json_key_numbers(context))
+                   key_numbers=json_key_numbers(context), hours=record_hours(context))
 
 
 def _sentence_layout(spans: Sequence[Interval], stems: Sequence[str], context: str
@@ -319,8 +323,9 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     cosine = np.asarray(sentence_cosine, dtype=np.float32)[sid] if sentence_cosine is not None else 0.0
     markers = list_markers(response, spans, first_in_sentence)
     conflict = conflict_signals.conflicts(tokens, [w[:1].isupper() for w in raw], index, markers)
-    conflict["swap_one_side"] = np.maximum(conflict["swap_one_side"], key_number_conflicts(
-        response, spans, stems, numbers, index.key_numbers, markers))
+    conflict["swap_one_side"] = np.maximum.reduce([
+        conflict["swap_one_side"], key_number_conflicts(response, spans, stems, numbers, index.key_numbers, markers),
+        hours_conflict_words(response, spans, sentences, index.hours)])
     names = [w[:1].isupper() and not first for w, first in zip(raw, first_in_sentence)]
     negated = polarity_signals.negated(tokens)
     conflict.update(polarity_signals.restated_signals(tokens, stems, names, negated, sid, index))

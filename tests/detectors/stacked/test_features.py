@@ -256,6 +256,20 @@ def test_a_number_that_the_json_key_beside_it_does_not_hold_is_a_one_sided_swap(
     assert {w for w, row in f.items() if row["swap_one_side"]} == marked
 
 
+HOURS = '{"name": "Cafe", "hours": {"Monday": "7:0-14:0", "Friday": "8:0-20:0", "Sunday": "0:0-0:0"}}'
+
+
+@pytest.mark.parametrize(("response", "marked"), [
+    ("On Fridays it closes at 9 p.m. after opening at 8 a.m.", {"9", "p.m", "8", "a.m"}),  # not the record's hours
+    ("It opens on Sundays from 7 am to 3 pm.", {"7", "am", "3", "pm"}),                  # a closed day
+    ("It opens Mondays from 7 am to 2 pm.", set()),                                      # the record's hours
+    ("It is closed on Sundays.", set()),                                                 # days alone are not read
+])
+def test_times_the_record_hours_contradict_are_one_sided_swaps(response: str, marked: set[str]) -> None:
+    f = features_of(HOURS, response, task="Data2txt")
+    assert {w for w, row in f.items() if row["swap_one_side"]} == marked
+
+
 def test_a_name_the_context_holds_elsewhere_reads_as_a_swap_in_a_copied_phrase():
     context = "Ministers will meet in Lisbon in May. Last year's meeting in Vienna ended without a deal."
     assert flagged(context, "Ministers will meet in Vienna in May.")["swap"] == {"Vienna"}
