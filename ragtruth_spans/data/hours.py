@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 from ragtruth_spans.data.facts import WEEKDAYS, facts
 
@@ -27,43 +28,68 @@ _HOURS_VALUE = re.compile(r"^\s*(\d{1,2}):(\d{1,2})\s*-\s*(\d{1,2}):(\d{1,2})\s*
 
 
 def claimed_days(text: str) -> set[int] | None:
-    """The weekdays (0 = Monday) ``text`` speaks of, or None when it names none.
+    """The weekdays (0 = Monday) ``text`` speaks of, or None when it names none; named days win over
+    ``weekdays`` / ``weekend`` in the same text (``at the weekend: 7 am to 8 pm on Saturday`` is Saturday).
 
     >>> sorted(claimed_days("open Monday through Wednesday and on Sundays"))
     [0, 1, 2, 6]
+    >>> sorted(claimed_days("shorter hours at the weekend: 7 am to 8 pm on Saturday"))
+    [5]
     """
     if _ALL_DAYS.search(text):
         return set(range(7))
     days: set[int] = set()
-    lowered = text.lower()
-    if "weekday" in lowered:
-        days |= set(range(5))
-    if "weekend" in lowered:
-        days |= {5, 6}
     for m in _RANGE.finditer(text):
         a, b = ABBREVIATIONS[m.group(1)[:3].lower()], ABBREVIATIONS[m.group(2)[:3].lower()]
         days |= {(a + k) % 7 for k in range((b - a) % 7 + 1)}
     days |= {ABBREVIATIONS[m.group(1)[:3].lower()] for m in _ONE_DAY.finditer(text)}
+    lowered = text.lower()
+    if not days and "weekday" in lowered:
+        days |= set(range(5))
+    if not days and "weekend" in lowered:
+        days |= {5, 6}
     return days or None
 
 
-def claimed_hours(text: str) -> list[tuple[set[int] | None, str | None]]:
-    """``[(days or None, "open-close" or None)]`` that ``text`` states, clause by clause: a clause with two times
-    of day takes the days named in it, or those named in the clauses since the previous time range
-    ("Monday, Tuesday and Wednesday from 9 am to 5 pm"); days named without times make a claim of their own."""
-    claims: list[tuple[set[int] | None, str | None]] = []
+@dataclass(frozen=True)
+class HoursClaim:
+    """What one clause of a text states: its ``days`` (None: none named), its ``hours`` (``open-close``, None: no
+    time range) and where the clause stands in the text (``[start, end)``, characters)."""
+
+    days: set[int] | None
+    hours: str | None
+    start: int
+    end: int
+
+
+def hours_claims(text: str) -> list[HoursClaim]:
+    """The :class:`HoursClaim` of ``text``, clause by clause: a clause with two times of day takes the days named
+    in it, or those named in the clauses since the previous time range ("Monday, Tuesday and Wednesday from 9 am
+    to 5 pm"); days named without times make a claim of their own (spanning the text).
+
+    >>> [(sorted(c.days), c.hours, c.start) for c in hours_claims("Mon 9 am to 5 pm, Sun 10 am to 2 pm")]
+    [([0], '9:00-17:00', 0), ([6], '10:00-14:00', 17)]
+    """
+    claims: list[HoursClaim] = []
     pending: set[int] = set()
-    for clause in _CLAUSES.split(text):
+    bounds = [0, *(p for m in _CLAUSES.finditer(text) for p in (m.start(), m.end())), len(text)]
+    for start, end in zip(bounds[::2], bounds[1::2]):
+        clause = text[start:end]
         days = claimed_days(clause) or set()
         times = [f.value for f in facts(clause) if f.kind == "time"]
         if len(times) >= 2:
-            claims.append(((days | pending) or None, f"{times[0]}-{times[1]}"))
+            claims.append(HoursClaim((days | pending) or None, f"{times[0]}-{times[1]}", start, end))
             pending = set()
         else:
             pending |= days
     if pending and not claims:
-        claims.append((pending, None))
+        claims.append(HoursClaim(pending, None, 0, len(text)))
     return claims
+
+
+def claimed_hours(text: str) -> list[tuple[set[int] | None, str | None]]:
+    """``[(days or None, "open-close" or None)]`` that ``text`` states (:func:`hours_claims`)."""
+    return [(claim.days, claim.hours) for claim in hours_claims(text)]
 
 
 def hours_value(value: object) -> str | bool | None:
@@ -116,12 +142,20 @@ def conflicting_days(hours: dict[int, str | None], text: str) -> tuple[set[int],
     """
     closed: set[int] = set()
     different: set[int] = set()
-    if not hours:
-        return closed, different
-    for days, claimed in claimed_hours(text):
-        for day in days if days is not None else {d for d, h in hours.items() if h is not None}:
-            if hours.get(day) is None:
-                closed.add(day)
-            elif claimed is not None and hours[day] != claimed:
-                different.add(day)
+    for claim in hours_claims(text) if hours else ():
+        found = claim_conflicts(hours, claim)
+        closed |= found[0]
+        different |= found[1]
+    return closed, different
+
+
+def claim_conflicts(hours: dict[int, str | None], claim: HoursClaim) -> tuple[set[int], set[int]]:
+    """:func:`conflicting_days` of one claim."""
+    closed: set[int] = set()
+    different: set[int] = set()
+    for day in claim.days if claim.days is not None else {d for d, h in hours.items() if h is not None}:
+        if hours.get(day) is None:
+            closed.add(day)
+        elif claim.hours is not None and hours[day] != claim.hours:
+            different.add(day)
     return closed, different
