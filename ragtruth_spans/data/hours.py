@@ -11,11 +11,11 @@ of day of a clause (``7 am``, ``2:00 PM``, ``noon``, ``midnight``).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 from ragtruth_spans.data.facts import WEEKDAYS, facts
+from ragtruth_spans.data.records import json_record
 
 _DAY = (r"((?i:mon)day|(?i:tue)sday|(?i:wed)nesday|(?i:thu)rsday|(?i:fri)day|(?i:sat)urday|(?i:sun)day|"
         r"Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)s?\b\.?")
@@ -109,13 +109,7 @@ def record_hours(context: str) -> dict[int, str | None]:
     >>> record_hours('{"name": "Cafe", "hours": {"Monday": "7:0-14:0", "Sunday": "0:0-0:0"}}')
     {0: '7:00-14:00', 6: None}
     """
-    if not context.lstrip().startswith("{"):
-        return {}
-    try:
-        data = json.loads(context)
-    except (ValueError, RecursionError):
-        return {}
-    stack, out = [data], {}
+    stack, out = [json_record(context)], {}
     while stack:
         value = stack.pop()
         if not isinstance(value, dict):

@@ -12,6 +12,7 @@ import numpy as np
 from ragtruth_spans.data import lexicon
 from ragtruth_spans.data.facts import facts
 from ragtruth_spans.data.hours import claim_conflicts, hours_claims
+from ragtruth_spans.data.records import json_record
 from ragtruth_spans.detectors.stacked.text import normalise, number_value, stem, words
 
 _KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -56,13 +57,8 @@ def json_key_stems(context: str) -> tuple[frozenset[str], frozenset[str]]:
     """For a JSON context: stems of the words of keys whose leaf value is false, null or "no"
     (``RestaurantsReservations: false`` → ``restaurant``, ``reservation``), and of keys whose value is true;
     empty sets for any other context."""
-    import json
-
-    if not context.lstrip().startswith("{"):
-        return frozenset(), frozenset()
-    try:
-        data = json.loads(context)
-    except (ValueError, RecursionError):
+    data = json_record(context)
+    if data is None:
         return frozenset(), frozenset()
     false_keys: set[str] = set()
     true_keys: set[str] = set()
@@ -97,13 +93,8 @@ def json_key_numbers(context: str) -> dict[str, frozenset[str]]:
     >>> sorted(table["star"]), sorted(table["review"])
     (['2', '4', '5'], ['2', '5'])
     """
-    import json
-
-    if not context.lstrip().startswith("{"):
-        return {}
-    try:
-        data = json.loads(context)
-    except (ValueError, RecursionError):
+    data = json_record(context)
+    if data is None:
         return {}
     out: dict[str, set[str]] = {}
 
