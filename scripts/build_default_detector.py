@@ -9,11 +9,13 @@
 The only way the shipped files are made. It reads ``DATA_DIR/ragtruth_pool`` and ``DATA_DIR/ragtruth_sample``
 (RAGTruth's ``response.jsonl`` + ``source_info.jsonl``), trains the ``recommended-cpu`` recipe (``kind: stacked``,
 docs/STACKED.md) on all of their responses and writes a finished run directory to ``--out`` plus ``build.json``.
-The recipe's generated data (``data.synth``) also reads the **contexts** (never the labels) of XSum, SummEdits and
-ExpertQA in ``DATA_DIR/external``, and the word model trains on XSum's and ExpertQA's labelled training files too
-(``data.extra``, training-only), each imported into the work folder with its importer's defaults
-(:data:`DEFAULT_OVERRIDES`; ``--set data.synth=null`` builds without generated data, ``--set data.extra=[]``
-without the extra sets).
+The word model and the response head train on XSum's and ExpertQA's labelled training files in
+``DATA_DIR/external`` too (``data.extra``, training-only), imported into the work folder with their importers'
+defaults (:data:`DEFAULT_OVERRIDES`; ``--set data.extra=[]`` builds without them). The recipe's generated data
+(``data.synth``) comes from the RAGTruth contexts, as in the measured runs of docs/MODEL_CARD.md;
+``--set data.synth.documents=[external/xsum, external/summedits, external/expertqa]`` adds those sets' contexts
+(never their labels) — what builds before issue 31's seventh round did, which ranked the crafted suite worse
+(docs/BENCHMARKS.md, round seven); ``--set data.synth=null`` builds without generated data.
 
 **The split.** Training on everything leaves no held-out set, yet the recipe early-stops the combiner and tunes its
 decision on an eval split. That eval split is the pool's documented source-disjoint dev split (``prepare
@@ -158,17 +160,17 @@ def describe(records: Sequence[Any]) -> dict[str, Any]:
 
 EXTERNAL = {"xsum": ("xsum-hallucinations", "xsum_hallucinations"), "summedits": ("summedits", "summedits"),
             "expertqa": ("expertqa", "expertqa")}
-"""The public sets of ``DATA_DIR/external`` whose **contexts** (never their labels) ``data.synth`` generates
-from: ``external/<name>`` in the work folder, imported with each importer's defaults."""
+"""The public sets of ``DATA_DIR/external`` that a build can read: ``external/<name>`` in the work folder, imported
+with each importer's defaults when the recipe's ``data.extra`` or ``data.synth.documents`` names them."""
 
 
 SYNTH_DOCUMENTS = f"data.synth.documents=[{', '.join(f'external/{name}' for name in EXTERNAL)}]"
 EXTRA_SOURCES = "data.extra=[{dir: external/xsum, weight: 0.3}, {dir: external/expertqa, weight: 0.5}]"
 """The overrides every build starts with (a ``--set`` given to the script comes after them and may replace them):
-generated data from the three sets' contexts, and XSum's and ExpertQA's labelled training files as extra
-training-only data of the word model and the response head (the recipe's ``response.extra``; ``docs/BENCHMARKS.md``,
-round six). SummEdits' labels are never read."""
-DEFAULT_OVERRIDES = (SYNTH_DOCUMENTS, EXTRA_SOURCES)
+XSum's and ExpertQA's labelled training files as extra training-only data of the word model and the response head
+(the recipe's ``response.extra``; ``docs/BENCHMARKS.md``, round six). SummEdits' labels are never read.
+:data:`SYNTH_DOCUMENTS` is no longer among them (round seven)."""
+DEFAULT_OVERRIDES = (EXTRA_SOURCES,)
 
 
 def import_documents(data_dir: Path, work: Path, overrides: Sequence[str]) -> dict[str, Path]:

@@ -73,7 +73,8 @@ def test_two_builds_give_identical_files_that_load_and_detect(tmp_path: Path) ->
     assert build["training_fingerprint"] == info["training_fingerprint"] and build["split"]["subset"] == 36
     assert build["data"]["train"]["responses"] >= 36 and build["data"]["eval"]["responses"] >= 1  # the dev part: 7
     assert "--out" not in build["command"]
-    assert build["overrides"][2:] == ["features.encoder=null", SMALL_SYNTH, "data.extra=[]"]  # after the script's
+    assert build["overrides"][0].startswith("data.extra=")  # the script's own (its DEFAULT_OVERRIDES), then ours:
+    assert build["overrides"][1:] == ["features.encoder=null", SMALL_SYNTH, "data.extra=[]"]
     assert info["data"]["counts"]["synth"]["records"] == 40  # generated from the training contexts alone
     assert build["command"][2:4] == ["--data-dir", str(data)]  # as given; no other path of this machine:
     assert not any(str(tmp_path) in text.decode() for name, text in first.items() if name != "build.json")
