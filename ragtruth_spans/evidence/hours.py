@@ -6,10 +6,8 @@ context's ``hours`` that a claim contradicts (what the claim states and how it i
 from __future__ import annotations
 
 from ragtruth_spans.data.facts import WEEKDAYS
-from ragtruth_spans.data.hours import ABBREVIATIONS, claimed_days, claimed_hours, conflicting_days, hours_value
+from ragtruth_spans.data.hours import ABBREVIATIONS, conflicting_days, hours_value
 from ragtruth_spans.evidence.index import ContextIndex
-
-__all__ = ["claimed_days", "claimed_hours", "data_hours", "hours_conflicts"]
 
 
 def data_hours(index: ContextIndex) -> dict[int, tuple[int, str | None]]:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ragtruth_spans.data.facts import content_stems, facts, negations
-from ragtruth_spans.evidence.hours import claimed_days, claimed_hours
+from ragtruth_spans.data.hours import claimed_days, claimed_hours
 from ragtruth_spans.evidence.units import context_units, json_units
 
 TEXT = ("passage 1: Le Café Zoë opened in 1999 — its owner is Søren.\r\nIt has 120 rooms 🏨 and a spa.\r\n\r\n"

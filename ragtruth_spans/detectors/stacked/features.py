@@ -300,6 +300,21 @@ def list_markers(response: str, spans: Sequence[Interval], first_in_sentence: Se
     return out
 
 
+def _conflict_columns(response: str, spans: Sequence[Interval], sentences: Sequence[Interval], raw: Sequence[str],
+                      tokens: Sequence[str], stems: Sequence[str], numbers: Sequence[str | None],
+                      names: Sequence[bool], negated: np.ndarray, sid: np.ndarray,
+                      index: ContextIndex) -> dict[str, np.ndarray]:
+    """The conflict columns of the words (:func:`.conflicts.conflicts`, the polarity signals), ``swap_one_side``
+    also marking what a JSON record contradicts: a number its key does not hold, times its opening hours do not."""
+    markers = list_markers(response, spans, np.r_[True, sid[1:] != sid[:-1]])
+    conflict = conflict_signals.conflicts(tokens, [w[:1].isupper() for w in raw], index, markers)
+    conflict["swap_one_side"] = np.maximum.reduce([
+        conflict["swap_one_side"], key_number_conflicts(response, spans, stems, numbers, index.key_numbers, markers),
+        hours_conflict_words(response, spans, sentences, index.hours)])
+    conflict.update(polarity_signals.restated_signals(tokens, stems, names, negated, sid, index))
+    return conflict
+
+
 def word_features(response: str, spans: Sequence[Interval], index: ContextIndex, *, task: str,
                   sentences: Sequence[Interval], sentence_cosine: Sequence[float] | None = None,
                   soft_support: np.ndarray | None = None) -> np.ndarray:
@@ -321,14 +336,9 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     content = 1.0 - stop
     ngram = _longest_runs(tokens, index.ngrams)
     cosine = np.asarray(sentence_cosine, dtype=np.float32)[sid] if sentence_cosine is not None else 0.0
-    markers = list_markers(response, spans, first_in_sentence)
-    conflict = conflict_signals.conflicts(tokens, [w[:1].isupper() for w in raw], index, markers)
-    conflict["swap_one_side"] = np.maximum.reduce([
-        conflict["swap_one_side"], key_number_conflicts(response, spans, stems, numbers, index.key_numbers, markers),
-        hours_conflict_words(response, spans, sentences, index.hours)])
     names = [w[:1].isupper() and not first for w, first in zip(raw, first_in_sentence)]
     negated = polarity_signals.negated(tokens)
-    conflict.update(polarity_signals.restated_signals(tokens, stems, names, negated, sid, index))
+    conflict = _conflict_columns(response, spans, sentences, raw, tokens, stems, numbers, names, negated, sid, index)
     columns = {
         "in_context": [t in index.words for t in tokens],
         "stem_in_context": 1.0 - unsupported,
