@@ -242,9 +242,8 @@ class RunDetector:
         """``run``: the run directory, optionally followed by load options, ``DIR[runtime=torch,gate=0.5]``."""
         from ragtruth_spans.detectors.loader import load_detector
 
-        run_dir, _, options = run.partition("[")
-        pairs = [item.split("=", 1) for item in options.rstrip("]").split(",") if item]
-        self.detector = load_detector(run_dir, **{k.strip(): _option_value(v.strip()) for k, v in pairs})
+        run_dir, options = run_spec(run)
+        self.detector = load_detector(run_dir, **options)
 
     def detect(self, record: Any) -> None:
         empty_caches()
@@ -252,6 +251,17 @@ class RunDetector:
 
     def warm_up(self, record: Any) -> None:
         self.detect(record)
+
+
+def run_spec(run: str) -> tuple[str, dict[str, Any]]:
+    """``DIR[key=value,...]`` → ``(DIR, {key: value})``, numbers read as floats.
+
+    >>> run_spec("runs/r7[runtime=torch,gate=0.5]")
+    ('runs/r7', {'runtime': 'torch', 'gate': 0.5})
+    """
+    run_dir, _, options = run.partition("[")
+    pairs = [item.split("=", 1) for item in options.rstrip("]").split(",") if item]
+    return run_dir, {key.strip(): _option_value(value.strip()) for key, value in pairs}
 
 
 def _option_value(text: str) -> Any:

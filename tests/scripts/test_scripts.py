@@ -217,3 +217,11 @@ def test_bench_peers_times_a_run_and_both_peer_shapes(prepared: Path, tmp_path: 
         assert row["peak_rss_gib"] > 0 and row["load_avg_before"] >= 0
     assert "| flan-t5-base | 256 |" in result.stdout and figure.read_text(encoding="utf-8").startswith("<?xml")
 
+
+
+def test_bench_peers_reads_load_options_after_a_run_directory() -> None:
+    from conftest import load_script
+
+    run_spec = load_script("bench_peers").run_spec
+    assert run_spec("runs/r7[runtime=torch,gate=0.5]") == ("runs/r7", {"runtime": "torch", "gate": 0.5})
+    assert run_spec("numbers") == ("numbers", {})
