@@ -79,7 +79,7 @@ def json_key_stems(context: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(false_keys - true_keys), frozenset(true_keys)
 
 
-GENERIC_KEY_WORDS = frozenset({"busines", "info", "id", "attribut"})
+GENERIC_KEY_WORDS = frozenset(stem(word) for word in ("business", "info", "id", "attributes"))
 """Stems of key parts that name no quantity (``business_stars``, ``review_info``): never a number's key word."""
 _NUMERIC = re.compile(r"\d+(?:\.\d+)?")
 
