@@ -21,7 +21,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
@@ -246,6 +246,6 @@ class OnnxTransformer:
         self.tokenizer = FastTokenizer(folder, max_length=max_length)
         self.dimension = int(json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))["hidden_size"])
 
-    def hidden(self, batch: Batch) -> np.ndarray:
-        """The last hidden states (``b x s x dim`` float32) of a tokenized batch."""
+    def hidden(self, batch: Batch | Mapping[str, np.ndarray]) -> np.ndarray:
+        """The last hidden states (``b x s x dim`` float32) of a tokenized batch (:class:`Batch` or its arrays)."""
         return self._session.run(None, {name: batch[name] for name in INPUTS})[0]

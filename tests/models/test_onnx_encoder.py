@@ -55,6 +55,19 @@ def test_onnx_embeddings_equal_torch_ones(encoders: tuple[SentenceEncoder, Sente
     assert np.allclose(np.linalg.norm(sentences[[0, 2, 3]], axis=1), 1.0, atol=1e-5)
 
 
+def test_batching_by_length_changes_no_embedding(encoders: tuple[SentenceEncoder, SentenceEncoder]) -> None:
+    """Texts are run in batches of similar token counts, each cut to its longest: every text's embeddings equal
+    those of the text encoded alone (no padding at all), on both runtimes."""
+    texts = [*TEXTS, "Short.", "A middling sentence about the bridge and its towers.", "Tiny", "Another one."]
+    for encoder in encoders:
+        sentences, tokens = encoder.encode_with_tokens(texts)
+        for i, text in enumerate(texts):
+            [alone], [(offsets, embedded)] = encoder.encode_with_tokens([text])
+            assert np.abs(sentences[i] - alone).max() < 1e-5, (encoder.runtime, text)
+            assert np.array_equal(tokens[i][0], offsets)
+            assert embedded.size == 0 or np.abs(tokens[i][1] - embedded).max() < 1e-5
+
+
 def test_the_export_is_made_once_and_reused(encoders, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGTRUTH_SPANS_CACHE", str(cache))
     [record] = list(cache.glob("onnx/*/source.json"))
