@@ -363,7 +363,9 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
         "log_response_words": math.log1p(n),
         "log_context_words": math.log1p(index.size),
     }
-    columns.update(_key_columns([stem(t.replace("-", "")) for t in tokens], negated, index))
+    key_negated = polarity_signals.clause_negated(response, spans, tokens) if index.false_keys or index.true_keys \
+        else negated
+    columns.update(_key_columns([stem(t.replace("-", "")) for t in tokens], key_negated, index))
     for task_name in TASK_TYPES:
         columns[f"task_{task_name}"] = float(task == task_name)
     columns.update(conflict)

@@ -56,6 +56,38 @@ def negated(tokens: Sequence[str]) -> np.ndarray:
     return out
 
 
+CLAUSE_BREAKS = frozenset({"but", "however", "although", "though", "while", "whereas", "yet", "and", "instead"})
+"""Words that open a new clause for :func:`clause_negated` (``and`` too: ``does not take reservations and has
+outdoor seating``; a list joined by ``or`` or commas stays in the clause)."""
+BE_VERBS = frozenset({"is", "are", "was", "were"})
+
+
+def clause_negated(response: str, spans: Sequence[tuple[int, int]], tokens: Sequence[str]) -> np.ndarray:
+    """Per word, whether its clause denies it: a negator stands before it in the same clause (clauses end at
+    ``.;:!?``, a line break and :data:`CLAUSE_BREAKS`) — ``does not have a garage, street parking, or [valet]`` —
+    or a form of *be* and a negator follow it within three words (``street parking [is] not available``). What a
+    JSON key's word asserts or denies is read this way (:func:`~.features._key_columns`).
+
+    >>> text = "It has no garage, street or valet parking, and offers WiFi. Seating is not available."
+    >>> spans = [(m.start(), m.end()) for m in __import__("re").finditer(r"[\\w-]+", text)]
+    >>> tokens = [text[a:b].lower() for a, b in spans]
+    >>> [t for t, on in zip(tokens, clause_negated(text, spans, tokens)) if on]
+    ['garage', 'street', 'or', 'valet', 'parking', 'seating', 'available']
+    """
+    clause = np.zeros(len(tokens), dtype=np.int64)
+    for i in range(1, len(tokens)):
+        between = response[spans[i - 1][1]:spans[i][0]]
+        clause[i] = clause[i - 1] + (any(mark in between for mark in ".;:!?\n") or tokens[i] in CLAUSE_BREAKS)
+    out = np.zeros(len(tokens), dtype=bool)
+    denied_from = -1  # the clause a negator has opened, if any
+    for i, token in enumerate(tokens):
+        after = [j for j in range(i + 1, min(i + 4, len(tokens) - 1)) if clause[j + 1] == clause[i]]
+        out[i] = denied_from == clause[i] or any(tokens[j] in BE_VERBS and is_negator(tokens[j + 1]) for j in after)
+        if is_negator(token) and not (i + 1 < len(tokens) and tokens[i + 1] in NOT_NEGATING_NEXT):
+            denied_from = clause[i]
+    return out
+
+
 def context_sentences(stems: Sequence[str], sentence_of: Sequence[int]) -> dict[str, tuple[int, ...]]:
     """For each content stem of the context, the sentences holding it (``sentence_of``: each token's sentence)."""
     table: dict[str, set[int]] = {}

@@ -13,7 +13,7 @@ from ragtruth_spans.data import lexicon
 from ragtruth_spans.data.facts import facts
 from ragtruth_spans.data.hours import claim_conflicts, hours_claims
 from ragtruth_spans.data.records import json_record
-from ragtruth_spans.detectors.stacked.text import normalise, number_value, stem, words
+from ragtruth_spans.detectors.stacked.text import STOP_WORDS, normalise, number_value, stem, words
 
 _KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
@@ -51,6 +51,12 @@ def region_names(text: str) -> frozenset[str]:
 
 
 _FALSE_VALUES = (False, None, "no", "none", "false", "null", "")
+KEY_FILLER_WORDS = frozenset(stem(word) for word in (
+    *STOP_WORDS, "business", "info", "id", "attributes", "good", "restaurants", "accepts", "allowed", "has", "take",
+    "hour", "ambience"))
+"""Stems of the parts of compound keys that say nothing of their own (``RestaurantsGoodForGroups``: only
+``groups`` is asserted or denied; ``BusinessAcceptsCreditCards``: ``credit``, ``cards``), never a key's word for
+``false_key`` / ``true_key`` (the whole key, ``restaurantsgoodforgroups``, still is)."""
 
 
 def json_key_stems(context: str) -> tuple[frozenset[str], frozenset[str]]:
@@ -69,7 +75,8 @@ def json_key_stems(context: str) -> tuple[frozenset[str], frozenset[str]]:
                 visit(v, f"{key} {k}")
             return
         leaf = key.split()[-1] if key.split() else key
-        words_of_key = {stem(normalise(w)) for w in [*_KEY_WORD.findall(leaf), leaf]}
+        words_of_key = {stem(normalise(leaf))} | {
+            part for part in (stem(normalise(w)) for w in _KEY_WORD.findall(leaf)) if part not in KEY_FILLER_WORDS}
         if value is True or (isinstance(value, str) and value.lower() in ("yes", "true", "free")):
             true_keys.update(words_of_key)
         elif value in _FALSE_VALUES or (isinstance(value, str) and value.lower() in _FALSE_VALUES):

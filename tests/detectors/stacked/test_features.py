@@ -232,6 +232,21 @@ def test_a_negated_json_key_agrees_with_a_false_value_and_contradicts_a_true_one
     assert f["seating"]["false_key"] == 1.0 and f["seating"]["true_key"] == 0.0
 
 
+def test_a_json_key_is_denied_through_its_clause_and_read_by_its_own_words():
+    context = ('{"name": "Blue Cafe", "attributes": {"BusinessParking": {"garage": false, "street": false, '
+               '"valet": false, "lot": true}, "RestaurantsGoodForGroups": false, "WiFi": "free"}}')
+    denied = features_of(context, "Blue Cafe does not have a garage, street or valet parking, and offers WiFi. "
+                         "A lot is not available.", task="Data2txt")
+    for word in ("garage", "street", "valet"):  # the negator reaches through the list, not past "and"
+        assert denied[word]["true_key"] == 1.0 and denied[word]["false_key"] == 0.0, word
+    assert denied["WiFi"]["true_key"] == 1.0  # a new clause: "and offers WiFi" is asserted
+    assert denied["lot"]["false_key"] == 1.0  # "is not available" after the word denies it
+    asserted = features_of(context, "Blue Cafe is good for groups and has street parking.", task="Data2txt")
+    assert asserted["groups"]["false_key"] == 1.0 and asserted["street"]["false_key"] == 1.0
+    for word in ("good", "for"):  # parts of a compound key that assert nothing of their own
+        assert asserted[word]["false_key"] == 0.0, word
+
+
 def test_clock_times_of_a_record_support_the_hours_in_words():
     f = features_of('{"hours": {"Monday": "8:0-20:0"}}', "It opens at 8 a.m. and closes at 8 p.m., not 9.",
                     task="Data2txt")
