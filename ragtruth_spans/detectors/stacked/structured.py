@@ -133,7 +133,8 @@ def key_number_conflicts(response: str, spans: Sequence[tuple[int, int]], stems:
                          markers: Sequence[bool]) -> np.ndarray:
     """1 for a response number whose neighbouring word in its sentence (the next, else the previous) names JSON
     keys (:func:`json_key_numbers`) none of which holds that number (``rated [3.5] stars`` against
-    ``"business_stars": 4.5``); a scale (``out of 5``) and list markers are not read. On the pool's Data2txt
+    ``"business_stars": 4.5``; past a scale, the word after it: ``a rating of [4.3] out of 5 stars``); a scale
+    (``out of 5``) and list markers are not read. On the pool's Data2txt
     training and dev responses 8 of the 11 words it marks are hallucinated."""
     out = np.zeros(len(spans), dtype=np.float32)
     if not table:
@@ -141,7 +142,8 @@ def key_number_conflicts(response: str, spans: Sequence[tuple[int, int]], stems:
     for j, value in enumerate(numbers):
         if value is None or markers[j] or (j >= 2 and stems[j - 2:j] == ["out", "of"]):
             continue
-        keys = [stems[k] for k in (j + 1, j - 1) if 0 <= k < len(spans) and stems[k] in table
+        scaled = stems[j + 1:j + 3] == ["out", "of"] and j + 3 < len(spans) and numbers[j + 3] is not None
+        keys = [stems[k] for k in ((j + 4,) if scaled else (j + 1, j - 1)) if 0 <= k < len(spans) and stems[k] in table
                 and not _SENTENCE_BREAK.search(response[min(spans[j][1], spans[k][1]):max(spans[j][0], spans[k][0])])]
         if keys and all(value not in table[key] for key in keys):
             out[j] = 1.0

@@ -262,6 +262,7 @@ RECORD = ('{"name": "Spoke", "business_stars": 4.5, "review_count": 87, '
     ("Spoke is rated 4.5 stars across 87 reviews.", set()),          # the record's
     ("Spoke has 120 reviews.", {"120"}),                            # another count
     ("It is rated 4.5 out of 5 stars, from 2 reviews.", set()),     # a scale; the reviews the record lists
+    ("A rating of 4.3 out of 5 stars.", {"4.3"}),                   # past the scale, its key word
     ("One reviewer gave it 5 stars, another 3 stars.", set()),      # the reviews' own ratings
     ("Its rating is 4.5. Reviews praise it.", set()),               # the key word is in the next sentence
 ])
