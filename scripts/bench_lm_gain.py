@@ -55,7 +55,7 @@ def cross_validated(records: list, columns: list, x: np.ndarray, y: np.ndarray, 
         held, stop = word_fold == k, word_fold == (k + 1) % folds
         fit = ~held & ~stop
         booster = combiner.fit(x[fit], y[fit], x[stop], y[stop], recipe.combiner, names)
-        oof[held] = booster.predict(x[held], num_iteration=combiner.rounds_of(booster))
+        oof[held] = booster.predict(x[held])
     bounds = np.cumsum([0] + [len(c.words) for c in columns])
     probabilities = [oof[bounds[i]:bounds[i + 1]] for i in range(len(records))]
     words = [c.words for c in columns]

@@ -1,8 +1,9 @@
 """The combiner: a LightGBM classifier of words (hallucinated or not), and how its probabilities become spans.
 
-- :func:`fit` trains on the training words with early stopping on the eval words; :func:`out_of_fold` refits it
-  with the same number of rounds on source-disjoint folds of the training split, so every training word gets a
-  probability from a model that never saw its source (the material the decision is tuned on).
+- :func:`fit` trains ``combiner.seeds`` boosters (seeds ``seed``, ``seed + 1``, ...; their probabilities are
+  averaged: :class:`Ensemble`) on the training words with early stopping on the eval words; :func:`out_of_fold`
+  refits them with the same numbers of rounds on source-disjoint folds of the training split, so every training
+  word gets a probability from a model that never saw its source (the material the decision is tuned on).
 - :func:`decide` turns one response's word probabilities into spans: words at or above the threshold are
   flagged; runs of flagged words separated by at most ``max_word_gap`` unflagged words become one span, from the
   first flagged word's first character to the last one's end (half-open ``[start, end)``, characters of the
@@ -10,7 +11,8 @@
 - :func:`tune` picks the gap and the threshold (one per task, or one for all) that maximise span F1 as the
   project's evaluator computes it.
 
-The model is saved as LightGBM's text format (``combiner.txt``): plain text, no pickle, safe to load.
+The boosters are saved as LightGBM's text format (``combiner.txt``, ``combiner-1.txt``, ...): plain text, no
+pickle, safe to load.
 """
 
 from __future__ import annotations
@@ -47,10 +49,38 @@ def _params(settings: CombinerSection) -> dict[str, Any]:
             "num_threads": 1}
 
 
+class Ensemble:
+    """The combiner's boosters (``combiner.seeds`` of them, trained with seeds ``seed``, ``seed + 1``, ...): a word's
+    probability is the mean of theirs, each booster predicting with its own rounds."""
+
+    def __init__(self, boosters: Sequence[Any]) -> None:
+        self.boosters = list(boosters)
+
+    @property
+    def rounds(self) -> list[int]:
+        return [rounds_of(booster) for booster in self.boosters]
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return np.mean([b.predict(x, num_iteration=rounds_of(b)) for b in self.boosters], axis=0)
+
+    def num_feature(self) -> int:
+        return int(self.boosters[0].num_feature())
+
+    def feature_importance(self, kind: str) -> np.ndarray:
+        """The boosters' importances (``"gain"`` or ``"split"``) summed, each over its own rounds."""
+        return np.sum([b.feature_importance(kind, iteration=rounds_of(b)) for b in self.boosters], axis=0)
+
+
 def fit(x: np.ndarray, y: np.ndarray, x_eval: np.ndarray, y_eval: np.ndarray, settings: CombinerSection,
-        names: Sequence[str], rounds: int | None = None, weight: np.ndarray | None = None) -> Any:
-    """A booster trained on ``(x, y)`` (rows weighted by ``weight``, default 1): early-stopped on
-    ``(x_eval, y_eval)``, or exactly ``rounds`` rounds."""
+        names: Sequence[str], rounds: Sequence[int] | None = None, weight: np.ndarray | None = None) -> Ensemble:
+    """``settings.seeds`` boosters trained on ``(x, y)`` (rows weighted by ``weight``, default 1), each
+    early-stopped on ``(x_eval, y_eval)``, or trained exactly ``rounds[k]`` rounds."""
+    return Ensemble([_fit_one(x, y, x_eval, y_eval, settings.model_copy(update={"seed": settings.seed + k}), names,
+                              None if rounds is None else rounds[k], weight) for k in range(settings.seeds)])
+
+
+def _fit_one(x: np.ndarray, y: np.ndarray, x_eval: np.ndarray, y_eval: np.ndarray, settings: CombinerSection,
+             names: Sequence[str], rounds: int | None, weight: np.ndarray | None) -> Any:
     lgb = _lightgbm()
     train_set = lgb.Dataset(x, y, weight=weight, feature_name=list(names), free_raw_data=True)
     if rounds is not None:
@@ -75,37 +105,55 @@ def source_folds(groups: Sequence[str] | np.ndarray, folds: int, seed: int) -> n
 
 
 def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, settings: CombinerSection, names: Sequence[str],
-                rounds: int, weight: np.ndarray | None = None) -> np.ndarray:
-    """Probabilities of every row from boosters fitted, ``rounds`` rounds each, on the other folds of a
-    source-disjoint split (``groups``: one source id per row; folds are seeded)."""
+                rounds: Sequence[int], weight: np.ndarray | None = None) -> np.ndarray:
+    """Probabilities of every row from ensembles fitted (``rounds[k]`` rounds for the k-th seed) on the other folds
+    of a source-disjoint split (``groups``: one source id per row; folds are seeded)."""
     folds = source_folds(groups, settings.oof_folds, settings.seed)
     out = np.zeros(len(y), dtype=np.float64)
     for k in range(settings.oof_folds):
         held = folds == k
         if not held.any() or held.all():
             continue
-        booster = fit(x[~held], y[~held], x[held], y[held], settings, names, rounds=rounds,
-                      weight=None if weight is None else weight[~held])
-        out[held] = booster.predict(x[held])
+        ensemble = fit(x[~held], y[~held], x[held], y[held], settings, names, rounds=rounds,
+                       weight=None if weight is None else weight[~held])
+        out[held] = ensemble.predict(x[held])
     return out
 
 
-def save(booster: Any, run_dir: Path) -> None:
-    """Write ``combiner.txt`` atomically (LightGBM's text format, the rounds the booster predicts with)."""
+def model_files(count: int) -> list[str]:
+    """The files of an ensemble of ``count`` boosters: ``combiner.txt``, then ``combiner-1.txt``, ...
+
+    >>> model_files(3)
+    ['combiner.txt', 'combiner-1.txt', 'combiner-2.txt']
+    """
+    return [MODEL_FILE, *(f"combiner-{k}.txt" for k in range(1, count))]
+
+
+def save(ensemble: Ensemble, run_dir: Path) -> None:
+    """Write each booster atomically (LightGBM's text format, the rounds it predicts with) to :func:`model_files`;
+    the extra boosters of an earlier try in this directory are removed."""
     from ragtruth_spans.core.files import atomic_write_text
 
-    atomic_write_text(run_dir / MODEL_FILE, booster.model_to_string(num_iteration=rounds_of(booster)))
+    names = model_files(len(ensemble.boosters))
+    for booster, name in zip(ensemble.boosters, names):
+        atomic_write_text(run_dir / name, booster.model_to_string(num_iteration=rounds_of(booster)))
+    for stale in run_dir.glob("combiner-*.txt"):
+        if stale.name not in names:
+            stale.unlink()
 
 
-def load(run_dir: Path) -> Any:
-    """The saved booster; a damaged file is one :class:`InputError` (never an abort), LightGBM stays off stdout."""
+def load(run_dir: Path, count: int = 1) -> Ensemble:
+    """The saved ensemble of ``count`` boosters; a missing or damaged file is one :class:`InputError` (never an
+    abort), LightGBM stays off stdout."""
     from ragtruth_spans.detectors.lightgbm_text import load_booster
 
-    path = run_dir / MODEL_FILE
-    if not path.is_file():
-        raise InputError(f"not a finished stacked run (no {MODEL_FILE})", path=run_dir)
-    _lightgbm()
-    return load_booster(path)
+    boosters = []
+    for name in model_files(count):
+        if not (run_dir / name).is_file():
+            raise InputError(f"not a finished stacked run (no {name})", path=run_dir)
+        _lightgbm()
+        boosters.append(load_booster(run_dir / name))
+    return Ensemble(boosters)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
         raise InputError("run_info.json columns are not columns this version computes for the recipe (edited "
                          "after training, or trained by a newer version?)", path=run_dir)
     keep = None if saved == builder.names else [builder.names.index(name) for name in saved]  # an older run
-    booster = combiner.load(run_dir)
+    booster = combiner.load(run_dir, recipe.combiner.seeds)
     if booster.num_feature() != len(saved):
         raise InputError(f"run_info.json columns ({len(saved)}) differ from the combiner's "
                          f"({booster.num_feature()}): edited after training?", path=run_dir)

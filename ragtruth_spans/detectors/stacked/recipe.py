@@ -109,6 +109,8 @@ class CombinerSection(Section):
     oof_folds: int = Field(5, ge=2, le=20, description="Source-disjoint folds of the training split whose "
                                                         "out-of-fold probabilities join the dev split in tuning.")
     seed: int = 0
+    seeds: int = Field(1, ge=1, le=10, description="Boosters trained with seeds seed, seed + 1, ... whose word "
+                                                   "probabilities are averaged (1: one booster).")
 
 
 class DecisionSection(Section):

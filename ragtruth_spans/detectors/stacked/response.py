@@ -34,6 +34,10 @@ LEVELS = (0.1, 0.2, 0.3, 0.5)
 CONFLICTS = ("swap", "swap_one_side", "negation_added", "negation_dropped")
 LATER_CONFLICTS = ("polarity", "contrast_restated", "role_swap", "number_near")
 """Conflict columns the head counts since issue 31's sixth round (appended after the others)."""
+SOFT_SUPPORT = ("soft_min", "soft_low_words", "soft_low_share", "sentence_soft_min", "soft_mean")
+"""Aggregates of the content words' soft support (their tokens' best cosine with the context's, MiniLM) since
+issue 31's eighth round: the least supported word and sentence, the words and share under 0.5, the mean."""
+SOFT_LOW = 0.5
 RESPONSE_FEATURES: tuple[str, ...] = (
     "p_max", "p_mean", "p_top3", "p_top10", "p_std", *(f"p_share_{level}" for level in LEVELS),
     "flagged_words", "log_flagged_words", "spans", "span_char_share",
@@ -42,6 +46,7 @@ RESPONSE_FEATURES: tuple[str, ...] = (
     *(f"{name}_count" for name in CONFLICTS),
     "log_response_words", "log_context_words", *(f"task_{task}" for task in TASK_TYPES),
     "contradicted_words", *(f"{name}_count" for name in LATER_CONFLICTS),
+    *SOFT_SUPPORT,
 )
 """Column names of :func:`response_features`, in order. Columns are only ever appended: a head trained on a
 shorter list reads its prefix (:func:`head_columns`)."""
@@ -80,10 +85,20 @@ def response_features(columns: ItemColumns, probabilities: np.ndarray, names: Se
         "log_response_words": col["log_response_words"][0], "log_context_words": col["log_context_words"][0],
         "contradicted_words": float(columns.contradicted().sum()),
         **{f"{name}_count": col[name].sum() for name in LATER_CONFLICTS},
+        **_soft_support(col),
     }
     for name, value in values.items():
         out[RESPONSE_FEATURES.index(name)] = value
     return out
+
+
+def _soft_support(col: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """:data:`SOFT_SUPPORT` of one response's word columns (a response of stop words only counts as supported)."""
+    content = col["stop_word"] < 0.5
+    soft = col["soft_support"][content] if content.any() else np.ones(1)
+    return {"soft_min": float(soft.min()), "soft_low_words": float((soft < SOFT_LOW).sum()),
+            "soft_low_share": float((soft < SOFT_LOW).mean()),
+            "sentence_soft_min": float(col["sentence_soft_support"].min()), "soft_mean": float(soft.mean())}
 
 
 def head_matrix(columns: Sequence[ItemColumns], probabilities: Sequence[np.ndarray], names: Sequence[str],

@@ -308,15 +308,15 @@ def chosen_row(table: Sequence[dict[str, Any]], decision: combiner.Decision) -> 
                 and all(row[k] == v for k, v in decision.to_dict().items()))
 
 
-def run_info(recipe: StackedRecipe, selected: Any, names: list[str], booster: Any, rounds: int,
+def run_info(recipe: StackedRecipe, selected: Any, names: list[str], booster: Any, rounds: list[int],
              decision: combiner.Decision, table: list[dict[str, Any]], outcome: HeadOutcome, tuning: TuningSet,
              words: WordMatrix, costs: StageCosts) -> dict[str, Any]:
     """What ``run_info.json`` records of a stacked run (besides what every run records)."""
-    importance = booster.feature_importance("gain", iteration=rounds)
+    importance = booster.feature_importance("gain")
     top = sorted(zip(names, importance.tolist()), key=lambda kv: -kv[1])
     chosen = chosen_row(table, decision)
     n_eval = len(tuning.records) - tuning.n_train
-    return {"columns": names, "rounds": rounds, "decision": decision.to_dict(),
+    return {"columns": names, "rounds": rounds[0] if len(rounds) == 1 else rounds, "decision": decision.to_dict(),
             "response": None if outcome.head is None else outcome.head.info(tuning.real, tuning.records),
             **({"response_head_dropped": outcome.dropped} if outcome.dropped else {}),
             "members": {m.name: {"recipe": m.recipe, "detector": m.detector,
@@ -355,14 +355,14 @@ def train(recipe: StackedRecipe, *, resume: bool = False,
         words = word_matrix(recipe, train_records, train_cols, eval_records, eval_cols)
         booster = combiner.fit(words.x, words.y, words.x_eval, words.y_eval, recipe.combiner, builder.names,
                                weight=words.weight)
-        rounds = combiner.rounds_of(booster)
+        rounds = booster.rounds
     with costs.stage("out_of_fold"):
         oof = combiner.out_of_fold(words.x, words.y, words.groups, recipe.combiner, builder.names, rounds,
                                    weight=words.weight)
     with costs.stage("decision"):
         logger.info("stacked: tuning thresholds and span merging on out-of-fold training + eval probabilities")
         tuning = tuning_set(train_records, eval_records, train_cols, eval_cols, oof,
-                            booster.predict(words.x_eval, num_iteration=rounds))
+                            booster.predict(words.x_eval))
         decision, table = combiner.tune(tuning.tuned_records, tuning.tuned_words, tuning.tuned_probabilities,
                                         recipe.decision)
     with costs.stage("response"):
@@ -375,7 +375,7 @@ def train(recipe: StackedRecipe, *, resume: bool = False,
     write_run_files(run_dir, recipe, info, fingerprint=fingerprint, trained_on=trained_on(selected))
     head_words = "" if outcome.head is None else f"; response head AUROC {info['response']['auroc']} (out of fold)"
     chosen = chosen_row(table, decision)
-    summary = (f"{rounds} boosting rounds{head_words}; {combiner.describe(decision)}; span F1 "
+    summary = (f"{'/'.join(map(str, rounds))} boosting rounds{head_words}; {combiner.describe(decision)}; span F1 "
                f"{chosen['span_f1']:.3f} / response F1 {chosen['response_f1']:.3f} on {len(tuning.real)} responses "
                f"(out-of-fold training + eval) → {run_dir}")
     return TrainResult(output_dir=run_dir, stats={"responses": len(train_records)}, metrics=info["tuning"],

@@ -36,6 +36,23 @@ def test_response_features_aggregate_word_probabilities_and_support():
     assert row["contradicted_words"] == 1 and row["number_near_count"] == 1  # 1998: one digit from 1999
 
 
+def test_the_soft_support_of_content_words_is_aggregated():
+    item = DetectItem(context="The hotel opened in 1999.", response="The hotel opened by King Edward.", task="QA")
+    builder = ColumnBuilder()
+    cols = builder.build([item])[0]
+    soft = np.array([0.9, 0.95, 0.9, 0.2, 0.1, 0.3])  # The (a stop word), hotel, opened, by, King, Edward
+    cols.matrix[:, builder.names.index("soft_support")] = soft
+    cols.matrix[:, builder.names.index("sentence_soft_support")] = 0.4
+    row = dict(zip(RESPONSE_FEATURES, response_features(cols, np.zeros(6), builder.names, threshold=0.5, spans=0,
+                                                         flagged_chars=0, response_chars=len(item.response),
+                                                         task="QA").tolist()))
+    content = [i for i, (a, b) in enumerate(cols.words) if item.response[a:b].lower() not in ("the", "by")]
+    assert row["soft_min"] == pytest.approx(soft[content].min())
+    assert row["soft_low_words"] == sum(soft[i] < 0.5 for i in content)
+    assert row["soft_mean"] == pytest.approx(soft[content].mean(), abs=1e-6)
+    assert row["sentence_soft_min"] == pytest.approx(0.4)
+
+
 def test_an_empty_response_has_only_its_task():
     cols = ColumnBuilder().build([DetectItem(context="x", response="", task="QA")])[0]
     row = response_features(cols, np.zeros(0), ColumnBuilder().names, threshold=0.5, spans=0, flagged_chars=0,

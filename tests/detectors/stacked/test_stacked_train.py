@@ -333,3 +333,24 @@ def test_balanced_tuning_weighs_generated_responses_as_much_as_real_ones():
     assert groups == [list(range(len(real))), list(range(len(real), len(records)))]
     assert tune(records, spans, probs, settings)[0].thresholds["*"] == 0.55
     assert tune(records, spans, probs, settings.model_copy(update={"balanced": True}))[0].thresholds["*"] == 0.45
+
+
+def test_an_ensemble_of_seeds_averages_its_boosters_and_needs_every_file(prepared, tmp_path):
+    from ragtruth_spans.detectors.stacked import combiner
+
+    out = tmp_path / "run"
+    recipe = stacked_recipe(prepared, out)
+    recipe["combiner"]["seeds"] = 3
+    train(validate_recipe(recipe))
+    info = json.loads((out / "run_info.json").read_text())
+    assert len(info["rounds"]) == 3 and {"combiner-1.txt", "combiner-2.txt"} <= set(info["files_sha256"])
+    ensemble = combiner.load(out, 3)
+    x = np.random.default_rng(0).random((5, ensemble.num_feature()))
+    single = [b.predict(x, num_iteration=combiner.rounds_of(b)) for b in ensemble.boosters]
+    assert np.allclose(ensemble.predict(x), np.mean(single, axis=0))
+    records = synthetic_records(2, 2, "test")
+    assert len(load_detector(out).detect_batch(records)) == len(records)
+    combiner.save(combiner.Ensemble(ensemble.boosters[:1]), out)  # a later one-booster try: the others go
+    assert not list(out.glob("combiner-*.txt"))
+    with pytest.raises(InputError, match="no combiner-1.txt"):
+        combiner.load(out, 3)
