@@ -147,13 +147,11 @@ def load(run_dir: Path, count: int = 1) -> Ensemble:
     abort), LightGBM stays off stdout."""
     from ragtruth_spans.detectors.lightgbm_text import load_booster
 
-    boosters = []
     for name in model_files(count):
         if not (run_dir / name).is_file():
             raise InputError(f"not a finished stacked run (no {name})", path=run_dir)
-        _lightgbm()
-        boosters.append(load_booster(run_dir / name))
-    return Ensemble(boosters)
+    _lightgbm()
+    return Ensemble([load_booster(run_dir / name) for name in model_files(count)])
 
 
 @dataclass(frozen=True)

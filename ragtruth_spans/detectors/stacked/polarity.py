@@ -50,10 +50,16 @@ def negated(tokens: Sequence[str]) -> np.ndarray:
     [False, False, False, True, True]
     """
     out = np.zeros(len(tokens), dtype=bool)
-    for i, token in enumerate(tokens):
-        if is_negator(token) and not (i + 1 < len(tokens) and tokens[i + 1] in NOT_NEGATING_NEXT):
+    for i in range(len(tokens)):
+        if negates(tokens, i):
             out[i + 1:i + 1 + WINDOW] = True
     return out
+
+
+def negates(tokens: Sequence[str], i: int) -> bool:
+    """Whether ``tokens[i]`` negates what follows it: a negator not followed by a word of
+    :data:`NOT_NEGATING_NEXT` (``not only``, ``no later than``)."""
+    return is_negator(tokens[i]) and not (i + 1 < len(tokens) and tokens[i + 1] in NOT_NEGATING_NEXT)
 
 
 CLAUSE_BREAKS = frozenset({"but", "however", "although", "though", "while", "whereas", "yet", "and", "instead"})
@@ -74,18 +80,31 @@ def clause_negated(response: str, spans: Sequence[tuple[int, int]], tokens: Sequ
     >>> [t for t, on in zip(tokens, clause_negated(text, spans, tokens)) if on]
     ['garage', 'street', 'or', 'valet', 'parking', 'seating', 'available']
     """
+    clause = clause_ids(response, spans, tokens)
+    out = np.zeros(len(tokens), dtype=bool)
+    denied_from = -1  # the clause a negator has opened, if any
+    for i in range(len(tokens)):
+        after = [j for j in range(i + 1, min(i + 4, len(tokens) - 1)) if clause[j + 1] == clause[i]]
+        out[i] = denied_from == clause[i] or any(tokens[j] in BE_VERBS and is_negator(tokens[j + 1]) for j in after)
+        if negates(tokens, i):
+            denied_from = clause[i]
+    return out
+
+
+def clause_ids(response: str, spans: Sequence[tuple[int, int]], tokens: Sequence[str]) -> np.ndarray:
+    """Per word, the number of its clause: a new clause starts after ``.;:!?`` or a line break between two words,
+    and at a word of :data:`CLAUSE_BREAKS`.
+
+    >>> clause_ids("No garage, or valet; it has WiFi but no lot.", [(0, 2), (3, 9), (11, 13), (14, 19), (21, 23),
+    ...            (24, 27), (28, 32), (33, 36), (37, 39), (40, 43)],
+    ...            ["no", "garage", "or", "valet", "it", "has", "wifi", "but", "no", "lot"]).tolist()
+    [0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
+    """
     clause = np.zeros(len(tokens), dtype=np.int64)
     for i in range(1, len(tokens)):
         between = response[spans[i - 1][1]:spans[i][0]]
         clause[i] = clause[i - 1] + (any(mark in between for mark in ".;:!?\n") or tokens[i] in CLAUSE_BREAKS)
-    out = np.zeros(len(tokens), dtype=bool)
-    denied_from = -1  # the clause a negator has opened, if any
-    for i, token in enumerate(tokens):
-        after = [j for j in range(i + 1, min(i + 4, len(tokens) - 1)) if clause[j + 1] == clause[i]]
-        out[i] = denied_from == clause[i] or any(tokens[j] in BE_VERBS and is_negator(tokens[j + 1]) for j in after)
-        if is_negator(token) and not (i + 1 < len(tokens) and tokens[i + 1] in NOT_NEGATING_NEXT):
-            denied_from = clause[i]
-    return out
+    return clause
 
 
 def context_sentences(stems: Sequence[str], sentence_of: Sequence[int]) -> dict[str, tuple[int, ...]]:
