@@ -232,6 +232,11 @@ ANTONYMS_EXTENDED: dict[str, str] = {}
 for _a, _b in (*_ANTONYM_PAIRS, *_MORE_ANTONYMS):
     ANTONYMS_EXTENDED.setdefault(_a, _b)
     ANTONYMS_EXTENDED.setdefault(_b, _a)
+GRADED: frozenset[str] = frozenset(
+    {form for pair in _GRADABLE_ANTONYMS for word in pair for form in _graded(word)}
+    | {"more", "less", "fewer", "most", "least", "better", "worse", "best", "worst", "earlier", "later", "cheaper",
+       "dearer", "older", "younger", "oldest", "youngest"})
+"""Comparatives and superlatives (``faster``, ``smallest``, ``more``, ``fewer``): a comparison's direction."""
 _SENSE_OF: dict[str, tuple[str, int]] = {w: (name, k) for name, senses in _CONTRAST_CLASSES.items()
                                          for k, forms in enumerate(senses) for w in forms}
 """Each word's ``(class, sense)``; a word of two classes (``second``: time and ordinal) keeps the later one."""
@@ -317,3 +322,87 @@ AMENITIES: tuple[str, ...] = ("valet parking", "free Wi-Fi", "outdoor seating", 
                               "late-night hours", "a loyalty programme", "catering services")
 STOPLIKE_NAMES: frozenset[str] = frozenset({"the", "this", "that", "there", "these", "those", "however", "but",
                                             "and", "in", "on", "at", "for", "it", "he", "she", "they", "we"})
+
+ORDINAL_WORDS: dict[int, str] = dict(enumerate((
+    "zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+    "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth",
+    "nineteenth", "twentieth")))
+"""The spelled ordinals by number (``5`` → ``fifth``)."""
+ORDINAL_NUMBERS: dict[str, int] = {word: number for number, word in ORDINAL_WORDS.items() if number}
+
+
+def ordinal_suffix(number: int) -> str:
+    """The English suffix of a digit ordinal (``1`` → ``st``, ``12`` → ``th``, ``22`` → ``nd``).
+
+    >>> [ordinal_suffix(n) for n in (1, 2, 3, 4, 11, 12, 21, 113)]
+    ['st', 'nd', 'rd', 'th', 'th', 'th', 'st', 'th']
+    """
+    if number % 100 in (11, 12, 13):
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+
+
+FRACTIONS: dict[str, int] = {
+    "half": 50, "quarter": 25, "three-quarters": 75, "two-thirds": 67, "one-third": 33,
+    "one-quarter": 25, "one-fifth": 20, "two-fifths": 40, "three-fifths": 60, "four-fifths": 80, "one-tenth": 10,
+}
+"""Fraction words and their percentages (rounded): ``a quarter`` and ``25 per cent`` support each other."""
+FRACTIONS_OF: dict[str, tuple[str, ...]] = {}
+for _word, _percent in FRACTIONS.items():
+    FRACTIONS_OF[str(_percent)] = (*FRACTIONS_OF.get(str(_percent), ()), _word)
+
+PHRASE_FORMS: dict[tuple[str, ...], tuple[str, ...]] = {
+    # fixed phrases → the words and numbers that say the same; a context holding the phrase supports them
+    ("half", "an", "hour"): ("30", "minutes", "min", "mins", "0.5"),
+    ("an", "hour"): ("60", "minutes", "min", "mins"), ("one", "hour"): ("60", "minutes", "min", "mins"),
+    ("quarter", "of", "an", "hour"): ("15", "minutes", "min", "mins"),
+    ("a", "day"): ("daily", "per", "each", "every"), ("a", "week"): ("weekly", "per", "each", "every"),
+    ("a", "month"): ("monthly", "per", "each", "every"), ("a", "year"): ("annually", "yearly", "annual", "per"),
+    ("per", "day"): ("daily", "a"), ("per", "week"): ("weekly", "a"), ("per", "year"): ("annually", "yearly", "a"),
+    ("every", "day"): ("daily", "each", "a"), ("each", "day"): ("daily", "every", "a"),
+    ("a", "fortnight"): ("14", "days", "two", "weeks"), ("a", "decade"): ("10", "ten", "years"),
+    ("a", "century"): ("100", "years"), ("a", "dozen"): ("12", "twelve"),
+    ("twice",): ("2", "two", "times", "double"), ("thrice",): ("3", "three", "times"),
+    ("two", "times"): ("twice", "double"), ("three", "times"): ("thrice", "triple"),
+    ("double",): ("2", "two", "times", "twice"), ("doubled",): ("2", "two", "times", "twice"),
+    ("in", "a", "row"): ("straight", "consecutive", "successive", "running"),
+    ("straight",): ("consecutive", "successive", "row"), ("consecutive",): ("straight", "successive", "row"),
+    ("per", "cent"): ("percent", "%"), ("percent",): ("per", "cent"),
+    ("cubic", "metres"): ("m3",), ("cubic", "meters"): ("m3",), ("square", "metres"): ("m2", "sq"),
+    ("square", "kilometres"): ("km2", "sq"), ("square", "feet"): ("sq", "ft"),
+    ("by",): ("x",), ("metres",): ("m",), ("meters",): ("m",), ("million",): ("m", "mn"), ("billion",): ("bn",),
+    ("dollars",): ("usd",), ("euros",): ("eur",), ("pounds",): ("gbp",), ("yen",): ("jpy",),
+    ("swedish", "crowns"): ("sek", "kronor"), ("norwegian", "crowns"): ("nok", "kroner"),
+    ("danish", "crowns"): ("dkk", "kroner"), ("swiss", "francs"): ("chf",), ("rupees",): ("inr",),
+}
+"""Fixed phrases and what says the same (durations, rates, multiples, runs, units written out)."""
+PHRASES_BY_FIRST: dict[str, tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]] = {}
+for _phrase, _forms in PHRASE_FORMS.items():
+    PHRASES_BY_FIRST[_phrase[0]] = (*PHRASES_BY_FIRST.get(_phrase[0], ()), (_phrase, _forms))
+
+_DEMONYM_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("america", "american", "americans"), ("britain", "british", "briton", "britons"),
+    ("england", "english"), ("scotland", "scottish", "scot", "scots"), ("wales", "welsh"), ("ireland", "irish"),
+    ("france", "french"), ("germany", "german", "germans"), ("spain", "spanish"), ("portugal", "portuguese"),
+    ("italy", "italian", "italians"), ("netherlands", "dutch"), ("belgium", "belgian", "belgians"),
+    ("sweden", "swedish", "swede", "swedes"), ("norway", "norwegian", "norwegians"), ("denmark", "danish", "dane",
+    "danes"), ("finland", "finnish", "finn", "finns"), ("iceland", "icelandic"), ("poland", "polish"),
+    ("austria", "austrian", "austrians"), ("switzerland", "swiss"), ("greece", "greek", "greeks"),
+    ("turkey", "turkish"), ("russia", "russian", "russians"), ("ukraine", "ukrainian", "ukrainians"),
+    ("czechia", "czech", "czechs"), ("hungary", "hungarian", "hungarians"), ("romania", "romanian", "romanians"),
+    ("china", "chinese"), ("japan", "japanese"), ("korea", "korean", "koreans"), ("india", "indian", "indians"),
+    ("pakistan", "pakistani", "pakistanis"), ("iran", "iranian", "iranians"), ("iraq", "iraqi", "iraqis"),
+    ("israel", "israeli", "israelis"), ("egypt", "egyptian", "egyptians"), ("nigeria", "nigerian", "nigerians"),
+    ("kenya", "kenyan", "kenyans"), ("australia", "australian", "australians"), ("canada", "canadian",
+    "canadians"), ("mexico", "mexican", "mexicans"), ("brazil", "brazilian", "brazilians"), ("argentina",
+    "argentine", "argentinian", "argentinians"), ("chile", "chilean", "chileans"), ("europe", "european",
+    "europeans"), ("africa", "african", "africans"), ("asia", "asian", "asians"), ("vietnam", "vietnamese"),
+    ("thailand", "thai"), ("indonesia", "indonesian", "indonesians"), ("philippines", "filipino", "filipinos"),
+    ("syria", "syrian", "syrians"), ("afghanistan", "afghan", "afghans"), ("saudi", "saudis"),
+    ("scandinavia", "scandinavian"), ("london", "londoner", "londoners"), ("paris", "parisian", "parisians"),
+)
+DEMONYMS: dict[str, frozenset[str]] = {}
+"""A place and the words for its people and things (``norway`` ↔ ``norwegian``), lower-case."""
+for _group in _DEMONYM_GROUPS:
+    for _word in _group:
+        DEMONYMS[_word] = frozenset(w for w in _group if w != _word)

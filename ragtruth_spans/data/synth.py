@@ -32,9 +32,10 @@ from dataclasses import dataclass, field, replace
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.data import lexicon
 from ragtruth_spans.data.augment import ALL_KINDS, AUGMENTED_ID, EDITS
+from ragtruth_spans.data.facts import content_stems
 
 FAITHFUL_KINDS: tuple[str, ...] = ("copy", "paraphrase", "number-format", "negated-negative", "compress",
-                                   "reorder")
+                                   "reorder", "aligned")
 _BREAK = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
 _WORD = re.compile(r"(?<![\w-])[A-Za-z]+(?![\w-])")
 _BIG_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3})((?:,\d{3})+)(?![\w.,]*\d)")
@@ -44,6 +45,8 @@ _NEGATABLE = {"common": "uncommon", "likely": "unlikely", "possible": "impossibl
               "known": "unknown", "clear": "unclear", "popular": "unpopular", "important": "unimportant"}
 _NUMBER_NAMES = {v: k for k, v in lexicon.NUMBER_WORDS.items() if 2 <= v <= 9}
 _MAX_CONTEXT = 8000
+_MAX_ALIGNED = 6
+"""An aligned answer's window holds at most this many context sentences before its padding."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,42 @@ def _answer_sentences(doc: Document, window: str, rng: random.Random) -> list[st
     return pool[at:at + k]
 
 
+def aligned_answer(doc: Document, rng: random.Random) -> tuple[str, list[str]] | None:
+    """``(window, [sentence])``: a sentence of one of ``doc``'s clean answers — a real paraphrase, in words the
+    context may not hold — and the shortest run of context sentences holding every content stem of it that the
+    whole context holds (at most :data:`_MAX_ALIGNED`, then 0–2 more either side), so the short window supports
+    the sentence as the whole context did; None when there is no such answer or run (JSON records: never).
+
+    >>> doc = Document("d", "Summary", "The bridge opened in 1932. Rain fell. It carries 40,000 cars a day. "
+    ...                "Tolls rose. The mayor spoke.", None, "demo", ("Since 1932 the bridge has taken 40,000 "
+    ...                "vehicles a day.",))
+    >>> window, answer = aligned_answer(doc, random.Random(0))
+    >>> "1932" in window and "40,000" in window, answer
+    (True, ['Since 1932 the bridge has taken 40,000 vehicles a day.'])
+    """
+    parts = sentences(doc.context)
+    candidates = [s for answer in doc.answers for s in sentences(answer) if 5 <= len(s.split()) <= 60]
+    if doc.context.lstrip().startswith("{") or len(parts) < 4 or not candidates:
+        return None
+    answer = rng.choice(candidates)
+    held = [set(content_stems(p)) for p in parts]
+    need = set(content_stems(answer)) & set().union(*held)
+    if len(need) < 3:
+        return None
+    best: tuple[int, int] | None = None
+    for i in range(len(parts)):
+        have: set[str] = set()
+        for j in range(i, min(len(parts), i + _MAX_ALIGNED)):
+            have |= held[j]
+            if need <= have:
+                best = (i, j) if best is None or j - i < best[1] - best[0] else best
+                break
+    if best is None:
+        return None
+    start, end = max(0, best[0] - rng.randint(0, 2)), min(len(parts), best[1] + 1 + rng.randint(0, 2))
+    return " ".join(parts[start:end]), [answer]
+
+
 def _paraphrase(text: str, rng: random.Random) -> str | None:
     found = [m for m in _WORD.finditer(text) if m.group() in lexicon.SYNONYMS]  # lower-case words: no names
     if not found:
@@ -186,9 +225,14 @@ def _compress(text: str, rng: random.Random) -> str | None:
     return out if len(out.split()) >= 5 else None
 
 
-def faithful_answer(doc: Document, rng: random.Random) -> tuple[str, str, list[str]] | None:
+def faithful_answer(doc: Document, rng: random.Random, aligned_share: float = 0.0
+                    ) -> tuple[str, str, list[str]] | None:
     """``(context window, answer, faithful transforms applied)`` for ``doc``, or None when it has nothing to
-    copy."""
+    copy; with probability ``aligned_share`` the answer is a clean answer's sentence in a window cut to support it
+    (:func:`aligned_answer`, transform ``aligned``) where the document has one."""
+    aligned = aligned_answer(doc, rng) if aligned_share and rng.random() < aligned_share else None
+    if aligned is not None:
+        return aligned[0], aligned[1][0], ["aligned"]
     window = _window(doc, rng)
     parts = _answer_sentences(doc, window, rng)
     if not parts:
@@ -207,11 +251,13 @@ def faithful_answer(doc: Document, rng: random.Random) -> tuple[str, str, list[s
 
 
 def generate(docs: Sequence[Document], n: int, *, seed: int = 0, kinds: Sequence[str] = ALL_KINDS,
-             edited_share: float = 0.6, split: str = "train", tries: int = 8) -> tuple[list[Record], SynthStats]:
+             edited_share: float = 0.6, split: str = "train", tries: int = 8, aligned_share: float = 0.0
+             ) -> tuple[list[Record], SynthStats]:
     """``n`` generated records from ``docs`` (module docstring). Each record first draws its kind — ``faithful``
     with probability ``1 - edited_share``, else one of ``kinds`` uniformly, so rare edits are as frequent as
     common ones — then up to ``tries`` documents and answers until the edit applies (JSON kinds draw JSON
-    documents only); a kind that never applies is counted in ``skipped`` and the record stays faithful."""
+    documents only); a kind that never applies is counted in ``skipped`` and the record stays faithful.
+    ``aligned_share``: the share of answers drawn by :func:`aligned_answer` (real paraphrases in short windows)."""
     rng = random.Random(seed)
     stats = SynthStats()
     donors = [Record(d.source_id, d.source_id, d.task, "synthetic", split, "good", (d.answers or ("",))[0],
@@ -221,10 +267,11 @@ def generate(docs: Sequence[Document], n: int, *, seed: int = 0, kinds: Sequence
     while len(out) < n:
         kind = rng.choice(list(kinds)) if rng.random() < edited_share else "faithful"
         made = _one(docs, json_docs if kind.startswith("json") and json_docs else None, kind, donors, rng, tries,
-                    f"{GENERATED_ID}{seed}-{len(out)}", split)
+                    f"{GENERATED_ID}{seed}-{len(out)}", split, aligned_share)
         if made is None:
             stats.skipped[kind] += 1
-            made = _one(docs, None, "faithful", donors, rng, tries, f"{GENERATED_ID}{seed}-{len(out)}", split)
+            made = _one(docs, None, "faithful", donors, rng, tries, f"{GENERATED_ID}{seed}-{len(out)}", split,
+                        aligned_share)
             if made is None:
                 raise ValueError("no document has a sentence to copy")
         record, kind, applied = made
@@ -235,12 +282,13 @@ def generate(docs: Sequence[Document], n: int, *, seed: int = 0, kinds: Sequence
 
 
 def _one(docs: Sequence[Document], among: Sequence[int] | None, kind: str, donors: Sequence[Record],
-         rng: random.Random, tries: int, suffix: str, split: str) -> tuple[Record, str, list[str]] | None:
+         rng: random.Random, tries: int, suffix: str, split: str, aligned_share: float = 0.0
+         ) -> tuple[Record, str, list[str]] | None:
     """One record of ``kind`` (``faithful``: no edit) from a document drawn from ``among`` (default: all), or
     None after ``tries`` documents."""
     for _ in range(tries):
         doc = docs[rng.choice(among) if among else rng.randrange(len(docs))]
-        made = faithful_answer(doc, rng)
+        made = faithful_answer(doc, rng, aligned_share)
         if made is None:
             continue
         window, answer, applied = made

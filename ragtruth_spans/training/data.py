@@ -161,7 +161,8 @@ def synth_records(data: DataSection, own: Sequence[Record], split: str, count: i
                                 str(directory))
     seed = data.synth.seed + (0 if split == "train" else 1)
     made, counts = synth.generate(docs, count, seed=seed, kinds=data.synth.kinds,
-                                  edited_share=data.synth.edited_share, split=split)
+                                  edited_share=data.synth.edited_share, split=split,
+                                  aligned_share=data.synth.aligned_share)
     stats.synth = counts.to_dict() | {"documents": len(docs), "records": len(made)}
     return made
 

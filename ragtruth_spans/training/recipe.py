@@ -148,6 +148,9 @@ class SynthSection(Section):
     eval_count: int = Field(0, ge=0, description="Generated records added to the eval split (0: none).")
     kinds: list[str] = Field(default_factory=lambda: list(ALL_KINDS), min_length=1)
     edited_share: float = Field(0.6, ge=0.0, le=1.0, description="Share of generated records with an edit.")
+    aligned_share: float = Field(0.0, ge=0.0, le=1.0, description="Share of answers that are a sentence of a "
+                                 "clean answer of the document in a window cut to support it (real paraphrases "
+                                 "over short contexts); the rest copy and transform the window's sentences.")
     weight: float = Field(1.0, gt=0.0, description="Training weight of each generated training record's words "
                           "(real and augmented records weigh 1).")
     seed: int = 0

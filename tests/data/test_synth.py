@@ -52,6 +52,24 @@ def test_seeded_and_kinds_drawn_evenly():
     assert stats.faithful["paraphrase"] > 0 and stats.faithful["copy"] > 0
 
 
+def test_aligned_answers_are_clean_answer_sentences_in_windows_that_hold_their_support():
+    from ragtruth_spans.data.facts import content_stems
+
+    clean = ("Since 1932 the bridge has taken 40,000 cars each day. The council has approved repairs costing "
+             "4.2 million pounds.")
+    docs = [synth.Document("news", "Summary", NEWS, None, "demo", (clean,)), *documents()[1:]]
+    records, stats = synth.generate(docs, 120, seed=2, aligned_share=1.0)
+    aligned = [r for r in records if r.source_id == "news" and "aligned" in r.id.split("~")[1]]
+    assert aligned and stats.faithful["aligned"] == len([r for r in records if "aligned" in r.id.split("~")[1]])
+    for record in aligned:
+        assert len(record.context) < len(NEWS) and record.context in NEWS
+        if not record.spans:  # a faithful one: a sentence of the clean answer, its support all in the window
+            assert record.response in synth.sentences(clean)
+            assert set(content_stems(record.response)) & set(content_stems(NEWS)) <= set(
+                content_stems(record.context))
+    assert all("aligned" not in r.id for r in synth.generate(docs, 60, seed=2)[0])  # off unless asked
+
+
 def test_faithful_transforms_keep_the_meaning_markers():
     rng = __import__("random").Random(0)
     assert synth._number_format("It cost 4,200,000 pounds.", rng) == "It cost 4.2 million pounds."

@@ -60,7 +60,7 @@ def column_names(members: Sequence[str], lm: bool = False) -> list[str]:
             *(f"{m}_{c}" for m in members for c in ("word", "mean_3", "mean_8"))]
 
 
-RULE_COLUMNS = ("swap", "negation_added", "negation_dropped", "number_near", "polarity")
+RULE_COLUMNS = ("swap", "negation_added", "negation_dropped", "number_near", "polarity", "contrast_graded")
 """The conflict columns whose words the decision's ``conflict_rule`` always flags (:func:`~.features.conflicts`,
 :mod:`~.polarity`),
 with ``swap_one_side`` on numbers and on closed-class words whose class-mate the context holds there (a changed

@@ -28,7 +28,7 @@ NEGATORS = text.NEGATORS | {"nothing", "none"}
 NOT_NEGATING_NEXT = frozenset({"only", "just", "merely", "necessarily", "least", "later", "less", "more", "sooner",
                                "all", "every", "always", "quite", "very", "too", "much", "many", "longer"})
 """Words after which a negator does not negate what follows (``not only``, ``no later than``, ``not all``)."""
-RESTATED_COLUMNS = ("polarity", "contrast_restated", "role_swap")
+RESTATED_COLUMNS = ("polarity", "contrast_restated", "role_swap", "contrast_graded")
 WINDOW = 2
 """A word is negated when a negator stands at most this many words before it."""
 REACH = 4
@@ -149,6 +149,50 @@ def _closed(word: str) -> bool:
     return lexicon.contrast_class(word) is not None or word in lexicon.ANTONYMS
 
 
+def _reverses_direction(word: str, negated_here: bool) -> bool:
+    """Whether a word the restated sentence contradicts states a direction: a comparative or superlative
+    (``slower``, ``smallest``, ``fewer``) or, not negated, a trend (``rose``, ``dropped``)."""
+    return word in lexicon.GRADED or (not negated_here and lexicon.contrast_class(word) == "trend")
+
+
+def _same_order(before: Sequence[str], after: Sequence[str], sentence: int, word: str, index: ContextIndex,
+                reach: int = 4) -> bool:
+    """Whether a response word stands between the same things as a word contradicting it in the context sentence
+    ``sentence``: the last ``reach`` content stems ``before`` it and the first ``reach`` ``after`` it (in its
+    clause) meet more of the content stems of that word's clause on the same sides than on the swapped ones. ``A is
+    [slower] than B`` against ``A is faster than B`` keeps the sides (a contradiction); ``B is [slower] than A``
+    swaps them (the same comparison said the other way round)."""
+    mine_before, mine_after = set(before[-reach:]), set(after[:reach])
+    start, end = index.sentence_spans[sentence]
+    for p in range(start, end):
+        if lexicon.contradicting(word, index.tokens[p]):
+            ahead = {_bare(index.tokens[q]) for q in _content(index.tokens, _clause(index.tokens, p, start, -1))}
+            behind = {_bare(index.tokens[q]) for q in _content(index.tokens, _clause(index.tokens, p, end, 1))}
+            if len(mine_before & ahead) + len(mine_after & behind) > \
+                    len(mine_before & behind) + len(mine_after & ahead):
+                return True
+    return False
+
+
+def _clause(tokens: Sequence[str], at: int, bound: int, step: int) -> list[int]:
+    """The positions from ``at`` (excluded) towards ``bound`` (``step`` 1: up to it, excluded; -1: down to it,
+    included) before the first word of :data:`CLAUSE_BREAKS`."""
+    out = []
+    for q in range(at + step, bound - 1 if step < 0 else bound, step):
+        if tokens[q] in CLAUSE_BREAKS:
+            break
+        out.append(q)
+    return out
+
+
+def _clause_sides(tokens: Sequence[str], order: Sequence[int], i: int) -> tuple[list[str], list[str]]:
+    """The stems of the content words (``order``: a response sentence's content positions) before and after
+    position ``i`` within its clause (cut at :data:`CLAUSE_BREAKS`), nearest last and first."""
+    first = next((q + 1 for q in range(i - 1, -1, -1) if tokens[q] in CLAUSE_BREAKS), 0)
+    last = next((q for q in range(i + 1, len(tokens)) if tokens[q] in CLAUSE_BREAKS), len(tokens))
+    return ([_bare(tokens[j]) for j in order if first <= j < i], [_bare(tokens[j]) for j in order if i < j < last])
+
+
 def _neighbours(order: Sequence[int], stems: Sequence[str]) -> dict[int, frozenset[str]]:
     """For each content position, the stems of the content words right before and after it."""
     return {p: frozenset(stems[q] for q in (order[k - 1] if k else None, order[k + 1] if k + 1 < len(order) else None)
@@ -208,10 +252,12 @@ def restated_signals(tokens: Sequence[str], stems: Sequence[str], names: Sequenc
     """Per response word, 0/1 columns against the context sentence it restates (see the module docstring):
     ``polarity`` where a context sentence disagrees in polarity next to a shared neighbour (and on the negators
     that make it so); against the sentence its neighbourhood restates, ``contrast_restated``
-    on a closed-class word or antonym the context lacks where that sentence holds a contradicting one anywhere, and
-    ``role_swap`` on a capitalised name (``names``: capitalised, not opening a sentence) the sentence lacks, where it
-    holds another name next to the same word (``[Laura Brenner] scored`` against ``Tom Reyes scored``); ``here``:
-    :func:`negated` of ``tokens``."""
+    on a closed-class word or antonym the context lacks where that sentence holds a contradicting one anywhere
+    (``contrast_graded`` when that word states a direction the same way round: ``recovered [slowest]`` against
+    ``gained coral fastest``, not ``B is slower than A`` against ``A is faster than B``), and ``role_swap`` on a
+    capitalised name (``names``: capitalised, not opening a sentence) the
+    sentence lacks, where it holds another name next to the same word (``[Laura Brenner] scored`` against ``Tom
+    Reyes scored``); ``here``: :func:`negated` of ``tokens``."""
     out = {name: np.zeros(len(tokens), dtype=np.float32) for name in RESTATED_COLUMNS}
     if not len(tokens) or not index.sentence_spans:
         return out
@@ -235,6 +281,8 @@ def restated_signals(tokens: Sequence[str], stems: Sequence[str], names: Sequenc
             if _closed(tokens[i]) and _disagrees(tokens[i], around[i], bool(here[i]), [sentence(c)], index,
                                                  anchored=False):
                 out["contrast_restated"][i] = 1.0
+                out["contrast_graded"][i] = float(_reverses_direction(tokens[i], bool(here[i])) and _same_order(
+                    *_clause_sides(tokens, order, i), c, tokens[i], index))
             if names[i] and _bare(tokens[i]) not in sentence(c).held \
                     and _names_elsewhere(around[i], sentence(c), own, index):
                 out["role_swap"][i] = 1.0

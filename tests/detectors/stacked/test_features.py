@@ -326,7 +326,7 @@ def test_a_negation_before_a_stop_word_or_copied_from_the_context_is_no_added_ne
         assert not flagged(context, response)["negation_added"], response
 
 
-RESTATED = ("polarity", "contrast_restated", "role_swap")
+RESTATED = ("polarity", "contrast_restated", "role_swap", "contrast_graded")
 
 
 def restated(context: str, response: str) -> dict[str, set[str]]:
@@ -376,3 +376,30 @@ def test_a_name_in_the_place_of_another_name_of_the_restated_sentence_is_a_role_
     assert restated(context, "Harbour City won after Laura Brenner scored in the 88th minute.")["role_swap"] \
         == {"Brenner"}
     assert not restated(context, "Harbour City won after Tom Reyes scored in the 88th minute.")["role_swap"]
+
+
+def test_a_comparison_the_restated_sentence_reverses_is_a_graded_contrast_and_always_flagged():
+    context = ("The recovery was uneven. Sites in sheltered lagoons, where the water stayed slightly cooler, gained "
+               "coral fastest, while reefs on the exposed eastern shore showed almost no change.")
+    marked = restated(context, "Sheltered lagoons, where the water stayed cooler, recovered slowest.")
+    assert marked["contrast_graded"] == {"slowest"} <= marked["contrast_restated"]
+    assert not restated(context, "Sheltered lagoons, where the water stayed cooler, recovered fastest.")[
+        "contrast_graded"]
+    a_minority = restated("A survey found that most nurses favour twelve-hour shifts.",
+                          "The survey found a minority of nurses favour twelve-hour shifts.")
+    assert a_minority["contrast_restated"] == {"minority"} and not a_minority["contrast_graded"]  # no direction
+    from ragtruth_spans.detectors.stacked.columns import RULE_COLUMNS
+
+    assert "contrast_graded" in RULE_COLUMNS
+
+
+@pytest.mark.parametrize(("response", "marked"), [
+    ("The Alder line is slower than the Birch line between the airport and the centre.", {"slower"}),
+    ("The Birch line is slower than the Alder line between the airport and the centre.", set()),
+    ("Between the airport and the centre the Birch line is slower than the Alder line.", set()),
+    ("The Alder line; the Birch line is slower, though it runs later at night.", set()),  # each side its clause
+])
+def test_a_comparison_said_the_other_way_round_is_no_graded_contrast(response: str, marked: set[str]) -> None:
+    context = ("The Alder line is faster than the Birch line between the airport and the centre, but the Birch line "
+               "runs later at night.")
+    assert restated(context, response)["contrast_graded"] == marked
