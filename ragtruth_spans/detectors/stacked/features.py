@@ -34,7 +34,6 @@ from ragtruth_spans.core.types import TASK_TYPES
 from ragtruth_spans.data import lexicon
 from ragtruth_spans.data.hours import record_hours
 from ragtruth_spans.detectors.stacked import conflicts as conflict_signals
-from ragtruth_spans.detectors.stacked import forms
 from ragtruth_spans.detectors.stacked import polarity as polarity_signals
 from ragtruth_spans.detectors.stacked.structured import (
     clock_values,
@@ -135,9 +134,8 @@ class ContextIndex:
         tokens = [normalise(context[a:b]) for a, b in spans]
         stems = [stem(t) for t in tokens]
         question_words = [normalise(question[a:b]) for a, b in words(question)] if question else []
-        other_words, other_numbers = forms.context_forms(tokens)
-        parts = compound_parts(context) | region_names(context) | other_words
-        numbers = _number_values(tokens) | other_numbers
+        parts = compound_parts(context) | region_names(context)
+        numbers = _number_values(tokens)
         grams = {tuple(tokens[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(tokens) - n + 1)}
         stem_grams = {tuple(stems[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(stems) - n + 1)}
         vocabulary = tuple(sorted(set(tokens) | set(question_words) | parts))
@@ -172,22 +170,6 @@ def _number_values(tokens: Sequence[str]) -> set[str]:
     out |= {n for i, v in enumerate(values) if v is not None and (n := scaled_value(tokens, i)) is not None}
     out |= {f"{lexicon.NUMBER_WORDS[t]:g}" for t in tokens if t in lexicon.NUMBER_WORDS}
     return out | set(number_phrases(tokens).values())
-
-
-def _number_support(tokens: Sequence[str], numbers: Sequence[str | None], phrases: dict[int, str],
-                    index: ContextIndex) -> np.ndarray:
-    """Per word, whether it is (part of) a number whose value the context states: the number itself, times the
-    scale word after it (``210`` ``thousand``), or a spelled number of several words (``four hundred and fifty``);
-    the scale word of such a number counts too."""
-    out = np.zeros(len(tokens), dtype=bool)
-    for i, value in enumerate(numbers):
-        if i in phrases:
-            out[i] = phrases[i] in index.numbers
-        elif value is not None:
-            out[i] = value in index.numbers or scaled_value(tokens, i) in index.numbers
-        elif tokens[i] in lexicon.SCALES and i > 0:
-            out[i] = scaled_value(tokens, i - 1) in index.numbers
-    return out
 
 
 def _synonym_support(tokens: Sequence[str], numbers: Sequence[str | None], index: ContextIndex) -> np.ndarray:
@@ -350,10 +332,7 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     sid = sentence_ids(spans, sentences)
     first_in_sentence = np.r_[True, sid[1:] != sid[:-1]]
     stop = np.array([t in STOP_WORDS for t in tokens], dtype=np.float32)
-    number_support = _number_support(tokens, numbers, phrases, index)
-    other_form = number_support | np.array([t not in index.words and forms.response_supported(
-        t, index.words, index.numbers) for t in tokens], dtype=bool)
-    unsupported = np.array([s not in index.stems for s in stems], dtype=np.float32) * ~other_form
+    unsupported = np.array([s not in index.stems for s in stems], dtype=np.float32)
     content = 1.0 - stop
     ngram = _longest_runs(tokens, index.ngrams)
     cosine = np.asarray(sentence_cosine, dtype=np.float32)[sid] if sentence_cosine is not None else 0.0
@@ -361,14 +340,15 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     negated = polarity_signals.negated(tokens)
     conflict = _conflict_columns(response, spans, sentences, raw, tokens, stems, numbers, names, negated, sid, index)
     columns = {
-        "in_context": np.array([t in index.words for t in tokens], dtype=bool) | other_form,
+        "in_context": [t in index.words for t in tokens],
         "stem_in_context": 1.0 - unsupported,
         "fuzzy": _fuzzy(tokens, index.vocabulary),
         "in_question": [t in index.question for t in tokens],
         "ngram": ngram,
         "ngram_stem": _longest_runs(stems, index.stem_ngrams),
         "is_number": [v is not None for v in numbers],
-        "number_in_context": number_support,
+        "number_in_context": [v is not None and (v in index.numbers or scaled_value(tokens, i) in index.numbers
+                                                 or phrases.get(i) in index.numbers) for i, v in enumerate(numbers)],
         "capitalised": names,
         "stop_word": stop,
         "length": [min(len(w), 20) for w in raw],
