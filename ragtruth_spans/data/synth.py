@@ -139,8 +139,8 @@ def _answer_sentences(doc: Document, window: str, rng: random.Random) -> list[st
     return pool[at:at + k]
 
 
-def aligned_answer(doc: Document, rng: random.Random) -> tuple[str, list[str]] | None:
-    """``(window, [sentence])``: a sentence of one of ``doc``'s clean answers — a real paraphrase, in words the
+def aligned_answer(doc: Document, rng: random.Random) -> tuple[str, str] | None:
+    """``(window, sentence)``: a sentence of one of ``doc``'s clean answers — a real paraphrase, in words the
     context may not hold — and the shortest run of context sentences holding every content stem of it that the
     whole context holds (at most :data:`_MAX_ALIGNED`, then 0–2 more either side), so the short window supports
     the sentence as the whole context did; None when there is no such answer or run (JSON records: never).
@@ -150,14 +150,14 @@ def aligned_answer(doc: Document, rng: random.Random) -> tuple[str, list[str]] |
     ...                "vehicles a day.",))
     >>> window, answer = aligned_answer(doc, random.Random(0))
     >>> "1932" in window and "40,000" in window, answer
-    (True, ['Since 1932 the bridge has taken 40,000 vehicles a day.'])
+    (True, 'Since 1932 the bridge has taken 40,000 vehicles a day.')
     """
     parts = sentences(doc.context)
     candidates = [s for answer in doc.answers for s in sentences(answer) if 5 <= len(s.split()) <= 60]
     if doc.context.lstrip().startswith("{") or len(parts) < 4 or not candidates:
         return None
     answer = rng.choice(candidates)
-    held = [set(content_stems(p)) for p in parts]
+    held = _sentence_stems(doc.context)
     need = set(content_stems(answer)) & set().union(*held)
     if len(need) < 3:
         return None
@@ -172,7 +172,13 @@ def aligned_answer(doc: Document, rng: random.Random) -> tuple[str, list[str]] |
     if best is None:
         return None
     start, end = max(0, best[0] - rng.randint(0, 2)), min(len(parts), best[1] + 1 + rng.randint(0, 2))
-    return " ".join(parts[start:end]), [answer]
+    return " ".join(parts[start:end]), answer
+
+
+@functools.lru_cache(maxsize=256)
+def _sentence_stems(context: str) -> tuple[frozenset[str], ...]:
+    """The content stems of each sentence of ``context`` (:func:`sentences`), read once per context."""
+    return tuple(frozenset(content_stems(p)) for p in sentences(context))
 
 
 def _paraphrase(text: str, rng: random.Random) -> str | None:
@@ -232,7 +238,7 @@ def faithful_answer(doc: Document, rng: random.Random, aligned_share: float = 0.
     (:func:`aligned_answer`, transform ``aligned``) where the document has one."""
     aligned = aligned_answer(doc, rng) if aligned_share and rng.random() < aligned_share else None
     if aligned is not None:
-        return aligned[0], aligned[1][0], ["aligned"]
+        return aligned[0], aligned[1], ["aligned"]
     window = _window(doc, rng)
     parts = _answer_sentences(doc, window, rng)
     if not parts:

@@ -62,7 +62,7 @@ def column_names(members: Sequence[str], lm: bool = False) -> list[str]:
 
 RULE_COLUMNS = ("swap", "negation_added", "negation_dropped", "number_near", "polarity", "contrast_graded")
 """The conflict columns whose words the decision's ``conflict_rule`` always flags (:func:`~.features.conflicts`,
-:mod:`~.polarity`),
+:mod:`~.polarity`: ``contrast_graded``, a comparison said the other way),
 with ``swap_one_side`` on numbers and on closed-class words whose class-mate the context holds there (a changed
 number or unit at the end of a copied phrase: ``weighs 12 [pounds]`` against ``weighs 12 kilograms``)."""
 

@@ -51,12 +51,12 @@ def training_threads() -> int:
         return os.cpu_count() or 1
 
 
-def _params(settings: CombinerSection, threads: int | None = None) -> dict[str, Any]:
+def _params(settings: CombinerSection) -> dict[str, Any]:
     return {"objective": "binary", "learning_rate": settings.learning_rate, "num_leaves": settings.num_leaves,
             "min_data_in_leaf": settings.min_data_in_leaf, "feature_fraction": settings.feature_fraction,
             "bagging_fraction": settings.bagging_fraction, "bagging_freq": 1, "lambda_l2": settings.lambda_l2,
             "verbose": -1, "seed": settings.seed, "deterministic": True, "force_row_wise": True,
-            "num_threads": threads or training_threads()}
+            "num_threads": training_threads()}
 
 
 class Ensemble:

@@ -166,30 +166,21 @@ def _same_order(before: Sequence[str], after: Sequence[str], sentence: int, word
     start, end = index.sentence_spans[sentence]
     for p in range(start, end):
         if lexicon.contradicting(word, index.tokens[p]):
-            ahead = {_bare(index.tokens[q]) for q in _content(index.tokens, _clause(index.tokens, p, start, -1))}
-            behind = {_bare(index.tokens[q]) for q in _content(index.tokens, _clause(index.tokens, p, end, 1))}
-            if len(mine_before & ahead) + len(mine_after & behind) > \
-                    len(mine_before & behind) + len(mine_after & ahead):
+            ahead, behind = _clause_sides(index.tokens, _content(index.tokens, range(start, end)), p, start, end)
+            if len(mine_before & set(ahead)) + len(mine_after & set(behind)) > \
+                    len(mine_before & set(behind)) + len(mine_after & set(ahead)):
                 return True
     return False
 
 
-def _clause(tokens: Sequence[str], at: int, bound: int, step: int) -> list[int]:
-    """The positions from ``at`` (excluded) towards ``bound`` (``step`` 1: up to it, excluded; -1: down to it,
-    included) before the first word of :data:`CLAUSE_BREAKS`."""
-    out = []
-    for q in range(at + step, bound - 1 if step < 0 else bound, step):
-        if tokens[q] in CLAUSE_BREAKS:
-            break
-        out.append(q)
-    return out
-
-
-def _clause_sides(tokens: Sequence[str], order: Sequence[int], i: int) -> tuple[list[str], list[str]]:
-    """The stems of the content words (``order``: a response sentence's content positions) before and after
-    position ``i`` within its clause (cut at :data:`CLAUSE_BREAKS`), nearest last and first."""
-    first = next((q + 1 for q in range(i - 1, -1, -1) if tokens[q] in CLAUSE_BREAKS), 0)
-    last = next((q for q in range(i + 1, len(tokens)) if tokens[q] in CLAUSE_BREAKS), len(tokens))
+def _clause_sides(tokens: Sequence[str], order: Sequence[int], i: int, start: int = 0, end: int | None = None
+                  ) -> tuple[list[str], list[str]]:
+    """The stems of the content words (``order``: their positions) before and after position ``i`` within its
+    clause — cut at :data:`CLAUSE_BREAKS` words, inside ``[start, end)`` (default: all of ``tokens``) — nearest
+    last and first."""
+    end = len(tokens) if end is None else end
+    first = next((q + 1 for q in range(i - 1, start - 1, -1) if tokens[q] in CLAUSE_BREAKS), start)
+    last = next((q for q in range(i + 1, end) if tokens[q] in CLAUSE_BREAKS), end)
     return ([_bare(tokens[j]) for j in order if first <= j < i], [_bare(tokens[j]) for j in order if i < j < last])
 
 
@@ -255,9 +246,9 @@ def restated_signals(tokens: Sequence[str], stems: Sequence[str], names: Sequenc
     on a closed-class word or antonym the context lacks where that sentence holds a contradicting one anywhere
     (``contrast_graded`` when that word states a direction the same way round: ``recovered [slowest]`` against
     ``gained coral fastest``, not ``B is slower than A`` against ``A is faster than B``), and ``role_swap`` on a
-    capitalised name (``names``: capitalised, not opening a sentence) the
-    sentence lacks, where it holds another name next to the same word (``[Laura Brenner] scored`` against ``Tom
-    Reyes scored``); ``here``: :func:`negated` of ``tokens``."""
+    capitalised name (``names``: capitalised, not opening a sentence) the sentence lacks, where it holds another
+    name next to the same word (``[Laura Brenner] scored`` against ``Tom Reyes scored``); ``here``:
+    :func:`negated` of ``tokens``."""
     out = {name: np.zeros(len(tokens), dtype=np.float32) for name in RESTATED_COLUMNS}
     if not len(tokens) or not index.sentence_spans:
         return out
