@@ -112,22 +112,37 @@ def count_responses(gold: Sequence[Record], predictions: Mapping[str, Sequence[S
                       models=np.array([r.model for r in gold]), types=types, tally=tally)
 
 
+def char_rows(gold: Sequence[Record], predicted: Sequence[Sequence[Span]]) -> np.ndarray:
+    """An ``(n, 3)`` integer array: each response's ``gold_chars``, ``pred_chars``, ``overlap_chars`` (no gold
+    filters), what :func:`figures_of_rows` pools."""
+    if len(gold) != len(predicted):
+        raise ValueError(f"{len(predicted)} predictions for {len(gold)} gold records")
+    rows = [metrics.char_counts(record.spans, pred) for record, pred in zip(gold, predicted)]
+    return np.asarray(rows, dtype=np.int64).reshape(len(rows), 3)
+
+
+def figures_of_rows(rows: np.ndarray) -> dict[str, dict[str, float]]:
+    """``{"span", "response", "response_macro"}`` → ``{"precision", "recall", "f1"}`` pooled from
+    :func:`char_rows` (a response is positive when it has a character of its kind).
+
+    >>> figures_of_rows(np.array([[4, 4, 2], [0, 3, 0]]))["span"]["f1"]
+    0.5
+    """
+    gold_chars, pred_chars, overlap = (int(v) for v in rows.sum(axis=0)) if len(rows) else (0, 0, 0)
+    gold_pos, pred_pos = int((rows[:, 0] > 0).sum()), int((rows[:, 1] > 0).sum())
+    both_pos = int(((rows[:, 0] > 0) & (rows[:, 1] > 0)).sum())
+    out = {}
+    for level, figures in (("span", metrics.prf(overlap, pred_chars, gold_chars)),
+                           ("response", metrics.prf(both_pos, pred_pos, gold_pos)),
+                           ("response_macro", metrics.macro_prf(both_pos, pred_pos, gold_pos, len(rows)))):
+        out[level] = dict(zip(("precision", "recall", "f1"), (float(v) for v in figures)))
+    return out
+
+
 def pooled_figures(gold: Sequence[Record], predicted: Sequence[Sequence[Span]]) -> dict[str, dict[str, float]]:
     """``{"span", "response", "response_macro"}`` → ``{"precision", "recall", "f1"}`` of ``predicted`` (one span
     list per gold record, in the same order), pooled exactly as :func:`~ragtruth_spans.evaluation.evaluate`
     reports them in ``overall`` (no gold filters) — and nothing else (no input checks, seqeval, types, AUROC,
     bootstrap), so that a tuning loop can score many candidate decisions on the same records quickly. The one
     counter every threshold tuner uses (:func:`ragtruth_spans.training.tuning.tune_thresholds`)."""
-    if len(gold) != len(predicted):
-        raise ValueError(f"{len(predicted)} predictions for {len(gold)} gold records")
-    gold_chars = pred_chars = overlap = gold_pos = pred_pos = both_pos = 0
-    for record, pred in zip(gold, predicted):
-        g, p, o = metrics.char_counts(record.spans, pred)
-        gold_chars, pred_chars, overlap = gold_chars + g, pred_chars + p, overlap + o
-        gold_pos, pred_pos, both_pos = gold_pos + (g > 0), pred_pos + (p > 0), both_pos + (g > 0 and p > 0)
-    out = {}
-    for level, figures in (("span", metrics.prf(overlap, pred_chars, gold_chars)),
-                           ("response", metrics.prf(both_pos, pred_pos, gold_pos)),
-                           ("response_macro", metrics.macro_prf(both_pos, pred_pos, gold_pos, len(gold)))):
-        out[level] = dict(zip(("precision", "recall", "f1"), (float(v) for v in figures)))
-    return out
+    return figures_of_rows(char_rows(gold, predicted))

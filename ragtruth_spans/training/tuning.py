@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from ragtruth_spans.core.errors import InputError
@@ -114,12 +115,21 @@ def balanced_figures(records: Sequence[Record], spans: Sequence[Any],
     """The :data:`FIGURES` of ``spans`` (one span list per record) pooled over ``records`` — or, with ``groups``
     (lists of record positions), each figure the mean of the groups' pooled figures, so that every group (real
     responses, generated ones) weighs the same whatever its size; empty groups are left out."""
-    from ragtruth_spans.evaluation.counts import pooled_figures
+    from ragtruth_spans.evaluation.counts import char_rows
+
+    return balanced_figures_of_rows(char_rows(records, spans), groups)
+
+
+def balanced_figures_of_rows(rows: np.ndarray, groups: Sequence[Sequence[int]] | None = None) -> dict[str, float]:
+    """:func:`balanced_figures` from the responses' character counts
+    (:func:`~ragtruth_spans.evaluation.counts.char_rows`): what a tuner that counts once and masks many times
+    (the response gate) scores its candidates with."""
+    from ragtruth_spans.evaluation.counts import figures_of_rows
 
     if groups is None:
-        return figures_row(pooled_figures(records, spans))
-    rows = [figures_row(pooled_figures([records[i] for i in g], [spans[i] for i in g])) for g in groups if g]
-    return {name: sum(row[name] for row in rows) / len(rows) for name in FIGURES}
+        return figures_row(figures_of_rows(rows))
+    parts = [figures_row(figures_of_rows(rows[list(g)])) for g in groups if g]
+    return {name: sum(part[name] for part in parts) / len(parts) for name in FIGURES}
 
 
 def choose_best(records: Sequence[Record], candidates: Sequence[C], detect: Callable[[C], Sequence[Any]], *,
@@ -133,6 +143,30 @@ def choose_best(records: Sequence[Record], candidates: Sequence[C], detect: Call
     docstring) among the candidates whose figures ``admissible`` accepts (default: all; when none is, the first
     candidate)."""
 
+    _check_choice(records, candidates, criterion, split)
+    figures = [balanced_figures(records, [getattr(d, "spans", d) for d in detect(c)], groups) for c in candidates]
+    return pick_best(candidates, figures, criterion=criterion, admissible=admissible)
+
+
+def pick_best(candidates: Sequence[C], figures: Sequence[dict[str, float]], *, criterion: str = DEFAULT_CRITERION,
+              admissible: Callable[[dict[str, float]], bool] | None = None) -> Choice[C]:
+    """:func:`choose_best`'s rule over candidates already scored (``figures[k]``: the :data:`FIGURES` of
+    ``candidates[k]``): the best ``criterion`` among the admissible, ties to the first; none admissible: the first.
+
+    >>> pick_best(["a", "b", "c"], [{"span_f1": 0.2}, {"span_f1": 0.5}, {"span_f1": 0.5}]).best
+    'b'
+    """
+    best: tuple[float, C] | None = None
+    for candidate, row in zip(candidates, figures):
+        value = row[criterion]
+        if (admissible is None or admissible(row)) and (best is None or value > best[0]):
+            best = (value, candidate)
+    if best is None:  # nothing admissible: the first candidate
+        best = (figures[0][criterion], candidates[0])
+    return Choice(best=best[1], value=best[0], figures=list(figures))
+
+
+def _check_choice(records: Sequence[Any], candidates: Sequence[Any], criterion: str, split: str) -> None:
     if criterion not in CRITERIA:
         raise InputError(f"unknown tuning criterion {criterion!r} (expected one of {', '.join(CRITERIA)})",
                          field="criterion")
@@ -140,16 +174,6 @@ def choose_best(records: Sequence[Record], candidates: Sequence[C], detect: Call
         raise InputError(f"no labelled responses in the {split} split to tune thresholds on")
     if not candidates:
         raise InputError("no threshold candidates to tune over")
-    figures: list[dict[str, float]] = []
-    best: tuple[float, C] | None = None
-    for candidate in candidates:
-        figures.append(balanced_figures(records, [getattr(d, "spans", d) for d in detect(candidate)], groups))
-        value = figures[-1][criterion]
-        if (admissible is None or admissible(figures[-1])) and (best is None or value > best[0]):
-            best = (value, candidate)
-    if best is None:  # nothing admissible: the first candidate
-        best = (figures[0][criterion], candidates[0])
-    return Choice(best=best[1], value=best[0], figures=figures)
 
 
 def tune_thresholds(records: Sequence[Record], candidates: Sequence[Mapping[str, Any]],

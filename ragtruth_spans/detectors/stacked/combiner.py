@@ -17,9 +17,10 @@ pickle, safe to load.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -283,6 +284,16 @@ class TuningInputs:
                                None if self.scores is None else self.scores[i],
                                None if self.conflicts is None else self.conflicts[i]) for i in subset]
 
+    def gate_rows(self, subset: Sequence[int], decision: Decision) -> tuple[np.ndarray, np.ndarray]:
+        """The character counts (:func:`~ragtruth_spans.evaluation.counts.char_rows`) of ``decision``'s spans for
+        each response of ``subset`` with the gate open and with it closed (then only contradicted words are
+        flagged): any gate gives a response its open row when its score reaches the gate, else its closed row."""
+        from ragtruth_spans.evaluation.counts import char_rows
+
+        records = [self.records[i] for i in subset]
+        return tuple(char_rows(records, self.spans(subset, replace(decision, response_threshold=gate)))
+                     for gate in (-math.inf, math.inf))  # type: ignore[return-value]
+
     def figures(self, subset: Sequence[int], decision: Decision) -> dict[str, dict[str, float]]:
         """:func:`~ragtruth_spans.evaluation.counts.pooled_figures` of ``decision`` over ``subset`` (pooled, never
         balanced: what ``evaluate`` prints for these responses)."""
@@ -336,20 +347,29 @@ def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], pr
     """``decision`` with the response gate (on the response ``scores``), the fill, and its thresholds scaled by one
     of ``settings.gate_threshold_scales``, of highest response F1 among those that keep span F1 within
     ``settings.gate_span_f1_tolerance`` of the ungated, unfilled decision's (ties: the earlier candidate: the
-    first scale, the first fill, the lowest gate). The one tuner scores them; every candidate is appended to
-    ``table``."""
-    from ragtruth_spans.training.tuning import balanced_figures, choose_best
+    first scale, the first fill, the lowest gate). The one tuner's rule scores them (each (scale, fill) is counted
+    once with the gate open and once closed; a gate picks per response: :meth:`TuningInputs.gate_rows`); every
+    candidate is appended to ``table``."""
+    from ragtruth_spans.training.tuning import balanced_figures, balanced_figures_of_rows, pick_best
 
     inputs = TuningInputs(records, words, probabilities, scores, conflicts, balanced=settings.balanced)
     everyone = list(range(len(records)))
-    floor = balanced_figures(records, inputs.spans(everyone, decision), inputs.groups(everyone))["span_f1"] \
+    groups = inputs.groups(everyone)
+    floor = balanced_figures(records, inputs.spans(everyone, decision), groups)["span_f1"] \
         - settings.gate_span_f1_tolerance
-    candidates = [Decision({task: round(value * scale, 6) for task, value in decision.thresholds.items()},
-                           decision.max_word_gap, gate, fill, settings.conflict_rule)
-                  for scale in settings.gate_threshold_scales for fill in settings.fill
-                  for gate in [0.0, *settings.grid]]
-    choice = choose_best(records, candidates, lambda c: inputs.spans(everyone, c), criterion="response_f1",
-                         admissible=lambda row: row["span_f1"] >= floor, groups=inputs.groups(everyone))
+    score_of = np.asarray(scores, dtype=float)
+    candidates: list[Decision] = []
+    figures: list[dict[str, float]] = []
+    for scale in settings.gate_threshold_scales:
+        for fill in settings.fill:
+            scaled = Decision({task: round(value * scale, 6) for task, value in decision.thresholds.items()},
+                              decision.max_word_gap, 0.0, fill, settings.conflict_rule)
+            open_rows, closed_rows = inputs.gate_rows(everyone, scaled)
+            for gate in [0.0, *settings.grid]:
+                rows = np.where((score_of >= gate)[:, None], open_rows, closed_rows)
+                candidates.append(replace(scaled, response_threshold=gate))
+                figures.append(balanced_figures_of_rows(rows, groups))
+    choice = pick_best(candidates, figures, criterion="response_f1", admissible=lambda row: row["span_f1"] >= floor)
     table.extend({**c.to_dict(), "span_f1": round(row["span_f1"], 6), "response_f1": round(row["response_f1"], 6)}
                  for c, row in zip(candidates, choice.figures))
     if not any(row["span_f1"] >= floor for row in choice.figures):

@@ -220,6 +220,32 @@ def test_the_gate_is_the_best_response_f1_within_the_span_f1_tolerance():
     assert after["response"]["f1"] == pytest.approx(best, abs=1e-6)
 
 
+def test_each_gate_row_is_what_the_gated_decision_scores_directly():
+    from ragtruth_spans.detectors.stacked.combiner import Decision, TuningInputs, tune_gate
+    from ragtruth_spans.detectors.stacked.features import words
+    from ragtruth_spans.detectors.stacked.recipe import DecisionSection
+    from ragtruth_spans.training.tuning import balanced_figures
+
+    records = synthetic_records(10, 4, "dev")
+    spans = [words(r.response) for r in records]
+    rng = np.random.default_rng(3)
+    probs = [rng.uniform(0, 1, len(w)) for w in spans]
+    scores = rng.uniform(0, 1, len(records)).tolist()
+    conflicts = [rng.uniform(0, 1, len(w)) < 0.1 for w in spans]
+    settings = DecisionSection(grid=[0.3, 0.6, 0.9], max_word_gap=[1], fill=[None, 0.7], conflict_rule=True,
+                               gate_threshold_scales=[1.0, 0.5], balanced=False)
+    table: list[dict] = []
+    tune_gate(records, spans, probs, scores, Decision({"*": 0.6}, 1), settings, table, conflicts)
+    inputs = TuningInputs(records, spans, probs, scores, conflicts)
+    everyone = list(range(len(records)))
+    assert len(table) == 2 * 2 * 4
+    for row in table:
+        figures = balanced_figures(records, inputs.spans(everyone, Decision.from_dict(row)))
+        assert (row["span_f1"], row["response_f1"]) == (round(figures["span_f1"], 6),
+                                                         round(figures["response_f1"], 6))
+    assert len({(row["span_f1"], row["response_f1"]) for row in table}) > 4  # the gates, fills and scales differ
+
+
 def test_detect_benchmark_and_serve_use_a_stacked_run(prepared, tmp_path):
     from fastapi.testclient import TestClient
 
