@@ -125,7 +125,7 @@ def figures_of_rows(rows: np.ndarray) -> dict[str, dict[str, float]]:
     """``{"span", "response", "response_macro"}`` → ``{"precision", "recall", "f1"}`` pooled from
     :func:`char_rows` (a response is positive when it has a character of its kind).
 
-    >>> figures_of_rows(np.array([[4, 4, 2], [0, 3, 0]]))["span"]["f1"]
+    >>> figures_of_rows(np.array([[4, 4, 2], [0, 0, 0]]))["span"]["f1"]
     0.5
     """
     gold_chars, pred_chars, overlap = (int(v) for v in rows.sum(axis=0)) if len(rows) else (0, 0, 0)
