@@ -32,7 +32,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from ragtruth_spans.core.types import Record, Span
@@ -112,8 +112,63 @@ def _negation(record: Record, rng: random.Random, pool: Sequence[Record]) -> Rec
     return edited(record, "negation", m.start(), m.end(), f"{m.group()} not")
 
 
+class DonorPool(Sequence[Record]):
+    """The records edits draw donors from, indexed once by task and source: :meth:`other_sources` is, without
+    copying the pool, the list ``[r for r in pool if r.task_type == task and r.source_id != source]`` (so
+    ``rng.choice`` over it draws what it drew over that list: augmenting N records is linear in N, not
+    quadratic)."""
+
+    def __init__(self, records: Sequence[Record]) -> None:
+        self.records = records
+        self._by_task: dict[str, list[Record]] = {}
+        self._own: dict[tuple[str, str], list[int]] = {}
+        for record in records:
+            same_task = self._by_task.setdefault(record.task_type, [])
+            self._own.setdefault((record.task_type, record.source_id), []).append(len(same_task))
+            same_task.append(record)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self.records[index]
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records)
+
+    def other_sources(self, record: Record) -> Sequence[Record]:
+        """The pool's records of ``record``'s task from other sources, in pool order.
+
+        >>> a, b, c = (Record(i, s, "QA", "m", "train", "good", "x", "ctx") for i, s in ("a1", "s1"), ("b", "s2"),
+        ...            ("a2", "s1"))
+        >>> [r.id for r in DonorPool([a, b, c]).other_sources(a)]
+        ['b']
+        """
+        return _SkippingView(self._by_task.get(record.task_type, []),
+                             self._own.get((record.task_type, record.source_id), []))
+
+
+class _SkippingView(Sequence[Record]):
+    """``records`` without the positions ``skip`` (ascending), read in place."""
+
+    def __init__(self, records: list[Record], skip: list[int]) -> None:
+        self.records, self.skip = records, skip
+
+    def __len__(self) -> int:
+        return len(self.records) - len(self.skip)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        for position in self.skip:
+            if position > index:
+                break
+            index += 1
+        return self.records[index]
+
+
 def _clause(record: Record, rng: random.Random, pool: Sequence[Record]) -> Record | None:
-    donors = [r for r in pool if r.task_type == record.task_type and r.source_id != record.source_id]
+    donors = (pool if isinstance(pool, DonorPool) else DonorPool(pool)).other_sources(record)
     ends = [m.end() for m in SENTENCE.finditer(record.response)]
     if not donors or not ends:
         return None
@@ -153,12 +208,13 @@ def augment(records: Sequence[Record], *, kinds: Sequence[str] = KINDS, share: f
     rng = random.Random(seed)
     stats = AugmentStats()
     out = []
+    pool = DonorPool(records)
     for round_ in range(1, rounds + 1):
         for record in records:
             if record.spans or rng.random() >= share:
                 continue
             kind = rng.choice(list(kinds))
-            new = EDITS[kind](record, rng, records)
+            new = EDITS[kind](record, rng, pool)
             if new is None:
                 stats.skipped[kind] += 1
                 continue

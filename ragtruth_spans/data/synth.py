@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.data import lexicon
-from ragtruth_spans.data.augment import ALL_KINDS, AUGMENTED_ID, EDITS
+from ragtruth_spans.data.augment import ALL_KINDS, AUGMENTED_ID, EDITS, DonorPool
 from ragtruth_spans.data.facts import content_stems
 
 FAITHFUL_KINDS: tuple[str, ...] = ("copy", "paraphrase", "number-format", "negated-negative", "compress",
@@ -266,8 +266,8 @@ def generate(docs: Sequence[Document], n: int, *, seed: int = 0, kinds: Sequence
     ``aligned_share``: the share of answers drawn by :func:`aligned_answer` (real paraphrases in short windows)."""
     rng = random.Random(seed)
     stats = SynthStats()
-    donors = [Record(d.source_id, d.source_id, d.task, "synthetic", split, "good", (d.answers or ("",))[0],
-                     d.context, d.question) for d in docs]  # an answer of another source: the clause kind's donor
+    donors = DonorPool([Record(d.source_id, d.source_id, d.task, "synthetic", split, "good", (d.answers or ("",))[0],
+                               d.context, d.question) for d in docs])  # another source's answer: the clause's donor
     json_docs = [i for i, d in enumerate(docs) if d.context.lstrip().startswith("{")]
     out: list[Record] = []
     while len(out) < n:

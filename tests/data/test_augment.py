@@ -83,3 +83,22 @@ def test_augment_command_and_recipe_section(tmp_path):
     assert len(records) > 4 and stats.augmented["made"]["number"] == len(records) - 4
     assert not any(is_augmented(r) for r in load_eval_records(recipe.data)[0])
     assert json.loads(recipe.model_dump_json())["data"]["augment"]["kinds"] == ["number"]
+
+
+def test_the_donor_pool_draws_what_the_filtered_list_drew() -> None:
+    import random
+    from dataclasses import replace
+
+    from ragtruth_spans.data.augment import DonorPool
+
+    tasks, sources = ("QA", "Summary"), ("s1", "s2", "s3", "s4")
+    base = make_record("r", "QA", "The castle was built in 1240.", "It was built in 1240.", [])
+    records = [replace(base, id=f"r{i}", source_id=sources[i * 7 % 4], task_type=tasks[i % 3 % 2])
+               for i in range(40)]
+    pool = DonorPool(records)
+    for record in records:
+        expected = [r for r in records if r.task_type == record.task_type and r.source_id != record.source_id]
+        view = pool.other_sources(record)
+        assert list(view) == expected and len(view) == len(expected)
+        assert random.Random(5).choice(view) is random.Random(5).choice(expected)
+    assert list(pool) == records and len(pool) == 40
