@@ -60,9 +60,11 @@ def column_names(members: Sequence[str], lm: bool = False) -> list[str]:
             *(f"{m}_{c}" for m in members for c in ("word", "mean_3", "mean_8"))]
 
 
-RULE_COLUMNS = ("swap", "negation_added", "negation_dropped", "number_near", "polarity", "contrast_graded")
+RULE_COLUMNS = ("swap", "negation_added", "negation_dropped", "number_near", "polarity", "contrast_graded",
+                "reversed_by_numbers")
 """The conflict columns whose words the decision's ``conflict_rule`` always flags (:func:`~.features.conflicts`,
-:mod:`~.polarity`: ``contrast_graded``, a comparison said the other way),
+:mod:`~.polarity`: ``contrast_graded``, a comparison said the other way; :mod:`~.comparisons`: a comparison the
+response's own numbers contradict),
 with ``swap_one_side`` on numbers and on closed-class words whose class-mate the context holds there (a changed
 number or unit at the end of a copied phrase: ``weighs 12 [pounds]`` against ``weighs 12 kilograms``)."""
 

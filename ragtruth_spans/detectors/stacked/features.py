@@ -35,6 +35,7 @@ from ragtruth_spans.data import lexicon
 from ragtruth_spans.data.hours import record_hours
 from ragtruth_spans.detectors.stacked import conflicts as conflict_signals
 from ragtruth_spans.detectors.stacked import polarity as polarity_signals
+from ragtruth_spans.detectors.stacked.comparisons import reversed_by_numbers
 from ragtruth_spans.detectors.stacked.structured import (
     clock_values,
     compound_parts,
@@ -68,6 +69,7 @@ BASE_FEATURES: tuple[str, ...] = (
     "swap", "swap_one_side", "negation_added", "negation_dropped", "sentence_conflict", "number_near",
     "synonym_in_context", "contrast_in_context", "antonym_in_context",
     "soft_support", "soft_support_3", "sentence_soft_support", *polarity_signals.RESTATED_COLUMNS,
+    "reversed_by_numbers",
 )
 """Column names of :func:`word_features`, in order."""
 
@@ -312,6 +314,7 @@ def _conflict_columns(response: str, spans: Sequence[Interval], sentences: Seque
         conflict["swap_one_side"], key_number_conflicts(response, spans, stems, numbers, index.key_numbers, markers),
         hours_conflict_words(response, spans, sentences, index.hours)])
     conflict.update(polarity_signals.restated_signals(tokens, stems, names, negated, sid, index))
+    conflict["reversed_by_numbers"] = reversed_by_numbers(response, spans, tokens, sid)
     return conflict
 
 
