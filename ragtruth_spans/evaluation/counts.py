@@ -128,7 +128,7 @@ def figures_of_rows(rows: np.ndarray) -> dict[str, dict[str, float]]:
     >>> figures_of_rows(np.array([[4, 4, 2], [0, 0, 0]]))["span"]["f1"]
     0.5
     """
-    gold_chars, pred_chars, overlap = (int(v) for v in rows.sum(axis=0)) if len(rows) else (0, 0, 0)
+    gold_chars, pred_chars, overlap = (int(v) for v in rows.sum(axis=0))  # zeros for no rows
     gold_pos, pred_pos = int((rows[:, 0] > 0).sum()), int((rows[:, 1] > 0).sum())
     both_pos = int(((rows[:, 0] > 0) & (rows[:, 1] > 0)).sum())
     out = {}
