@@ -143,7 +143,7 @@ def choose_best(records: Sequence[Record], candidates: Sequence[C], detect: Call
     docstring) among the candidates whose figures ``admissible`` accepts (default: all; when none is, the first
     candidate)."""
 
-    _check_choice(records, candidates, criterion, split)
+    check_candidates(records, candidates, criterion, split)
     figures = [balanced_figures(records, [getattr(d, "spans", d) for d in detect(c)], groups) for c in candidates]
     return pick_best(candidates, figures, criterion=criterion, admissible=admissible)
 
@@ -166,7 +166,9 @@ def pick_best(candidates: Sequence[C], figures: Sequence[dict[str, float]], *, c
     return Choice(best=best[1], value=best[0], figures=list(figures))
 
 
-def _check_choice(records: Sequence[Any], candidates: Sequence[Any], criterion: str, split: str) -> None:
+def check_candidates(records: Sequence[Any], candidates: Sequence[Any], criterion: str = DEFAULT_CRITERION,
+                     split: str = "dev") -> None:
+    """The :class:`InputError` :func:`choose_best` raises for an unknown criterion, no records or no candidates."""
     if criterion not in CRITERIA:
         raise InputError(f"unknown tuning criterion {criterion!r} (expected one of {', '.join(CRITERIA)})",
                          field="criterion")

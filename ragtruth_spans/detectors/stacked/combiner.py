@@ -303,14 +303,14 @@ class TuningInputs:
 
 
 
-def _best_threshold(inputs: TuningInputs, subset: list[int], grid: Sequence[float], gap: int) -> float:
-    """The grid value of highest span F1 on ``subset`` (the one tuner's tie rule: the lowest)."""
-    from ragtruth_spans.training.tuning import choose_best
+def _best_threshold(rows: Mapping[float, np.ndarray], subset: list[int], groups: list[list[int]] | None) -> float:
+    """The threshold of highest span F1 on ``subset`` given every threshold's character rows over all responses
+    (the one tuner's tie rule: the lowest)."""
+    from ragtruth_spans.training.tuning import balanced_figures_of_rows, pick_best
 
-    choice = choose_best([inputs.records[i] for i in subset], [{"*": t} for t in sorted(grid)],
-                         lambda t: inputs.spans(subset, Decision(t, gap)), criterion="span_f1",
-                         groups=inputs.groups(subset))
-    return choice.best["*"]
+    grid = sorted(rows)
+    figures = [balanced_figures_of_rows(rows[t][subset], groups) for t in grid]
+    return pick_best(grid, figures, criterion="span_f1").best
 
 
 def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabilities: Sequence[np.ndarray],
@@ -318,25 +318,34 @@ def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabi
     """The ungated decision of highest pooled span F1 over ``records`` (each with its words and probabilities).
     For each gap: the best single threshold, and with ``per_task`` also the best threshold of each task's
     responses alone; the candidate (gap, single or per-task) with the best pooled span F1 wins (ties: the earlier,
-    so the smaller gap and the single threshold). Every figure is the one tuner's
-    (:func:`~ragtruth_spans.training.tuning.choose_best`). Returns the decision and one row per candidate."""
-    from ragtruth_spans.training.tuning import choose_best
+    so the smaller gap and the single threshold). Every figure is the one tuner's rule
+    (:func:`~ragtruth_spans.training.tuning.pick_best`) over the responses' character rows, counted once per gap
+    and threshold (a response's spans at a threshold do not depend on which others are scored with it). Returns
+    the decision and one row per candidate."""
+    from ragtruth_spans.evaluation.counts import char_rows
+    from ragtruth_spans.training.tuning import balanced_figures_of_rows, check_candidates, pick_best
 
+    check_candidates(records, settings.grid)
     inputs = TuningInputs(records, words, probabilities, balanced=settings.balanced)
     everyone = list(range(len(records)))
+    tasks = np.array([r.task_type for r in records])
     candidates: list[Decision] = []
+    figures: list[dict[str, float]] = []
     for gap in settings.max_word_gap:
-        single = _best_threshold(inputs, everyone, settings.grid, gap)
-        candidates.append(Decision({"*": single}, gap))
+        rows = {t: char_rows(records, inputs.spans(everyone, Decision({"*": t}, gap))) for t in settings.grid}
+        thresholds = {"*": _best_threshold(rows, everyone, inputs.groups(everyone))}
         if settings.per_task:
-            thresholds = {"*": single}
             for task in TASK_TYPES:
-                subset = [i for i in everyone if records[i].task_type == task]
+                subset = np.flatnonzero(tasks == task).tolist()
                 if subset:
-                    thresholds[task] = _best_threshold(inputs, subset, settings.grid, gap)
-            candidates.append(Decision(thresholds, gap))
-    choice = choose_best(records, candidates, lambda c: inputs.spans(everyone, c), criterion="span_f1",
-                         groups=inputs.groups(everyone))
+                    thresholds[task] = _best_threshold(rows, subset, inputs.groups(subset))
+        variants = [{"*": thresholds["*"]}, thresholds] if settings.per_task else [thresholds]
+        for chosen in variants:
+            own = [chosen.get(task, chosen["*"]) for task in tasks]
+            candidates.append(Decision(chosen, gap))
+            figures.append(balanced_figures_of_rows(np.stack([rows[t][i] for i, t in enumerate(own)]),
+                                                    inputs.groups(everyone)))
+    choice = pick_best(candidates, figures, criterion="span_f1")
     table = [{**c.to_dict(), "span_f1": round(row["span_f1"], 6)} for c, row in zip(candidates, choice.figures)]
     return choice.best, table
 

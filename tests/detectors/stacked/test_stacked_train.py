@@ -246,6 +246,41 @@ def test_each_gate_row_is_what_the_gated_decision_scores_directly():
     assert len({(row["span_f1"], row["response_f1"]) for row in table}) > 4  # the gates, fills and scales differ
 
 
+@pytest.mark.parametrize("per_task", [True, False])
+def test_tune_chooses_what_scoring_every_candidate_directly_chooses(per_task: bool):
+    from ragtruth_spans.detectors.stacked.combiner import Decision, TuningInputs, tune
+    from ragtruth_spans.detectors.stacked.features import words
+    from ragtruth_spans.detectors.stacked.recipe import DecisionSection
+    from ragtruth_spans.training.tuning import choose_best
+
+    records = [dataclasses.replace(r, task_type=("QA", "Summary", "Data2txt")[k % 3])
+               for k, r in enumerate(synthetic_records(12, 4, "dev"))]
+    spans = [words(r.response) for r in records]
+    rng = np.random.default_rng(5)
+    probs = [rng.uniform(0, 1, len(w)) ** 2 for w in spans]
+    settings = DecisionSection(grid=[0.2, 0.4, 0.6, 0.8], max_word_gap=[0, 2], per_task=per_task)
+    decision, table = tune(records, spans, probs, settings)
+    inputs, everyone = TuningInputs(records, spans, probs), list(range(len(records)))
+
+    def best(subset: list[int], gap: int) -> float:
+        return choose_best([records[i] for i in subset], [{"*": t} for t in settings.grid],
+                           lambda t: inputs.spans(subset, Decision(t, gap))).best["*"]
+
+    candidates = []
+    for gap in settings.max_word_gap:
+        single = best(everyone, gap)
+        candidates.append(Decision({"*": single}, gap))
+        if per_task:
+            candidates.append(Decision({"*": single, **{task: best([i for i in everyone if records[i].task_type
+                                                                     == task], gap)
+                                                        for task in ("QA", "Summary", "Data2txt")}}, gap))
+    direct = choose_best(records, candidates, lambda c: inputs.spans(everyone, c))
+    assert decision == direct.best
+    assert [row["span_f1"] for row in table] == [round(row["span_f1"], 6) for row in direct.figures]
+    assert [Decision.from_dict(row) for row in table] == candidates
+    assert len({row["span_f1"] for row in table}) > 1  # the candidates differ
+
+
 def test_detect_benchmark_and_serve_use_a_stacked_run(prepared, tmp_path):
     from fastapi.testclient import TestClient
 
