@@ -329,22 +329,21 @@ def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabi
     inputs = TuningInputs(records, words, probabilities, balanced=settings.balanced)
     everyone = list(range(len(records)))
     tasks = np.array([r.task_type for r in records])
+    by_task = {task: np.flatnonzero(tasks == task).tolist() for task in TASK_TYPES if (tasks == task).any()} \
+        if settings.per_task else {}
+    groups = {task: inputs.groups(subset) for task, subset in by_task.items()} | {"*": inputs.groups(everyone)}
     candidates: list[Decision] = []
     figures: list[dict[str, float]] = []
     for gap in settings.max_word_gap:
         rows = {t: char_rows(records, inputs.spans(everyone, Decision({"*": t}, gap))) for t in settings.grid}
-        thresholds = {"*": _best_threshold(rows, everyone, inputs.groups(everyone))}
-        if settings.per_task:
-            for task in TASK_TYPES:
-                subset = np.flatnonzero(tasks == task).tolist()
-                if subset:
-                    thresholds[task] = _best_threshold(rows, subset, inputs.groups(subset))
+        thresholds = {"*": _best_threshold(rows, everyone, groups["*"])}
+        for task, subset in by_task.items():
+            thresholds[task] = _best_threshold(rows, subset, groups[task])
         variants = [{"*": thresholds["*"]}, thresholds] if settings.per_task else [thresholds]
         for chosen in variants:
             own = [chosen.get(task, chosen["*"]) for task in tasks]
             candidates.append(Decision(chosen, gap))
-            figures.append(balanced_figures_of_rows(np.stack([rows[t][i] for i, t in enumerate(own)]),
-                                                    inputs.groups(everyone)))
+            figures.append(balanced_figures_of_rows(np.stack([rows[t][i] for i, t in enumerate(own)]), groups["*"]))
     choice = pick_best(candidates, figures, criterion="span_f1")
     table = [{**c.to_dict(), "span_f1": round(row["span_f1"], 6)} for c, row in zip(candidates, choice.figures)]
     return choice.best, table

@@ -3,11 +3,11 @@ the 40 euros charged at the airport``, ``Students pay $8, four dollars [more] th
 
 A comparative (``more``, ``lower``, ``cheaper``; ``more``/``less`` before a price adjective: ``more expensive``,
 ``less affordable``) followed by ``than`` and, within :data:`AFTER_THAN` words, a number is checked against the
-nearest number before it in the same sentence (the one before a difference, ``four dollars more than``, when a
-number stands right before the comparative with no comma between); both must carry the same unit — a currency
-sign before the number, a ``%`` after it, or the word after it (``euros``, ``km``; currency words read as their
-sign) — else nothing is judged. A comparison the two values contradict marks its comparative words. Nothing here
-reads the context: the numbers disagree with the response's own words, whatever the context says.
+nearest number before it in the same sentence (the one before a difference, ``four dollars more than``, when a number
+stands right before the comparative with no comma between); both must carry the same unit — a currency sign before the
+number, a ``%`` after it, or the word after it (``euros``, ``km``; a sign read as its unit word, units compared by
+sense: :data:`SIGNS`) — else nothing is judged. A comparison the two values contradict marks its comparative words.
+Nothing here reads the context: the numbers disagree with the response's own words, whatever the context says.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ragtruth_spans.data import lexicon
 from ragtruth_spans.detectors.stacked import text
 
 HIGHER = frozenset({"more", "higher", "greater", "bigger", "larger", "longer", "older", "heavier", "dearer", "costlier",
@@ -24,9 +25,11 @@ LOWER = frozenset({"less", "lower", "fewer", "smaller", "shorter", "younger", "l
                    "earlier"})
 PRICE_ADJECTIVES = {"expensive": 1, "costly": 1, "pricey": 1, "affordable": -1}
 """``more``/``less`` + one of these compares prices (sign: what ``more`` means for the price)."""
-CURRENCY = {"$": "$", "dollar": "$", "dollars": "$", "usd": "$", "€": "€", "euro": "€", "euros": "€", "eur": "€",
-            "£": "£", "pound": "£", "pounds": "£", "gbp": "£", "¥": "¥", "yen": "¥", "%": "%", "percent": "%"}
+SIGNS = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "%": "percent"}
+"""A sign before (``%``: after) a number, read as its unit word; two unit words agree when equal, of one
+:mod:`~ragtruth_spans.data.lexicon` sense (``euro``/``euros``, ``km``/``kilometres``) or of one stem."""
 SCALES = {"thousand": 1e3, "million": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9}
+COMPARATIVES = HIGHER | LOWER
 QUANTIFYING = frozenset({"or", "and", "nor"})
 """Before a comparative these (and negators) make it a bound, not a comparison: ``no more than``, ``or more than``."""
 AFTER_THAN = 3
@@ -62,7 +65,7 @@ def reversed_by_numbers(response: str, spans: Sequence[tuple[int, int]], tokens:
         direction, last = comparison
         after = _number_after(response, spans, tokens, sid, last + 1)
         before = _number_before(response, spans, tokens, sid, i)
-        if after is None or before is None or after[1] != before[1]:
+        if after is None or before is None or not _same_unit(after[1], before[1]):
             continue
         if (before[0] - after[0]) * direction <= 0:
             out[i:last] = 1.0
@@ -77,7 +80,7 @@ def _comparison(tokens: Sequence[str], i: int) -> tuple[int, int] | None:
     if token in ("more", "less") and i + 2 < len(tokens) and tokens[i + 1] in PRICE_ADJECTIVES \
             and tokens[i + 2] == "than":
         return PRICE_ADJECTIVES[tokens[i + 1]] * (1 if token == "more" else -1), i + 2
-    if i + 1 < len(tokens) and tokens[i + 1] == "than" and (token in HIGHER or token in LOWER):
+    if i + 1 < len(tokens) and tokens[i + 1] == "than" and token in COMPARATIVES:
         return (1 if token in HIGHER else -1), i + 1
     return None
 
@@ -120,12 +123,15 @@ def _valued(response: str, spans: Sequence[tuple[int, int]], tokens: Sequence[st
         value, unit_at = value * SCALES[tokens[unit_at]], unit_at + 1
     start, end = spans[k]
     sign = response[start - 1:start] if start else ""
-    if sign in CURRENCY:
-        return value, CURRENCY[sign]
+    if sign in SIGNS:
+        return value, SIGNS[sign]
     if response[end:end + 1] == "%":
-        return value, "%"
+        return value, "percent"
     if unit_at < len(tokens) and tokens[unit_at].isalpha() and tokens[unit_at] not in text.STOP_WORDS \
-            and tokens[unit_at] not in HIGHER | LOWER:
-        unit = tokens[unit_at]
-        return value, CURRENCY.get(unit, text.stem(unit))
+            and tokens[unit_at] not in COMPARATIVES:
+        return value, tokens[unit_at]
     return None
+
+
+def _same_unit(a: str, b: str) -> bool:
+    return a == b or lexicon.same_sense(a, b) or text.stem(a) == text.stem(b)
