@@ -111,6 +111,15 @@ class CombinerSection(Section):
     seed: int = 0
     seeds: int = Field(1, ge=1, le=10, description="Boosters trained with seeds seed, seed + 1, ... whose word "
                                                    "probabilities are averaged (1: one booster).")
+    monotone: bool = Field(False, description="A word's probability never rises with a support column nor falls "
+                           "with a contradiction column (LightGBM monotone constraints).")
+    supported_positive_weight: float = Field(1.0, ge=0, le=1, description="Weight of a training word labelled "
+                                             "hallucinated that the context holds (stem_in_context) and no conflict "
+                                             "column marks: a labelled phrase's copied words are labelled for their "
+                                             "neighbours; below 1 the word model learns more from the words that carry "
+                                             "the error.")
+    additive_priors: bool = Field(False, description="The dataset priors (task, lengths, positions) share no tree "
+                                  "with the other columns: they shift a word's log-odds, not how support reads.")
 
 
 class DecisionSection(Section):

@@ -42,6 +42,7 @@ from ragtruth_spans.detectors.stacked.columns import (
     build_lm,
     character_scores,
 )
+from ragtruth_spans.detectors.stacked.features import BASE_FEATURES
 from ragtruth_spans.detectors.stacked.recipe import MEMBERS_DIR, MemberSection, StackedRecipe
 from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.data import RecordStats, record_origin, record_weight
@@ -247,9 +248,14 @@ def word_matrix(recipe: StackedRecipe, train_records: Sequence[Record], train_co
                 eval_records: Sequence[Record], eval_cols: Sequence[Any]) -> WordMatrix:
     """The words of every response as combiner rows, labelled by :func:`word_labels`."""
     weight = np.concatenate([[record_weight(r, recipe.data)] * len(c.words) for r, c in zip(train_records, train_cols)])
+    y = np.concatenate([word_labels(r, c.words) for r, c in zip(train_records, train_cols)])
+    if recipe.combiner.supported_positive_weight != 1.0:
+        held = np.concatenate([c.matrix[:, BASE_FEATURES.index("stem_in_context")] > 0 for c in train_cols])
+        contradicted = np.concatenate([c.contradicted() for c in train_cols])
+        weight = np.where((y > 0) & held & ~contradicted, weight * recipe.combiner.supported_positive_weight, weight)
     return WordMatrix(
         x=np.concatenate([c.matrix for c in train_cols]),
-        y=np.concatenate([word_labels(r, c.words) for r, c in zip(train_records, train_cols)]),
+        y=y,
         x_eval=np.concatenate([c.matrix for c in eval_cols]),
         y_eval=np.concatenate([word_labels(r, c.words) for r, c in zip(eval_records, eval_cols)]),
         groups=np.concatenate([[r.source_id] * len(c.words) for r, c in zip(train_records, train_cols)]),

@@ -415,3 +415,27 @@ def test_an_ensemble_of_seeds_averages_its_boosters_and_needs_every_file(prepare
     assert not list(out.glob("combiner-*.txt"))
     with pytest.raises(InputError, match="no combiner-1.txt"):
         combiner.load(out, 3)
+
+
+def test_copied_words_of_a_labelled_phrase_weigh_supported_positive_weight(tmp_path):
+    from ragtruth_spans.core.types import Record, Span
+    from ragtruth_spans.detectors.stacked.columns import ItemColumns
+    from ragtruth_spans.detectors.stacked.features import BASE_FEATURES
+    from ragtruth_spans.detectors.stacked.train import word_matrix
+
+    response = "It was built in 1240 by King Edward"
+    record = Record("r1", "s1", "QA", "m", "train", "good", response, "It was built in 1240 by a king.",
+                    spans=[Span(21, 35, "Evident Baseless Info")])  # "by King Edward"
+    words = [(0, 2), (3, 6), (7, 12), (13, 15), (16, 20), (21, 23), (24, 28), (29, 35)]
+    matrix = np.zeros((len(words), len(BASE_FEATURES)), dtype=np.float32)
+    held = BASE_FEATURES.index("stem_in_context")
+    matrix[:7, held] = 1.0  # every word but "Edward" is in the context ("king" by its stem)
+    columns = [ItemColumns(words, matrix)]
+    recipe = stacked_recipe(tmp_path, tmp_path / "run")
+    plain = word_matrix(validate_recipe(recipe), [record], columns, [record], columns)
+    assert plain.weight is None and plain.y.tolist() == [0, 0, 0, 0, 0, 1, 1, 1]
+    recipe["combiner"]["supported_positive_weight"] = 0.25
+    weighted = word_matrix(validate_recipe(recipe), [record], columns, [record], columns)
+    assert weighted.weight.tolist() == [1, 1, 1, 1, 1, 0.25, 0.25, 1]  # "by", "King" held; "Edward" carries it
+    matrix[6, BASE_FEATURES.index("swap")] = 1.0  # a word a conflict column marks keeps its weight
+    assert word_matrix(validate_recipe(recipe), [record], columns, [record], columns).weight.tolist()[6] == 1
