@@ -142,22 +142,36 @@ class ContextIndex:
         stem_grams = {tuple(stems[i:i + n]) for n in range(2, MAX_NGRAM + 1) for i in range(len(stems) - n + 1)}
         vocabulary = tuple(sorted(set(tokens) | set(question_words) | parts))
         false_keys, true_keys = json_key_stems(context)
-        capitalised = tuple(context[a:a + 1].isupper() for a, _ in words(context))
+        sid = sentence_ids(spans, sentences(context)) if spans else np.zeros(0, dtype=np.int64)
+        capitalised = tuple(name_like([context[a:b] for a, b in spans], tokens, np.r_[True, sid[1:] != sid[:-1]]))
         return cls(frozenset(tokens) | frozenset(question_words) | parts,
                    frozenset(stems) | {stem(q) for q in question_words} | {stem(p) for p in parts},
                    frozenset(numbers), frozenset(question_words), frozenset(grams), frozenset(stem_grams),
                    vocabulary, len(tokens), false_keys, true_keys, tuple(tokens), capitalised,
                    *conflict_signals.anchors(tokens), conflict_signals.negated_pairs(tokens), tuple(stems),
-                   tuple(polarity_signals.negated(tokens).tolist()), *_sentence_layout(spans, stems, context),
+                   tuple(polarity_signals.negated(tokens).tolist()), *_sentence_layout(sid, stems),
                    key_numbers=json_key_numbers(context), hours=record_hours(context))
 
 
-def _sentence_layout(spans: Sequence[Interval], stems: Sequence[str], context: str
-                     ) -> tuple[tuple[tuple[int, int], ...], dict[str, tuple[int, ...]]]:
-    """The token range of each sentence of ``context`` and, per content stem, the sentences holding it."""
-    if not spans:
+def name_like(raw: Sequence[str], tokens: Sequence[str], first_in_sentence: Sequence[bool]) -> list[bool]:
+    """Per word of a context, whether it reads as a name: capitalised inside a sentence, or at a sentence start when
+    the same word (``tokens``: normalised) is capitalised inside a sentence elsewhere — a sentence's first word is
+    capitalised whatever it is, so ``Construction is due`` names nothing a response's ``Building`` could swap with.
+
+    >>> name_like(["Building", "starts", "Laura", "met", "Laura"], ["building", "starts", "laura", "met", "laura"],
+    ...           [True, False, True, False, False])
+    [False, False, True, False, True]
+    """
+    inside = {t for w, t, first in zip(raw, tokens, first_in_sentence) if w[:1].isupper() and not first}
+    return [w[:1].isupper() and (not first or t in inside) for w, t, first in zip(raw, tokens, first_in_sentence)]
+
+
+def _sentence_layout(sid: np.ndarray, stems: Sequence[str]) -> tuple[tuple[tuple[int, int], ...],
+                                                                     dict[str, tuple[int, ...]]]:
+    """The token range of each sentence of a context (``sid``: each word's sentence number) and, per content stem,
+    the sentences holding it."""
+    if not len(sid):
         return (), {}
-    sid = sentence_ids(spans, sentences(context))
     starts = np.r_[True, sid[1:] != sid[:-1]]  # sentences without words get no number
     ranges = tuple(itertools.pairwise([*np.flatnonzero(starts).tolist(), len(sid)]))
     return ranges, polarity_signals.context_sentences(stems, np.cumsum(starts) - 1)

@@ -292,6 +292,13 @@ def test_a_name_the_context_holds_elsewhere_reads_as_a_swap_in_a_copied_phrase()
     assert not flagged(context, "Last year's meeting in Vienna ended without a deal.")["swap"]
 
 
+def test_a_sentence_opening_capital_is_a_name_only_where_the_word_is_capitalised_inside_a_sentence():
+    context = "Construction is due to begin in March. The line will run to Fenwick Park."
+    assert not any(flagged(context, "Building is due to begin in March.").values())  # two common words, opening
+    context = "Tom Reyes scored the winner. The coach said Tom Reyes had trained all week."
+    assert flagged(context, "Laura Brenner scored the winner.")["swap_one_side"] == {"Brenner"}
+
+
 def test_the_numbers_of_a_numbered_list_are_not_changed_numbers():
     context = "1. Add the wine and cook for 8 minutes.\n2. Add the stock and cook for 20 minutes."
     assert not any(flagged(context, "5. Add the wine and cook for 8 minutes.").values())
