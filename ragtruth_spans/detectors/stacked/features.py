@@ -143,7 +143,7 @@ class ContextIndex:
         vocabulary = tuple(sorted(set(tokens) | set(question_words) | parts))
         false_keys, true_keys = json_key_stems(context)
         sid = sentence_ids(spans, sentences(context)) if spans else np.zeros(0, dtype=np.int64)
-        capitalised = tuple(name_like([context[a:b] for a, b in spans], tokens, np.r_[True, sid[1:] != sid[:-1]]))
+        capitalised = tuple(name_like([context[a:b] for a, b in spans], tokens, opening_words(tokens, sid)))
         return cls(frozenset(tokens) | frozenset(question_words) | parts,
                    frozenset(stems) | {stem(q) for q in question_words} | {stem(p) for p in parts},
                    frozenset(numbers), frozenset(question_words), frozenset(grams), frozenset(stem_grams),
@@ -151,6 +151,18 @@ class ContextIndex:
                    *conflict_signals.anchors(tokens), conflict_signals.negated_pairs(tokens), tuple(stems),
                    tuple(polarity_signals.negated(tokens).tolist()), *_sentence_layout(sid, stems),
                    key_numbers=json_key_numbers(context), hours=record_hours(context))
+
+
+def opening_words(tokens: Sequence[str], sid: np.ndarray) -> np.ndarray:
+    """Per word (``sid``: its sentence number), whether it opens a sentence or a list item: a sentence's first
+    word, and the word after a one- or two-digit number that opens a sentence (``2  Season the roast``).
+
+    >>> opening_words(["cook", "it", "2", "Season", "it", "in", "2", "Pans"], np.array([0, 0, 1, 1, 1, 1, 1, 1]))
+    array([ True, False,  True,  True, False, False, False, False])
+    """
+    first = np.r_[True, sid[1:] != sid[:-1]] if len(sid) else np.zeros(0, dtype=bool)
+    listed = np.array([t.isdigit() and len(t) <= 2 for t in tokens], dtype=bool)
+    return first | np.r_[False, (first & listed)[:-1]] if len(sid) else first
 
 
 def name_like(raw: Sequence[str], tokens: Sequence[str], first_in_sentence: Sequence[bool]) -> list[bool]:
