@@ -297,6 +297,8 @@ def test_a_sentence_opening_capital_is_a_name_only_where_the_word_is_capitalised
     assert not any(flagged(context, "Building is due to begin in March.").values())  # two common words, opening
     context = "Tom Reyes scored the winner. The coach said Tom Reyes had trained all week."
     assert flagged(context, "Laura Brenner scored the winner.")["swap_one_side"] == {"Brenner"}
+    context = "Pat the steaks dry. 1  Choose a heavy skillet that holds them. 2  Season the steaks with salt."
+    assert not any(flagged(context, "1. Heat a heavy skillet that holds them.").values())  # a list item's opening
 
 
 def test_the_numbers_of_a_numbered_list_are_not_changed_numbers():
