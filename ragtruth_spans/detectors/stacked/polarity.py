@@ -139,10 +139,11 @@ def restated(stems: Sequence[str], order: Sequence[int], index: ContextIndex, re
 
 
 def _content(tokens: Sequence[str], positions: Sequence[int]) -> list[int]:
-    """The positions among ``positions`` of content words (not stop words, not negators) and of closed-class
-    words (``most``, ``few``, ``more``: stop words that can contradict)."""
-    return [p for p in positions if (tokens[p] not in text.STOP_WORDS and not is_negator(tokens[p]))
-            or _closed(tokens[p])]
+    """The positions among ``positions`` of content words (not stop words, not negators, not numbers: a number
+    between two words is no neighbour of either, in the response as in the context) and of closed-class words
+    (``most``, ``few``, ``more``: stop words that can contradict)."""
+    return [p for p in positions if ((tokens[p] not in text.STOP_WORDS and not is_negator(tokens[p]))
+                                     or _closed(tokens[p])) and text.number_value(tokens[p]) is None]
 
 
 def _closed(word: str) -> bool:
@@ -261,7 +262,7 @@ def restated_signals(tokens: Sequence[str], stems: Sequence[str], names: Sequenc
 
     for s in np.unique(sid):
         members = np.flatnonzero(sid == s).tolist()
-        order = [i for i in _content(tokens, members) if text.number_value(tokens[i]) is None]
+        order = _content(tokens, members)
         around, own = _neighbours(order, stems), frozenset(tokens[i] for i in members)
         for i in order:
             holding = sorted({c for stem in around[i] for c in index.stem_sentences.get(stem, ())})
