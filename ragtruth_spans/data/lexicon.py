@@ -284,18 +284,40 @@ def are_synonyms(a: str, b: str) -> bool:
     return b in SYNONYMS.get(a, ())
 
 
+STRENGTH: dict[str, int] = {
+    **dict.fromkeys(("all", "always"), 5),
+    **dict.fromkeys(("most", "majority", "usually", "generally", "typically", "normally"), 4),
+    **dict.fromkeys(("many", "numerous", "dozens", "hundreds", "thousands", "millions", "often", "frequently"), 3),
+    **dict.fromkeys(("some", "several", "sometimes", "occasionally"), 2),
+}
+"""How much a quantity or frequency word asserts at least: a claim no stronger than the context's word is what
+that word entails (``many`` against ``most``, ``thousands`` against ``many``, ``usually`` against ``always``)."""
+DOWNWARD = frozenset({"few", "minority", "none", "rarely", "seldom", "never"})
+"""Quantity and frequency words that deny (against an asserting one they contradict, but for ``some``)."""
+
+
 def contradicting(a: str, b: str) -> bool:
-    """Whether two different lower-case words contradict where one stands for the other: listed antonyms (and
-    their comparatives and superlatives), a word and its negating-prefix form (``heated`` / ``unheated``), or two
-    members of one closed class (units of one dimension, months, quantity words...).
+    """Whether a claim's lower-case word ``a`` contradicts the word ``b`` it stands for in the context: listed
+    antonyms (and their comparatives and superlatives), a word and its negating-prefix form (``heated`` /
+    ``unheated``), or two members of one closed class (units of one dimension, months...). Quantity and frequency
+    words contradict only where ``a`` claims more than ``b`` (:data:`STRENGTH`), or one denies what the other
+    asserts beyond ``some`` (:data:`DOWNWARD`).
 
     >>> contradicting("slowest", "fastest"), contradicting("heated", "unheated"), contradicting("form", "inform")
     (True, True, False)
+    >>> contradicting("most", "many"), contradicting("many", "most"), contradicting("many", "thousands")
+    (True, False, False)
+    >>> contradicting("few", "many"), contradicting("several", "few"), contradicting("always", "usually")
+    (True, False, True)
     """
     if a == b:
         return False
     if b in ANTONYMS.get(a, ()) or _prefix_negated(a, b) or _prefix_negated(b, a):
         return True
+    if a in STRENGTH and b in STRENGTH:
+        return STRENGTH[a] > STRENGTH[b]
+    if (a in DOWNWARD and STRENGTH.get(b) == 2) or (b in DOWNWARD and STRENGTH.get(a) == 2):
+        return False
     sa, sb = _SENSE_OF.get(a), _SENSE_OF.get(b)
     return sa is not None and sb is not None and sa[0] == sb[0] and sa[1] != sb[1]
 

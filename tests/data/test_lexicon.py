@@ -25,6 +25,22 @@ def test_words_of_one_sense_or_false_prefixes_do_not_contradict(a: str, b: str) 
     assert not lexicon.contradicting(a, b)
 
 
+@pytest.mark.parametrize(("claim", "context"), [
+    ("many", "most"), ("thousands", "many"), ("many", "thousands"), ("several", "all"),  # a claim no stronger
+    ("usually", "always"), ("sometimes", "often"), ("some", "few"), ("few", "several"),
+])
+def test_a_quantity_or_frequency_no_stronger_than_the_contexts_is_entailed(claim: str, context: str) -> None:
+    assert not lexicon.contradicting(claim, context)
+
+
+@pytest.mark.parametrize(("claim", "context"), [
+    ("most", "many"), ("all", "some"), ("always", "usually"), ("many", "few"), ("few", "most"), ("none", "all"),
+    ("never", "often"), ("half", "most"),
+])
+def test_a_stronger_or_denying_quantity_or_frequency_contradicts(claim: str, context: str) -> None:
+    assert lexicon.contradicting(claim, context)
+
+
 def test_the_generator_keeps_one_antonym_per_word_from_the_same_pairs() -> None:
     assert all(lexicon.ANTONYMS_EXTENDED[w] in lexicon.ANTONYMS[w] for w in lexicon.ANTONYMS_EXTENDED)
     assert {"rose", "climbed", "grew"} <= lexicon.ANTONYMS["fell"]
