@@ -296,6 +296,16 @@ DOWNWARD = frozenset({"few", "minority", "none", "rarely", "seldom", "never"})
 """Quantity and frequency words that deny (against an asserting one they contradict, but for ``some``)."""
 
 
+def entails(b: str, a: str) -> bool:
+    """Whether the context's quantity or frequency word ``b`` says at least what the claim's ``a`` says
+    (:data:`STRENGTH`).
+
+    >>> entails("thousands", "many"), entails("some", "many"), entails("always", "often")
+    (True, False, True)
+    """
+    return a in STRENGTH and b in STRENGTH and STRENGTH[b] >= STRENGTH[a]
+
+
 def contradicting(a: str, b: str) -> bool:
     """Whether a claim's lower-case word ``a`` contradicts the word ``b`` it stands for in the context: listed
     antonyms (and their comparatives and superlatives), a word and its negating-prefix form (``heated`` /

@@ -219,8 +219,9 @@ def _disagrees(word: str, around: frozenset[str], negated_here: bool, layouts: S
     """Whether the context sentences ``layouts`` say the opposite of the response word next to the same content
     word (``around``: the response word's content neighbours): they hold the word there only with the other
     polarity (``does not support audiobooks`` against ``supports audiobooks``), or (the word being nowhere in the
-    context) a contradicting word with the same polarity (``faster than buses`` against ``slower than``) — next
-    to a shared neighbour, or anywhere in them when not ``anchored``."""
+    context) a contradicting word with the same polarity (``faster than buses`` against ``slower than``) and none
+    that entails it (``[Many] Yazidis`` against ``some of them`` and ``thousands of Yazidis``) — next to a shared
+    neighbour, or anywhere in them when not ``anchored``."""
     bare = _bare(word)
     held = {bool(index.token_negated[p]) for layout in layouts for p in layout.span
             if layout.bare[p] == bare and layout.near[p] & around}
@@ -228,8 +229,10 @@ def _disagrees(word: str, around: frozenset[str], negated_here: bool, layouts: S
         return held == {not negated_here}
     if word in index.words or any(bare in layout.held for layout in layouts):
         return False
-    return any(lexicon.contradicting(word, index.tokens[p]) and bool(index.token_negated[p]) == negated_here
-               and (not anchored or layout.near[p] & around) for layout in layouts for p in layout.span)
+    same = [p for layout in layouts for p in layout.span if bool(index.token_negated[p]) == negated_here
+            and (not anchored or layout.near[p] & around)]
+    return any(lexicon.contradicting(word, index.tokens[p]) for p in same) and \
+        not any(lexicon.entails(index.tokens[p], word) for p in same)
 
 
 def _names_elsewhere(around: frozenset[str], sentence: Sentence, own: frozenset[str], index: ContextIndex) -> bool:

@@ -366,6 +366,9 @@ def test_polarity_marks_what_the_context_says_the_other_way(context, response, m
     ("Not only the players but the fans were delighted.", "The fans were delighted."),
     ("Essential amino acids come from food, while nonessential amino acids are made in the body.",
      "The body makes non-essential amino acids, while essential amino acids come from food."),
+    ("Some of them escaped. ISIS took thousands of Yazidis captive.", "Many Yazidis were taken captive."),  # entailed
+    ("Loeb sued to prevent Vergara from destroying their two embryos. The embryos should not be destroyed.",
+     "Loeb is suing to prevent her from destroying the embryos."),  # a number is no neighbour
 ])
 def test_polarity_stays_silent_on_faithful_negated_antonyms_and_rewordings(context, response):
     assert not restated(context, response)["polarity"]
