@@ -160,9 +160,11 @@ def opening_words(tokens: Sequence[str], sid: np.ndarray) -> np.ndarray:
     >>> opening_words(["cook", "it", "2", "Season", "it", "in", "2", "Pans"], np.array([0, 0, 1, 1, 1, 1, 1, 1]))
     array([ True, False,  True,  True, False, False, False, False])
     """
-    first = np.r_[True, sid[1:] != sid[:-1]] if len(sid) else np.zeros(0, dtype=bool)
+    if not len(sid):
+        return np.zeros(0, dtype=bool)
+    first = np.r_[True, sid[1:] != sid[:-1]]
     listed = np.array([t.isdigit() and len(t) <= 2 for t in tokens], dtype=bool)
-    return first | np.r_[False, (first & listed)[:-1]] if len(sid) else first
+    return first | np.r_[False, (first & listed)[:-1]]
 
 
 def name_like(raw: Sequence[str], tokens: Sequence[str], first_in_sentence: Sequence[bool]) -> list[bool]:
