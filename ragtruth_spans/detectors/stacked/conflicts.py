@@ -160,8 +160,8 @@ def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: Context
       the context where the context has that counterpart;
     - ``negation_added``: a negation (``not``, ``isn't``) before a content word whose removal leaves a word pair
       of the context (and the negated phrase is not the context's too), and the word after it;
-    - ``negation_dropped``: a word pair that the context separates by a negation (``is [open]`` against
-      ``is not open``).
+    - ``negation_dropped``: a content word after a word the context separates from it only by a negation
+      (``is [open]`` against ``is not open``), the response not negating it itself.
 
     A run that stands word for word elsewhere in the context (with a word either side) is no substitution, and
     ``markers`` (the numbers of a numbered list, ``9.``), numbers the context states in another form and parts
@@ -202,9 +202,21 @@ def conflicts(tokens: Sequence[str], capitalised: Sequence[bool], index: Context
             out["swap_one_side"][j] = 1.0
         if _negation_added(tokens, j, index):
             out["negation_added"][j:j + 2] = 1.0
-        if j > 0 and (tokens[j - 1], tokens[j]) in index.negated and tokens[j] not in text.NEGATORS:
+        if _negation_dropped(tokens, j, index):
             out["negation_dropped"][j] = 1.0
     return out
+
+
+def _negation_dropped(tokens: Sequence[str], j: int, index: ContextIndex) -> bool:
+    """Whether the content word ``tokens[j]`` follows a word the context separates from it only by a negation
+    (``is [open]`` against ``is not open``, the context never saying ``is open``), with no negation of the
+    response's own within three words before it or right after it (``careful not to [break]``, ``is [usually]
+    not``) — ``negation_dropped`` of :func:`conflicts`."""
+    pair = (tokens[j - 1], tokens[j]) if j > 0 else None
+    if pair is None or pair not in index.negated or pair in index.ngrams or tokens[j] in text.STOP_WORDS:
+        return False
+    near = [*tokens[max(j - 3, 0):j], *tokens[j:j + 2]]
+    return not any(t in text.NEGATORS or _negation_base(t) is not None for t in near)
 
 
 def _negation_added(tokens: Sequence[str], j: int, index: ContextIndex) -> bool:

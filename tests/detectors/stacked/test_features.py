@@ -142,6 +142,16 @@ def test_conflict_columns_stay_silent_on_copied_or_reordered_text():
     assert features["garden"]["sentence_conflict"] == 0.0
 
 
+@pytest.mark.parametrize(("context", "response"), [
+    ("This is not a review. This is a summary of it.", "Here is a summary."),           # a stop word, said both ways
+    ("The gallery is not open on Mondays. It is open on Sundays.", "It is open on Sundays."),  # said both ways
+    ("Be careful not to break the sprouts.", "Take care, being careful not to break them."),  # negated here too
+    ("Gravy is not usually used in cooking.", "Gravy is usually not used in cooking."),       # the order of the two
+])
+def test_a_negation_is_not_dropped_where_the_context_also_says_it_or_the_response_negates(context, response):
+    assert not flagged(context, response)["negation_dropped"]
+
+
 def test_a_number_one_digit_edit_away_from_a_context_number_is_marked_near():
     context = "The bridge has carried traffic since 1932. It employs 1,200 people and 7 engineers."
     features = features_of(context, "Traffic since 1923, 2,100 people, 8 engineers, 1932 and 5400.")
