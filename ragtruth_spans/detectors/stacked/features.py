@@ -149,7 +149,8 @@ class ContextIndex:
                    frozenset(numbers), frozenset(question_words), frozenset(grams), frozenset(stem_grams),
                    vocabulary, len(tokens), false_keys, true_keys, tuple(tokens), capitalised,
                    *conflict_signals.anchors(tokens), conflict_signals.negated_pairs(tokens), tuple(stems),
-                   tuple(polarity_signals.negated(tokens).tolist()), *_sentence_layout(sid, stems),
+                   tuple(polarity_signals.negated(tokens, polarity_signals.breaks_after(context, spans)).tolist()),
+                   *_sentence_layout(sid, stems),
                    key_numbers=json_key_numbers(context), hours=record_hours(context))
 
 
@@ -368,7 +369,7 @@ def word_features(response: str, spans: Sequence[Interval], index: ContextIndex,
     ngram = _longest_runs(tokens, index.ngrams)
     cosine = np.asarray(sentence_cosine, dtype=np.float32)[sid] if sentence_cosine is not None else 0.0
     names = [w[:1].isupper() and not first for w, first in zip(raw, first_in_sentence)]
-    negated = polarity_signals.negated(tokens)
+    negated = polarity_signals.negated(tokens, polarity_signals.breaks_after(response, spans))
     conflict = _conflict_columns(response, spans, sentences, raw, tokens, stems, numbers, names, negated, sid, index)
     columns = {
         "in_context": [t in index.words for t in tokens],

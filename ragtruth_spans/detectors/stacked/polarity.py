@@ -43,17 +43,35 @@ def is_negator(token: str) -> bool:
     return token in NEGATORS or token.endswith(("n't", "n’t"))
 
 
-def negated(tokens: Sequence[str]) -> np.ndarray:
-    """Per word, whether a negator stands within :data:`WINDOW` words before it (``not only`` negates nothing).
+def negated(tokens: Sequence[str], breaks: Sequence[bool] | None = None) -> np.ndarray:
+    """Per word, whether a negator stands within :data:`WINDOW` words before it (``not only`` negates nothing),
+    with no punctuation between (``breaks[i]``: punctuation after word ``i``; ``No, watching`` negates nothing).
 
     >>> negated(["it", "is", "not", "open", "today"]).tolist()
     [False, False, False, True, True]
+    >>> negated(["no", "watching", "it"], breaks=[True, False, False]).tolist()
+    [False, False, False]
     """
     out = np.zeros(len(tokens), dtype=bool)
     for i in range(len(tokens)):
         if negates(tokens, i):
-            out[i + 1:i + 1 + WINDOW] = True
+            for j in range(i + 1, min(i + 1 + WINDOW, len(tokens))):
+                if breaks is not None and breaks[j - 1]:
+                    break
+                out[j] = True
     return out
+
+
+def breaks_after(text: str, spans: Sequence[tuple[int, int]]) -> list[bool]:
+    """Per word of ``text`` (``spans``: ``[start, end)``), whether punctuation (``,.;:!?``) or a line break stands
+    between it and the next word.
+
+    >>> breaks_after("No, it is not.", [(0, 2), (4, 6), (7, 9), (10, 13)])
+    [True, False, False, True]
+    """
+    ends = [b for _, b in spans]
+    starts = [a for a, _ in spans[1:]] + [len(text)]
+    return [any(mark in text[b:a] for mark in ",.;:!?\n") for b, a in zip(ends, starts)]
 
 
 def negates(tokens: Sequence[str], i: int) -> bool:

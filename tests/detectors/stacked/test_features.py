@@ -377,6 +377,7 @@ def test_polarity_marks_what_the_context_says_the_other_way(context, response, m
     ("Essential amino acids come from food, while nonessential amino acids are made in the body.",
      "The body makes non-essential amino acids, while essential amino acids come from food."),
     ("Some of them escaped. ISIS took thousands of Yazidis captive.", "Many Yazidis were taken captive."),  # entailed
+    ("Watching stories does not raise your score.", "No, watching stories does not raise your score."),  # an answer
     ("Loeb sued to prevent Vergara from destroying their two embryos. The embryos should not be destroyed.",
      "Loeb is suing to prevent her from destroying the embryos."),  # a number is no neighbour
 ])
