@@ -60,20 +60,6 @@ def column_names(members: Sequence[str], lm: bool = False) -> list[str]:
             *(f"{m}_{c}" for m in members for c in ("word", "mean_3", "mean_8"))]
 
 
-SUPPORT_COLUMNS = frozenset({
-    "in_context", "stem_in_context", "fuzzy", "in_question", "true_key", "ngram", "ngram_stem", "number_in_context",
-    "sentence_ngram", "sentence_max_ngram", "sentence_cosine", "synonym_in_context", "soft_support", "soft_support_3",
-    "sentence_soft_support"})
-"""Columns that measure how well the context supports a word or its sentence (more: less likely hallucinated)."""
-CONTRADICTION_COLUMNS = frozenset({
-    "false_key", "unsupported_3", "unsupported_8", "response_unsupported", "sentence_unsupported", "swap",
-    "swap_one_side", "negation_added", "negation_dropped", "sentence_conflict", "number_near", "polarity",
-    "role_swap", "contrast_graded", "reversed_by_numbers"})
-"""Columns that measure what the context contradicts or leaves unsupported around a word (more: more likely)."""
-PRIOR_COLUMNS = frozenset({
-    "task_QA", "task_Summary", "task_Data2txt", "log_response_words", "log_context_words", "sentence_position",
-    "sentence_length", "word_position"})
-"""Columns that describe the dataset rather than the word's support: the task, lengths and positions."""
 RULE_COLUMNS = ("swap", "negation_added", "negation_dropped", "number_near", "polarity", "contrast_graded",
                 "reversed_by_numbers")
 """The conflict columns whose words the decision's ``conflict_rule`` always flags (:func:`~.features.conflicts`,

@@ -28,7 +28,7 @@ import numpy as np
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import TASK_TYPES, Record, Span
-from ragtruth_spans.detectors.stacked.columns import CONTRADICTION_COLUMNS, PRIOR_COLUMNS, SUPPORT_COLUMNS
+from ragtruth_spans.detectors.stacked import constraints
 from ragtruth_spans.detectors.stacked.features import Interval
 from ragtruth_spans.detectors.stacked.recipe import CombinerSection, DecisionSection
 
@@ -59,35 +59,8 @@ def _params(settings: CombinerSection, names: Sequence[str]) -> dict[str, Any]:
               "bagging_fraction": settings.bagging_fraction, "bagging_freq": 1, "lambda_l2": settings.lambda_l2,
               "verbose": -1, "seed": settings.seed, "deterministic": True, "force_row_wise": True,
               "num_threads": training_threads()}
-    if settings.monotone:
-        params["monotone_constraints"] = monotone_directions(names)
-        params["monotone_constraints_method"] = "intermediate"
-    if settings.additive_priors:
-        params["interaction_constraints"] = interaction_groups(names)
-    return params
-
-
-def monotone_directions(names: Sequence[str]) -> list[int]:
-    """Per column, ``-1`` for a support column (:data:`~.columns.SUPPORT_COLUMNS`: more support never makes a word
-    more likely hallucinated), ``1`` for a contradiction or unsupported-neighbourhood column
-    (:data:`~.columns.CONTRADICTION_COLUMNS`), ``0`` otherwise.
-
-    >>> monotone_directions(["in_context", "swap", "length"])
-    [-1, 1, 0]
-    """
-    return [-1 if name in SUPPORT_COLUMNS else 1 if name in CONTRADICTION_COLUMNS else 0 for name in names]
-
-
-def interaction_groups(names: Sequence[str]) -> list[list[int]]:
-    """Two groups of column indices no tree mixes: the dataset priors (:data:`~.columns.PRIOR_COLUMNS`: task,
-    lengths, positions) and everything else, so a prior shifts a word's log-odds but never changes how support
-    or a contradiction reads.
-
-    >>> interaction_groups(["in_context", "task_QA", "swap"])
-    [[1], [0, 2]]
-    """
-    priors = [i for i, name in enumerate(names) if name in PRIOR_COLUMNS]
-    return [group for group in (priors, [i for i in range(len(names)) if i not in priors]) if group]
+    return {**params, **constraints.lightgbm_constraints(names, monotone=settings.monotone,
+                                                         additive_priors=settings.additive_priors)}
 
 
 class Ensemble:

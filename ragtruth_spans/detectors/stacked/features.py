@@ -48,9 +48,11 @@ from ragtruth_spans.detectors.stacked.structured import (
 from ragtruth_spans.detectors.stacked.text import (
     NEGATORS,
     STOP_WORDS,
+    name_like,
     normalise,
     number_phrases,
     number_value,
+    opening_words,
     scaled_value,
     stem,
     words,
@@ -152,33 +154,6 @@ class ContextIndex:
                    tuple(polarity_signals.negated(tokens, polarity_signals.breaks_after(context, spans)).tolist()),
                    *_sentence_layout(sid, stems),
                    key_numbers=json_key_numbers(context), hours=record_hours(context))
-
-
-def opening_words(tokens: Sequence[str], sid: np.ndarray) -> np.ndarray:
-    """Per word (``sid``: its sentence number), whether it opens a sentence or a list item: a sentence's first
-    word, and the word after a one- or two-digit number that opens a sentence (``2  Season the roast``).
-
-    >>> opening_words(["cook", "it", "2", "Season", "it", "in", "2", "Pans"], np.array([0, 0, 1, 1, 1, 1, 1, 1]))
-    array([ True, False,  True,  True, False, False, False, False])
-    """
-    if not len(sid):
-        return np.zeros(0, dtype=bool)
-    first = np.r_[True, sid[1:] != sid[:-1]]
-    listed = np.array([t.isdigit() and len(t) <= 2 for t in tokens], dtype=bool)
-    return first | np.r_[False, (first & listed)[:-1]]
-
-
-def name_like(raw: Sequence[str], tokens: Sequence[str], first_in_sentence: Sequence[bool]) -> list[bool]:
-    """Per word of a context, whether it reads as a name: capitalised inside a sentence, or at a sentence start when
-    the same word (``tokens``: normalised) is capitalised inside a sentence elsewhere — a sentence's first word is
-    capitalised whatever it is, so ``Construction is due`` names nothing a response's ``Building`` could swap with.
-
-    >>> name_like(["Building", "starts", "Laura", "met", "Laura"], ["building", "starts", "laura", "met", "laura"],
-    ...           [True, False, True, False, False])
-    [False, False, True, False, True]
-    """
-    inside = {t for w, t, first in zip(raw, tokens, first_in_sentence) if w[:1].isupper() and not first}
-    return [w[:1].isupper() and (not first or t in inside) for w, t, first in zip(raw, tokens, first_in_sentence)]
 
 
 def _sentence_layout(sid: np.ndarray, stems: Sequence[str]) -> tuple[tuple[tuple[int, int], ...],

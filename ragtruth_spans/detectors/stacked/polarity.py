@@ -62,16 +62,16 @@ def negated(tokens: Sequence[str], breaks: Sequence[bool] | None = None) -> np.n
     return out
 
 
-def breaks_after(text: str, spans: Sequence[tuple[int, int]]) -> list[bool]:
-    """Per word of ``text`` (``spans``: ``[start, end)``), whether punctuation (``,.;:!?``) or a line break stands
-    between it and the next word.
+def breaks_after(text: str, spans: Sequence[tuple[int, int]], marks: str = ",.;:!?\n") -> list[bool]:
+    """Per word of ``text`` (``spans``: ``[start, end)``), whether one of ``marks`` (punctuation, a line break)
+    stands between it and the next word (after the last word: before the end of ``text``).
 
     >>> breaks_after("No, it is not.", [(0, 2), (4, 6), (7, 9), (10, 13)])
     [True, False, False, True]
     """
     ends = [b for _, b in spans]
     starts = [a for a, _ in spans[1:]] + [len(text)]
-    return [any(mark in text[b:a] for mark in ",.;:!?\n") for b, a in zip(ends, starts)]
+    return [any(mark in text[b:a] for mark in marks) for b, a in zip(ends, starts)]
 
 
 def negates(tokens: Sequence[str], i: int) -> bool:
@@ -118,10 +118,10 @@ def clause_ids(response: str, spans: Sequence[tuple[int, int]], tokens: Sequence
     ...            ["no", "garage", "or", "valet", "it", "has", "wifi", "but", "no", "lot"]).tolist()
     [0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
     """
+    ends = breaks_after(response, spans, marks=".;:!?\n")
     clause = np.zeros(len(tokens), dtype=np.int64)
     for i in range(1, len(tokens)):
-        between = response[spans[i - 1][1]:spans[i][0]]
-        clause[i] = clause[i - 1] + (any(mark in between for mark in ".;:!?\n") or tokens[i] in CLAUSE_BREAKS)
+        clause[i] = clause[i - 1] + (ends[i - 1] or tokens[i] in CLAUSE_BREAKS)
     return clause
 
 

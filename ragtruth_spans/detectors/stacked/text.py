@@ -1,5 +1,6 @@
 """Word primitives the stacked detector's columns share: stop words, normalisation (NFKC, case-folded, Unicode
-digits as ASCII), a crude stem, and the canonical value of a number word."""
+digits as ASCII), a crude stem, the canonical value of a number word, and which words open a sentence or read as
+names."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import math
 import re
 import unicodedata
 from collections.abc import Sequence
+
+import numpy as np
 
 from ragtruth_spans.data import lexicon
 
@@ -147,3 +150,30 @@ def words(text: str) -> list[tuple[int, int]]:
     [(0, 1), (2, 12), (13, 18)]
     """
     return [m.span() for m in WORD.finditer(text)]
+
+
+def opening_words(tokens: Sequence[str], sid: np.ndarray) -> np.ndarray:
+    """Per word (``sid``: its sentence number), whether it opens a sentence or a list item: a sentence's first
+    word, and the word after a one- or two-digit number that opens a sentence (``2  Season the roast``).
+
+    >>> opening_words(["cook", "it", "2", "Season", "it", "in", "2", "Pans"], np.array([0, 0, 1, 1, 1, 1, 1, 1]))
+    array([ True, False,  True,  True, False, False, False, False])
+    """
+    if not len(sid):
+        return np.zeros(0, dtype=bool)
+    first = np.r_[True, sid[1:] != sid[:-1]]
+    listed = np.array([t.isdigit() and len(t) <= 2 for t in tokens], dtype=bool)
+    return first | np.r_[False, (first & listed)[:-1]]
+
+
+def name_like(raw: Sequence[str], tokens: Sequence[str], first_in_sentence: Sequence[bool]) -> list[bool]:
+    """Per word of a context, whether it reads as a name: capitalised inside a sentence, or at a sentence start when
+    the same word (``tokens``: normalised) is capitalised inside a sentence elsewhere — a sentence's first word is
+    capitalised whatever it is, so ``Construction is due`` names nothing a response's ``Building`` could swap with.
+
+    >>> name_like(["Building", "starts", "Laura", "met", "Laura"], ["building", "starts", "laura", "met", "laura"],
+    ...           [True, False, True, False, False])
+    [False, False, True, False, True]
+    """
+    inside = {t for w, t, first in zip(raw, tokens, first_in_sentence) if w[:1].isupper() and not first}
+    return [w[:1].isupper() and (not first or t in inside) for w, t, first in zip(raw, tokens, first_in_sentence)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragtruth_spans.detectors.stacked import combiner
+from ragtruth_spans.detectors.stacked import combiner, constraints
 from ragtruth_spans.detectors.stacked.recipe import CombinerSection
 
 NAMES = ["in_context", "swap", "task_QA", "word_position", "length"]
@@ -54,5 +54,5 @@ def test_additive_priors_share_no_tree_with_other_columns() -> None:
     trees = [_tree_features(t["tree_structure"]) for t in ensemble.boosters[0].dump_model()["tree_info"]]
     assert any(t & priors for t in trees) and any(t - priors for t in trees)
     assert all(not (t & priors) or t <= priors for t in trees)
-    assert combiner.interaction_groups(NAMES) == [[2, 3], [0, 1, 4]]
-    assert combiner.monotone_directions(NAMES) == [-1, 1, 0, 0, 0]
+    assert constraints.interaction_groups(NAMES) == [[2, 3], [0, 1, 4]]
+    assert constraints.monotone_directions(NAMES) == [-1, 1, 0, 0, 0]
