@@ -25,7 +25,9 @@ predicted span) and the catch rate, **false alarms** (a faithful case with any p
 response score (``Detection.score``) of edited and of faithful cases, and, where the detector exposes word
 probabilities (the stacked family), the mean of the highest probability among the words of the changed text;
 **pair order**: over the edited cases whose ``twin`` is in the file, the share whose response score is above
-their twin's (ties count half: the AUROC within pairs, what best-of-2 selection by score would get right). Cases
+their twin's (ties count half: the AUROC within pairs, what best-of-2 selection by score would get right); and,
+overall, 95 % intervals of the catch rate, false-alarm rate and pair order from 1,000 resamples of the contexts
+(a context's cases are not independent). Cases
 the detector could not judge (``Detection.error``) are counted as ``errors`` and have no spans. ``--baselines``
 runs the rule references (``numbers``, ``flag-all``, ``absent-words``) on the same cases and prints the catch and
 false-alarm rates beside the model's; ``--breakdown`` prints the per-kind rates per task and per context length;
@@ -267,6 +269,31 @@ def summarise(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "errors": sum(o["error"] is not None for o in outcomes)}
 
 
+def intervals(outcomes: Sequence[dict[str, Any]], resamples: int = 1000, seed: int = 0
+              ) -> dict[str, list[float] | None]:
+    """95 % percentile intervals of the catch rate, the false-alarm rate and the pair order over ``resamples``
+    resamples of the case groups (a context and its cases: cases of one context are not independent), with the
+    evaluator's seeded resampling (:mod:`ragtruth_spans.evaluation.bootstrap`)."""
+    import numpy as np
+
+    from ragtruth_spans.evaluation.bootstrap import bootstrap_sums, percentile_interval
+
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for o in outcomes:
+        groups.setdefault(o["group"] or o["id"], []).append(o)
+    rows = []  # per group: edited, caught, faithful, flagged faithful, pairs, pair wins (ties half)
+    for members in groups.values():
+        pairs = [(o["score"], o["twin_score"]) for o in members if o["edited"] and o["score"] is not None
+                 and o.get("twin_score") is not None]
+        rows.append([sum(o["edited"] for o in members), sum(o["caught"] for o in members),
+                     sum(not o["edited"] for o in members), sum(o["flagged"] and not o["edited"] for o in members),
+                     len(pairs), sum(1.0 if a > b else 0.5 if a == b else 0.0 for a, b in pairs)])
+    sums, _ = bootstrap_sums(np.asarray(rows, dtype=float), resamples, seed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {name: percentile_interval(sums[:, num] / sums[:, den])
+                for name, num, den in (("catch_rate", 1, 0), ("false_alarm_rate", 3, 2), ("pair_order", 5, 4))}
+
+
 def grouped(outcomes: Sequence[dict[str, Any]], key: str, order: Sequence[str]) -> dict[str, dict[str, Any]]:
     """:func:`summarise` per value of ``key``, known values in ``order`` first, others after, sorted."""
     values = [v for v in order if any(o[key] == v for o in outcomes)]
@@ -283,7 +310,8 @@ def tables(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {value: grouped([o for o in outcomes if o[key] == value], "kind", KINDS)
                 for value in grouped(outcomes, key, order)}
 
-    return {"overall": summarise(outcomes), "by_kind": grouped(outcomes, "kind", KINDS),
+    return {"overall": summarise(outcomes), "overall_intervals": intervals(outcomes),
+            "by_kind": grouped(outcomes, "kind", KINDS),
             "by_task": grouped(outcomes, "task", TASK_TYPES), "by_length": grouped(outcomes, "length", LENGTHS),
             "by_task_kind": within("task", TASK_TYPES), "by_length_kind": within("length", LENGTHS)}
 
@@ -346,6 +374,12 @@ def render(result: dict[str, Any], print_: Callable[[Any], None]) -> None:
             table.add_row(name, *cells(row), end_section=name == list(result[section])[-1])
     table.add_row("all", *cells(result["overall"]), style="bold")
     print_(table)
+    ci = result.get("overall_intervals") or {}
+    if ci:
+        shown = {"catch rate": ci["catch_rate"], "false-alarm rate": ci["false_alarm_rate"],
+                 "pair order": ci["pair_order"]}
+        print_("95 % intervals, the contexts resampled: " + ", ".join(
+            f"{name} [{v[0]:.3f}, {v[1]:.3f}]" for name, v in shown.items() if v is not None))
 
 
 def render_baselines(result: dict[str, Any], print_: Callable[[Any], None]) -> None:

@@ -57,6 +57,33 @@ def bootstrap_sums(values: np.ndarray, n_resamples: int, seed: int,
     return stack(overall), {name: stack(parts) for name, parts in by_group.items()}
 
 
+def bootstrap_auroc(labels: np.ndarray, scores: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """AUROC (ties count half, as ``sklearn.metrics.roc_auc_score``) of each of ``n_resamples`` resamples of the
+    items, the same resamples :func:`bootstrap_sums` draws for this ``(len(labels), n_resamples, seed)``; items
+    whose score is NaN are drawn but not scored; NaN for a resample with one class only.
+
+    >>> labels, scores = np.array([True, False, True, False]), np.array([0.9, 0.2, 0.6, 0.7])
+    >>> samples = bootstrap_auroc(labels, scores, 200, seed=0)
+    >>> samples.shape, bool(np.nanmin(samples) >= 0.0 and np.nanmax(samples) <= 1.0)
+    ((200,), True)
+    """
+    labels, scores = np.asarray(labels, dtype=bool), np.asarray(scores, dtype=float)
+    scored = ~np.isnan(scores)
+    _, tie_group = np.unique(scores[scored], return_inverse=True)  # ascending score groups, ties together
+    groups = np.zeros((len(scores), int(tie_group.max()) + 1 if scored.any() else 0))
+    groups[np.flatnonzero(scored), tie_group] = 1.0
+    out: list[np.ndarray] = []
+    for weights in resample_weights(len(scores), n_resamples, seed):
+        positive = (weights * labels) @ groups  # per tie group, resampled positive / negative weight
+        negative = (weights * ~labels) @ groups
+        below = np.cumsum(negative, axis=1) - negative  # negative weight strictly below each group
+        pairs = positive.sum(axis=1) * negative.sum(axis=1)
+        wins = (positive * (below + 0.5 * negative)).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out.append(np.where(pairs > 0, wins / pairs, np.nan))
+    return np.concatenate(out) if out else np.zeros(0)
+
+
 def percentile_interval(samples: np.ndarray, level: float = CI_LEVEL) -> list[float] | None:
     """``[low, high]`` percentile bootstrap interval of ``samples`` at ``level`` (NaN samples, i.e. resamples where
     the metric is undefined, are skipped); ``None`` when no sample is defined."""

@@ -143,5 +143,5 @@ def evaluate(gold: Sequence[Record], predictions: Mapping[str, Sequence[Span]], 
         by_model={m: group_metrics(table, mask, scores) for m, mask in groups["by_model"].items()},
         counts=report_counts(table, len(missing), 0 if scores is None else int((~np.isnan(scores)).sum())),
         settings=settings,
-        ci=confidence_intervals(table, groups, bootstrap, seed) if bootstrap > 0 else None,
+        ci=confidence_intervals(table, groups, bootstrap, seed, scores) if bootstrap > 0 else None,
         notes=notes)

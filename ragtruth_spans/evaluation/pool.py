@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ragtruth_spans.evaluation import metrics
-from ragtruth_spans.evaluation.bootstrap import CI_LEVEL, bootstrap_sums, percentile_interval
+from ragtruth_spans.evaluation.bootstrap import CI_LEVEL, bootstrap_auroc, bootstrap_sums, percentile_interval
 from ragtruth_spans.evaluation.counts import CountTable
 
 LEVELS = {"span": ("overlap_chars", "pred_chars", "gold_chars"),
@@ -63,13 +63,16 @@ def _interval_tree(tree: Any) -> Any:
 
 
 def confidence_intervals(table: CountTable, groups: Mapping[str, Mapping[str, np.ndarray]], n: int,
-                         seed: int) -> dict[str, Any]:
+                         seed: int, scores: np.ndarray | None = None) -> dict[str, Any]:
     """Percentile intervals from ``n`` resamples of the responses (``numpy.random.default_rng(seed)``): every
-    metric overall, span and response P/R/F1 per group (``groups[name][key]`` is a boolean mask)."""
+    metric overall (AUROC too, over the same resamples, when there are ``scores``), span and response P/R/F1
+    per group (``groups[name][key]`` is a boolean mask)."""
     flat = {f"{name}\t{key}": mask for name, masks in groups.items() for key, mask in masks.items()}
     overall, by_group = bootstrap_sums(table.counts, n, seed, flat)
     ci: dict[str, Any] = {"level": CI_LEVEL, "resamples": n, "seed": seed, "method": "percentile"}
     ci["overall"] = _interval_tree(summarise(table, overall))
+    ci["overall"]["auroc"] = (None if scores is None
+                              else percentile_interval(bootstrap_auroc(table.gold_pos, scores, n, seed), CI_LEVEL))
     for name, masks in groups.items():
         ci[name] = {}
         for key in masks:

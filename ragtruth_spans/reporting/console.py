@@ -54,6 +54,8 @@ def _overall_table(report: Mapping[str, Any]) -> Table:
             intervals = ci["overall"][level]
             table.add_row("  95 % interval", *(_fmt_interval(intervals[m]) for m in PRF), style="dim")
     table.add_row("AUROC (response)", _fmt(overall["auroc"]), "", "")
+    if ci and ci["overall"].get("auroc"):
+        table.add_row("  95 % interval", _fmt_interval(ci["overall"]["auroc"]), "", "", style="dim")
     return table
 
 

@@ -196,6 +196,35 @@ def test_bootstrap_is_seeded_and_contains_the_point_estimate():
         {k: v for k, v in evaluate(gold, pred).to_dict().items() if k not in ("ci", "settings")}
 
 
+def test_auroc_interval_resamples_the_responses_as_sklearn_scores_them():
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    from ragtruth_spans.evaluation.bootstrap import bootstrap_auroc, resample_weights
+
+    rng = np.random.default_rng(1)
+    labels = rng.random(120) < 0.4
+    scores = np.round(rng.random(120) + 0.5 * labels, 1)  # rounded: many ties, which count half
+    scores[5] = np.nan  # drawn, not scored
+    samples = bootstrap_auroc(labels, scores, 40, seed=3)
+    for sample, weights in zip(samples, np.vstack(list(resample_weights(120, 40, 3)))):
+        drawn = np.repeat(np.arange(120), weights.astype(int))
+        drawn = drawn[~np.isnan(scores[drawn])]
+        assert sample == pytest.approx(roc_auc_score(labels[drawn], scores[drawn]), abs=1e-12)
+    assert np.isnan(bootstrap_auroc(np.ones(4, dtype=bool), np.arange(4.0), 3, seed=0)).all()  # one class
+
+
+def test_evaluate_gives_an_auroc_interval_with_response_scores_only():
+    gold = random_data(7, n=300)
+    pred = noisy_predictions(gold, 7)
+    scores = {r.id: random.Random(r.id).random() * 0.6 + (0.4 if r.spans else 0.0) for r in gold}
+    a = evaluate(gold, pred, bootstrap=300, seed=3, response_scores=scores).to_dict()
+    lo, hi = a["ci"]["overall"]["auroc"]
+    assert lo <= a["auroc"] <= hi and lo < hi
+    assert a["ci"] == evaluate(gold, pred, bootstrap=300, seed=3, response_scores=scores).to_dict()["ci"]
+    assert evaluate(gold, {r.id: [] for r in gold}, bootstrap=50).to_dict()["ci"]["overall"]["auroc"] is None
+
+
 def test_missing_predictions_error_or_counted():
     pred = {"r1": PRED["r1"], "r2": PRED["r2"]}
     with pytest.raises(InputError, match=r"1 gold response\(s\) have no prediction, e.g. id 'r3'.*--allow-missing"):

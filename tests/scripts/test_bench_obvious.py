@@ -151,6 +151,12 @@ def test_numbers_catches_exactly_the_first_suites_number_swaps(tmp_path, capsys)
     assert none["overall"]["response_accuracy"] == pytest.approx(
         none["overall"]["clean"] / (none["overall"]["clean"] + none["overall"]["edited"]), abs=1e-4)
     assert none["overall"]["pair_order"] == 0.5
+    # intervals resample whole contexts: a detector that flags nothing has no spread; numbers' rates lie inside theirs
+    assert none["overall_intervals"] == {"catch_rate": [0.0, 0.0], "false_alarm_rate": [0.0, 0.0],
+                                         "pair_order": [0.5, 0.5]}
+    for name, (lo, hi) in result["overall_intervals"].items():
+        assert lo <= result["overall"][name] <= hi and lo < hi, name
+    assert "95 % intervals, the contexts resampled: catch rate [" in printed
 
 
 def test_baselines_and_breakdown_are_the_same_tables_per_reference(tmp_path, capsys):

@@ -30,6 +30,8 @@ def test_sets_and_generated_cases_are_measured(tmp_path, capsys):
     summary = json.loads((out / "transfer.json").read_text())
     numbers = summary["results"]["numbers"]
     assert numbers["demo"]["span"]["f1"] == 1.0 and numbers["demo"]["auroc"] is not None
+    lo, hi = numbers["generated"]["ci"]["auroc"]  # 1,000 resamples of the set's responses by default
+    assert lo <= numbers["generated"]["auroc"] <= hi
     kinds = summary["results"]["flag-all"]["generated"]["kinds"]
     assert sum(k["cases"] for k in kinds.values()) == 40
     assert all(k["rate"] == 1.0 for k in kinds.values())  # flag-all catches every edit and flags every faithful one
