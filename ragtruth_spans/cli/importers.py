@@ -87,7 +87,10 @@ def import_expertqa(
     in_dir: Path = typer.Option(..., "--in", help="ExpertQA's data/lfqa/ folder (*.jsonl)."),
     out_dir: Path = typer.Option(..., "--out", help=OUT_HELP),
     min_context: int = typer.Option(200, "--min-context", min=0, help="Skip answers whose cited evidence is "
-                                    "shorter (characters)."),
+                                    "shorter (characters, without citation marks and links)."),
+    keep_link_only: bool = typer.Option(False, "--keep-link-only", help="Keep the answers whose cited evidence is "
+                                        "only citation marks and links (counted; as training data they help "
+                                        "recommended-cpu, docs/BENCHMARKS.md round twelve)."),
     partial: bool = typer.Option(True, "--partial/--no-partial", help="Mark claims judged Partial/Incomplete "
                                  "(Subtle Baseless Info) beside Missing ones."),
     split_by_source: Optional[str] = typer.Option(None, "--split-by-source", help=SPLIT_HELP),
@@ -96,5 +99,5 @@ def import_expertqa(
     """ExpertQA (MIT): claims whose cited evidence does not support them become spans."""
     from ragtruth_spans.data.expertqa import read_expertqa
 
-    _run(lambda: read_expertqa(in_dir, min_context=min_context, partial=partial), in_dir, out_dir, split_by_source,
-         seed)
+    _run(lambda: read_expertqa(in_dir, min_context=min_context, partial=partial, keep_link_only=keep_link_only),
+         in_dir, out_dir, split_by_source, seed)

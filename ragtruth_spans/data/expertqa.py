@@ -13,8 +13,10 @@ Labels are claim-level, not character-level: a claim judged ``Missing`` (its evi
 ``partial=False`` to leave those unmarked); ``Complete``, ``N/A`` and unjudged claims are not marked. A claim is
 located in the answer by its text (exact, then with whitespace normalised, then by a fuzzy alignment of at least
 :data:`MIN_FUZZY` (rapidfuzz); counted as repaired). Skipped and counted: an answer whose cited evidence is
-shorter than ``min_context`` characters (default 200), an empty answer, and an answer with a marked claim that
-cannot be located (its label would be wrong).
+shorter than ``min_context`` characters (default 200) once its citation marks and links are left out (a quarter
+of the answers cite only the addresses of their sources: such a context holds no evidence to judge by; with
+``keep_link_only`` they are kept, and counted in ``details["link_only_kept"]``), an empty answer, and an answer with
+a marked claim that cannot be located (its label would be wrong).
 """
 
 from __future__ import annotations
@@ -33,19 +35,22 @@ SUPPORT_TYPES = {"Missing": "Evident Baseless Info", "Partial": "Subtle Baseless
                  "Incomplete": "Subtle Baseless Info"}
 SUPPORT_VALUES = ("Complete", "Partial", "Incomplete", "Missing", "N/A")
 """The experts' support judgements; any other value is refused (null: not judged)."""
+NOT_EVIDENCE = re.compile(r"\[\d+\]|https?://\S+|www\.\S+")
+"""What a cited passage holds besides evidence: its citation marks (``[3]``) and links."""
 MIN_FUZZY = 90.0
 """The least rapidfuzz alignment score (0–100) at which a claim that is not verbatim in its answer is located."""
 
 
-def read_expertqa(folder: str | Path, *, min_context: int = 200,
-                  partial: bool = True) -> tuple[list[Record], ImportReport]:
+def read_expertqa(folder: str | Path, *, min_context: int = 200, partial: bool = True,
+                  keep_link_only: bool = False) -> tuple[list[Record], ImportReport]:
     """Every answer of the ``*.jsonl`` files of ``folder`` (sorted by name) as a record, and the report."""
     folder = Path(folder)
     files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
     if not files:
         raise InputError("no *.jsonl file here (ExpertQA's data/lfqa/ folder)", path=folder)
     report = ImportReport(importer="expertqa", input_path=str(folder), unit="answers")
-    report.details = {"min_context": min_context, "partial_marked": partial, "claims": {}, "files": {}}
+    report.details = {"min_context": min_context, "partial_marked": partial, "keep_link_only": keep_link_only,
+                      "link_only_kept": 0, "claims": {}, "files": {}}
     records: list[Record] = []
     seen: set[str] = set()
     for path in files:
@@ -59,7 +64,8 @@ def read_expertqa(folder: str | Path, *, min_context: int = 200,
             for system, answer in sorted(answers.items()):
                 report.input += 1
                 report.details["files"][path.name] += 1
-                record = _record(question, system, answer, path, line, report, min_context, partial, seen)
+                record = _record(question, system, answer, path, line, report, (min_context, keep_link_only),
+                                 partial, seen)
                 if record is not None:
                     seen.add(record.id)
                     records.append(record)
@@ -67,7 +73,7 @@ def read_expertqa(folder: str | Path, *, min_context: int = 200,
 
 
 def _record(question: str, system: str, answer: Any, path: Path, line: int, report: ImportReport,
-            min_context: int, partial: bool, seen: set[str]) -> Record | None:
+            context_rule: tuple[int, bool], partial: bool, seen: set[str]) -> Record | None:
     claims = check_answer(answer, f"answers.{system}", path, line)
     response = answer["answer_string"]
     if not response.strip():
@@ -83,9 +89,13 @@ def _record(question: str, system: str, answer: Any, path: Path, line: int, repo
             if passage.strip() and passage.strip() not in passages:
                 passages.append(passage.strip())
     context = "\n\n".join(passages)
-    if len(context) < min_context:
-        report.skip(f"cited evidence shorter than {min_context} characters")
-        return None
+    min_context, keep_link_only = context_rule
+    if len(NOT_EVIDENCE.sub("", context).strip()) < min_context:
+        if not (keep_link_only and len(context) >= min_context):
+            report.skip(f"cited evidence shorter than {min_context} characters"
+                        + ("" if keep_link_only else " without citation marks and links"))
+            return None
+        report.details["link_only_kept"] += 1
     spans: list[Span] = []
     counts = report.details["claims"]
     for claim in claims:

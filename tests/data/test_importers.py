@@ -182,6 +182,9 @@ def test_expertqa_unsupported_claims_become_spans(tmp_path):
                                                                            "claims": claims}}},
             {"question": "Short?", "answers": {"gpt4": {"answer_string": "Yes.", "claims": [
                 {"claim_string": "Yes.", "evidence": ["tiny"], "support": "Missing"}]}}},
+            {"question": "Only links?", "answers": {"gpt4": {"answer_string": "Yes [1][2].", "claims": [
+                {"claim_string": "Yes [1][2].", "support": "Missing", "evidence": [
+                    f"[{i}] https://www.example.org/a-long-address-of-a-page-{i}.html" for i in range(1, 6)]}]}}},
             {"question": "When did the museum open?", "answers": {"gpt4": {"answer_string": answer,
                                                                            "claims": claims}}}]
     _jsonl(tmp_path / "rand_val.jsonl", rows)
@@ -190,8 +193,14 @@ def test_expertqa_unsupported_claims_become_spans(tmp_path):
     assert records[0].context.startswith("[1] https://example.org")
     assert [(s.text, s.type) for s in records[0].spans] == [("It has 900 paintings [1].", "Evident Baseless Info"),
                                                             ("Entry is  free.", "Subtle Baseless Info")]
-    assert report.input == 3 and report.skipped == {"cited evidence shorter than 200 characters": 1,
-                                                    "duplicate (same question, system and answer)": 1}
+    # the third answer cites 300 characters of links and nothing else: no evidence to judge it by
+    skipped = "cited evidence shorter than 200 characters without citation marks and links"
+    assert report.input == 4 and report.skipped == {skipped: 2, "duplicate (same question, system and answer)": 1}
     assert report.repaired == {"claim located with whitespace normalised": 1}
     records, _ = read_expertqa(tmp_path, partial=False)
     assert [s.type for s in records[0].spans] == ["Evident Baseless Info"]
+    kept, report = read_expertqa(tmp_path, keep_link_only=True)  # as before: only the raw length counts
+    assert [r.question for r in kept] == ["When did the museum open?", "Only links?"]
+    assert report.details["link_only_kept"] == 1
+    assert report.skipped == {"cited evidence shorter than 200 characters": 1,
+                              "duplicate (same question, system and answer)": 1}
