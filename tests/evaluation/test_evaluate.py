@@ -346,6 +346,8 @@ def test_cli_evaluate_writes_json_report(files, tmp_path):
         set(d["counts"])
     assert set(d) >= {"seqeval", "auroc", "ci", "settings"}
     assert d["ci"]["resamples"] == 50 and d["settings"]["gold"]["format"] == "prepared split file"
+    lo, hi = d["ci"]["overall"]["auroc"]  # the spans' scores rank the responses: AUROC has its interval too
+    assert lo <= d["auroc"] <= hi and squash(f"[{lo:.3f},{hi:.3f}]") in squash(result.output)
 
 
 def test_cli_flags_and_clean_errors(files, tmp_path):
