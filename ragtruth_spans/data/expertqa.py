@@ -74,6 +74,8 @@ def read_expertqa(folder: str | Path, *, min_context: int = 200, partial: bool =
 
 def _record(question: str, system: str, answer: Any, path: Path, line: int, report: ImportReport,
             context_rule: tuple[int, bool], partial: bool, seen: set[str]) -> Record | None:
+    """One answer as a record, or None (the reason counted in ``report``); ``context_rule`` is
+    ``(min_context, keep_link_only)`` of :func:`read_expertqa`."""
     claims = check_answer(answer, f"answers.{system}", path, line)
     response = answer["answer_string"]
     if not response.strip():

@@ -68,17 +68,20 @@ def bootstrap_auroc(labels: np.ndarray, scores: np.ndarray, n_resamples: int, se
     ((200,), True)
     """
     labels, scores = np.asarray(labels, dtype=bool), np.asarray(scores, dtype=float)
-    scored = ~np.isnan(scores)
-    _, tie_group = np.unique(scores[scored], return_inverse=True)  # ascending score groups, ties together
-    groups = np.zeros((len(scores), int(tie_group.max()) + 1 if scored.any() else 0))
-    groups[np.flatnonzero(scored), tie_group] = 1.0
+    scored = np.flatnonzero(~np.isnan(scores))
+    order = scored[np.argsort(scores[scored], kind="stable")]  # the scored items, lowest score first
+    ranked = scores[order]
+    first = np.searchsorted(ranked, ranked, side="left")  # each item's tie group: [first, last) of ``order``
+    last = np.searchsorted(ranked, ranked, side="right")
+    positive = labels[order]
     out: list[np.ndarray] = []
     for weights in resample_weights(len(scores), n_resamples, seed):
-        positive = (weights * labels) @ groups  # per tie group, resampled positive / negative weight
-        negative = (weights * ~labels) @ groups
-        below = np.cumsum(negative, axis=1) - negative  # negative weight strictly below each group
-        pairs = positive.sum(axis=1) * negative.sum(axis=1)
-        wins = (positive * (below + 0.5 * negative)).sum(axis=1)
+        drawn = weights[:, order]
+        negatives = np.zeros((len(drawn), len(order) + 1))
+        np.cumsum(drawn * ~positive, axis=1, out=negatives[:, 1:])  # negative weight up to each rank
+        below, tied = negatives[:, first], negatives[:, last] - negatives[:, first]
+        wins = (drawn * positive * (below + 0.5 * tied)).sum(axis=1)  # ties count half
+        pairs = (drawn * positive).sum(axis=1) * negatives[:, -1]
         with np.errstate(invalid="ignore", divide="ignore"):
             out.append(np.where(pairs > 0, wins / pairs, np.nan))
     return np.concatenate(out) if out else np.zeros(0)
