@@ -155,7 +155,7 @@ def overfit_recipe(prepared_dir: Path, output_dir: Path, **training):
         "quantization": {"enabled": True, "quant_type": "nf4", "double_quant": True, "compute_dtype": "float32"},
         "lora": {"r": 16, "alpha": 16, "dropout": 0.0, "target_modules": "all-linear"},
         "data": {"prepared_dir": str(prepared_dir), "max_length": 512},
-        "training": {"max_steps": 60, "learning_rate": 1e-2, "lr_scheduler": "constant", "warmup_ratio": 0.0,
+        "training": {"max_steps": 100, "learning_rate": 1e-2, "lr_scheduler": "constant", "warmup_ratio": 0.0,
                      "per_device_batch_size": 4, "gradient_accumulation_steps": 1, "gradient_checkpointing": False,
                      "bf16": False, "max_grad_norm": 1.0, "logging_steps": 10, "save_steps": 1000,
                      "seed": 0, **training},
@@ -174,7 +174,8 @@ class OverfitRun:
 
 @pytest.fixture(scope="session")
 def overfit_run(tmp_path_factory) -> OverfitRun:
-    """Tiny Llama, 4-bit NF4 + LoRA, trained for 60 steps on :func:`overfit_records` until it memorises them."""
+    """Tiny Llama, 4-bit NF4 + LoRA, trained for 100 steps on :func:`overfit_records` until it memorises them (60
+    were enough until the libraries of 2026-11-27: the Data2txt record came out garbled; 100 reproduce all four)."""
     from ragtruth_spans.core.jsonl import write_records
     from ragtruth_spans.detectors.train import train
 
