@@ -64,8 +64,8 @@ def read_expertqa(folder: str | Path, *, min_context: int = 200, partial: bool =
             for system, answer in sorted(answers.items()):
                 report.input += 1
                 report.details["files"][path.name] += 1
-                record = _record(question, system, answer, path, line, report, (min_context, keep_link_only),
-                                 partial, seen)
+                record = _record(question, system, answer, path, line, report, partial, seen,
+                                 min_context=min_context, keep_link_only=keep_link_only)
                 if record is not None:
                     seen.add(record.id)
                     records.append(record)
@@ -73,9 +73,8 @@ def read_expertqa(folder: str | Path, *, min_context: int = 200, partial: bool =
 
 
 def _record(question: str, system: str, answer: Any, path: Path, line: int, report: ImportReport,
-            context_rule: tuple[int, bool], partial: bool, seen: set[str]) -> Record | None:
-    """One answer as a record, or None (the reason counted in ``report``); ``context_rule`` is
-    ``(min_context, keep_link_only)`` of :func:`read_expertqa`."""
+            partial: bool, seen: set[str], *, min_context: int, keep_link_only: bool) -> Record | None:
+    """One answer as a record, or None (the reason counted in ``report``); the settings of :func:`read_expertqa`."""
     claims = check_answer(answer, f"answers.{system}", path, line)
     response = answer["answer_string"]
     if not response.strip():
@@ -91,7 +90,6 @@ def _record(question: str, system: str, answer: Any, path: Path, line: int, repo
             if passage.strip() and passage.strip() not in passages:
                 passages.append(passage.strip())
     context = "\n\n".join(passages)
-    min_context, keep_link_only = context_rule
     if len(NOT_EVIDENCE.sub("", context).strip()) < min_context:
         if not (keep_link_only and len(context) >= min_context):
             report.skip(f"cited evidence shorter than {min_context} characters"

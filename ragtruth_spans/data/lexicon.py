@@ -325,7 +325,7 @@ def contradicting(a: str, b: str) -> bool:
     if b in ANTONYMS.get(a, ()) or _prefix_negated(a, b) or _prefix_negated(b, a):
         return True
     if a in STRENGTH and b in STRENGTH:
-        return STRENGTH[a] > STRENGTH[b]
+        return not entails(b, a)
     if (a in DOWNWARD and STRENGTH.get(b) == 2) or (b in DOWNWARD and STRENGTH.get(a) == 2):
         return False
     sa, sb = _SENSE_OF.get(a), _SENSE_OF.get(b)
