@@ -60,6 +60,15 @@ def run_inputs(recipe: Recipe) -> list[tuple[str, str | Path]]:
     return inputs
 
 
+def fingerprinted_files(recipe: Recipe) -> list[Path | None]:
+    """The data files whose contents the run's fingerprint holds: the training split (where the family reads one),
+    the eval split, ``data.extra``'s and ``data.synth.documents``' files."""
+    files = [training_file(recipe.data)] if recipe.reads_key("data.split") else []
+    if recipe.data.eval_split is not None:
+        files.append(split_file(recipe.data, recipe.data.eval_split))
+    return [*files, *extra_files(recipe.data), *synth_files(recipe.data)]
+
+
 def train(recipe: Recipe, *, overwrite: bool = False, resume: bool = False,
           callbacks: Sequence[Any] = ()) -> TrainResult:
     """Train the detector that ``recipe`` describes (its family's train function) into ``recipe.output_dir``.
@@ -110,12 +119,7 @@ def train(recipe: Recipe, *, overwrite: bool = False, resume: bool = False,
                      inside_inputs=True)
     if callbacks and recipe.kind not in TRAINER_KINDS:
         raise InputError(f"{recipe.kind} training takes no trainer callbacks", field="kind")
-    data_files = [training_file(recipe.data)] if recipe.reads_key("data.split") else []
-    if recipe.data.eval_split is not None:
-        data_files.append(split_file(recipe.data, recipe.data.eval_split))
-    data_files.extend(extra_files(recipe.data))
-    data_files.extend(synth_files(recipe.data))
-    fingerprint = run_fingerprint(recipe, data_files)
+    fingerprint = run_fingerprint(recipe, fingerprinted_files(recipe))
     with ExitStack() as lock:  # the run directory's lock, held (main process) until the run ends
         resuming = claim_on_main_process(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume,
                                          lock=lock)
