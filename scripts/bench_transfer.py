@@ -177,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
                 if name == "generated":
                     figures["kinds"] = kind_table(records, detections)
                 per_set[name] = figures
+                auroc = "–" if figures["auroc"] is None else f"{figures['auroc']:.3f}"
                 print(f"{model} on {name}: span F1 {figures['span']['f1']:.3f}, response F1 "
-                      f"{figures['response']['f1']:.3f}, AUROC {figures['auroc']} ({seconds:.0f} s)", file=sys.stderr)
+                      f"{figures['response']['f1']:.3f}, AUROC {auroc} ({seconds:.0f} s)", file=sys.stderr)
             results[model] = per_set
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
