@@ -13,8 +13,17 @@ import yaml
 import ragtruth_spans
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import file_sha256
+from ragtruth_spans.detectors.recipes import validate_recipe
 from ragtruth_spans.detectors.shipped import BUILD_FILE, DEFAULT_DIR, DEFAULT_NAME, is_default, resolve_detector
-from ragtruth_spans.runs.run_dir import METADATA_FILES, RUN_INFO_FILE, read_run_info, run_files, verify_run
+from ragtruth_spans.runs.run_dir import (
+    FINGERPRINT_FILE,
+    METADATA_FILES,
+    RUN_INFO_FILE,
+    read_run_info,
+    run_files,
+    run_fingerprint,
+    verify_run,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 CONTEXT = "Passage 1: The Grand Hotel opened in 1999 and has 120 rooms."
@@ -45,6 +54,17 @@ def test_the_shipped_files_match_their_manifest_and_build_record() -> None:
     assert sum(m["responses"] for m in train["by_model"].values()) == train["responses"]
     generated = (info["data"]["eval"]["counts"].get("synth") or {}).get("records", 0)
     assert held["responses"] + generated == info["tuning"]["eval"]  # the eval split + data.synth's held-out
+
+
+def test_the_shipped_files_are_what_this_code_would_train_from_their_recipe() -> None:
+    """A recipe option added since the build changes the training fingerprint the code computes: the shipped files
+    are then no longer what ``scripts/build_default_detector.py`` makes, and must be rebuilt (BENCHMARKS, "The
+    shipped detector")."""
+    text = (DEFAULT_DIR / "recipe.yaml").read_text()
+    recipe = validate_recipe(yaml.safe_load(text), saved_run=True)
+    saved = json.loads((DEFAULT_DIR / FINGERPRINT_FILE).read_text())
+    assert recipe.to_yaml() == text
+    assert run_fingerprint(recipe, [])["recipe"] == saved["recipe"]
 
 
 def test_the_shipped_inputs_are_the_shared_data_when_present() -> None:
