@@ -268,8 +268,13 @@ def replace_dir(source: Path, target: Path) -> None:
 
 
 def command(args: argparse.Namespace) -> list[str]:
-    """The command recorded in build.json: the options that decide the files (not ``--out``)."""
-    words = ["python", "scripts/build_default_detector.py", "--data-dir", str(args.data_dir)]
+    """The command recorded in build.json: the options that decide the files (not ``--out``); the data folder
+    relative to the current one, so that no absolute path of the building machine lands in the files."""
+    try:
+        data_dir = os.path.relpath(args.data_dir)
+    except ValueError:  # another drive (Windows): no relative form
+        data_dir = str(args.data_dir)
+    words = ["python", "scripts/build_default_detector.py", "--data-dir", data_dir]
     if args.subset is not None:
         words += ["--subset", str(args.subset)]
     if args.hold_out_test:

@@ -7,6 +7,7 @@ script's input layout), so the test needs no ../shared.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 from ragtruth_spans.data.ragtruth import sample_data_dir
 
@@ -50,6 +52,15 @@ def test_a_missing_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.startswith("error: ") and "ragtruth_pool/response.jsonl" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_the_recorded_command_holds_no_absolute_path_of_the_machine(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = argparse.Namespace(data_dir=tmp_path.parent / "shared" / "data", subset=None, hold_out_test=True,
+                              overrides=["data.synth=null"], threads=2)
+    assert load_script("build_default_detector").command(args) == [
+        "python", "scripts/build_default_detector.py", "--data-dir", os.path.join("..", "shared", "data"),
+        "--hold-out-test", "--set", "data.synth=null", "--threads", "2"]
 
 
 @pytest.mark.slow
