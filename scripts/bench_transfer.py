@@ -115,6 +115,11 @@ def measure(detector: Any, records: list[Record], bootstrap: int = 0, seed: int 
     return figures, detections, seconds
 
 
+def fmt_auroc(value: float | None) -> str:
+    """AUROC to three decimals, ``–`` where it is undefined (one class only)."""
+    return "–" if value is None else f"{value:.3f}"
+
+
 def markdown(results: dict[str, Any], sets: list[str]) -> str:
     head = "| detector | " + " | ".join(f"{s} span F1 / resp. F1 / AUROC" for s in sets) + " |"
     lines = [head, "|---|" + "---:|" * len(sets)]
@@ -122,7 +127,7 @@ def markdown(results: dict[str, Any], sets: list[str]) -> str:
         cells = []
         for s in sets:
             f = per_set[s]
-            auroc = "–" if f["auroc"] is None else f"{f['auroc']:.3f}"
+            auroc = fmt_auroc(f["auroc"])
             interval = (f.get("ci") or {}).get("auroc")
             auroc += "" if interval is None else f" [{interval[0]:.2f}, {interval[1]:.2f}]"
             cells.append(f"{f['span']['f1']:.3f} / {f['response']['f1']:.3f} / {auroc}")
@@ -177,9 +182,9 @@ def main(argv: list[str] | None = None) -> int:
                 if name == "generated":
                     figures["kinds"] = kind_table(records, detections)
                 per_set[name] = figures
-                auroc = "–" if figures["auroc"] is None else f"{figures['auroc']:.3f}"
                 print(f"{model} on {name}: span F1 {figures['span']['f1']:.3f}, response F1 "
-                      f"{figures['response']['f1']:.3f}, AUROC {auroc} ({seconds:.0f} s)", file=sys.stderr)
+                      f"{figures['response']['f1']:.3f}, AUROC {fmt_auroc(figures['auroc'])} ({seconds:.0f} s)",
+                      file=sys.stderr)
             results[model] = per_set
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
