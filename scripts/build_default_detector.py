@@ -33,8 +33,7 @@ temporary folder with relative paths, so no path of this machine lands in the fi
 ``created`` is null and its ``seconds`` and ``peak_rss_mb`` are left out (the wall time is printed, not stored),
 so two builds from the same data with the same libraries give byte-identical files. ``build.json`` records the
 recipe's fingerprint, the SHA-256 of each input file, the library versions and the command (its data folder
-relative to the current one). ``--out`` is
-replaced atomically at the end.
+relative to the current one). ``--out`` is replaced atomically at the end.
 
 Exit status 2 with a one-line error for a missing or malformed input.
 """
