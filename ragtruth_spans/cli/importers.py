@@ -1,4 +1,4 @@
-"""``ragtruth-spans import jsonl|summedits|xsum-hallucinations|expertqa``: annotated data → a prepared directory
+"""``ragtruth-spans import jsonl|summedits|xsum-hallucinations|expertqa|begin``: annotated data → a prepared directory
 (train/dev/test.jsonl + stats.json, as ``prepare`` writes) that ``train`` reads as ``data.prepared_dir`` or as a
 training-only ``data.extra`` source. Formats: docs/DATA.md."""
 
@@ -101,3 +101,18 @@ def import_expertqa(
 
     _run(lambda: read_expertqa(in_dir, min_context=min_context, partial=partial, keep_link_only=keep_link_only),
          in_dir, out_dir, split_by_source, seed)
+
+
+@import_app.command("begin")
+def import_begin(
+    in_dir: Path = typer.Option(..., "--in", help="BEGIN's data folder (begin_<split>_<set>.tsv files, found in "
+                                "subfolders too)."),
+    out_dir: Path = typer.Option(..., "--out", help=OUT_HELP),
+    split_by_source: Optional[str] = typer.Option(None, "--split-by-source", help=SPLIT_HELP),
+    seed: int = typer.Option(0, "--seed", help="Seed of the re-split."),
+) -> None:
+    """BEGIN (CC BY 4.0; Topical-Chat part CDLA-Sharing-1.0): response-level labels, no spans ("Not fully
+    attributable" responses are marked unlocated; "Generic" ones are skipped)."""
+    from ragtruth_spans.data.begin import read_begin
+
+    _run(lambda: read_begin(in_dir), in_dir, out_dir, split_by_source, seed)

@@ -10,7 +10,8 @@ A prepared record (one line of ``OUT/{train,dev,test}.jsonl``) looks like::
      "question": "..." | null,          # QA only
      "context": "...",                   # QA: the passages; Summary: the article; Data2txt: the business JSON
      "spans": [{"start": 0, "end": 5, "type": "Evident Conflict", "text": "...",
-                "implicit_true": false, "due_to_null": false}]}
+                "implicit_true": false, "due_to_null": false}],
+     "unlocated": true}                  # optional: hallucinated, no words marked (response-level label only)
 
 A prediction (one line of ``PRED.jsonl``) is ``{"id": "...", "spans": [{"start", "end", "type"?, "score"?}]}``
 plus optional diagnostics that the evaluator ignores; a span may carry its evidence in the context (``verdict``,
@@ -172,11 +173,25 @@ class Record:
     context: str
     question: str | None = None
     spans: list[Span] = field(default_factory=list)
+    unlocated: bool = False
+    """A response-level label without offsets: annotators judged the response not (fully) supported by its
+    context but marked no words (``spans`` is then empty). Written to a prepared line only when true."""
+
+    @property
+    def hallucinated(self) -> bool:
+        """The response-level label: it has a gold span, or an :attr:`unlocated` one.
+
+        >>> Record("r", "s", "QA", "m", "train", "good", "It rained.", "Sunny.", unlocated=True).hallucinated
+        True
+        """
+        return bool(self.spans) or self.unlocated
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["spans"] = [s.to_dict() | {"implicit_true": s.implicit_true, "due_to_null": s.due_to_null}
                       for s in self.spans]
+        if not self.unlocated:
+            del d["unlocated"]
         return d
 
     @classmethod
@@ -202,7 +217,11 @@ class Record:
                 raise InputError(f"span [{span.start}, {span.end}) is out of range for a response of "
                                  f"{len(text['response'])} characters", **where, field=f"spans[{i}]")
             spans.append(span)
-        return cls(id=str(record_id), question=question, spans=canonical_spans(spans), **text)
+        unlocated = check_bool(d.get("unlocated", False), field="unlocated", **where)
+        if unlocated and spans:
+            raise InputError("a record with spans is located: unlocated must be false or absent", **where,
+                             field="unlocated")
+        return cls(id=str(record_id), question=question, spans=canonical_spans(spans), unlocated=unlocated, **text)
 
 
 def canonical_spans(spans: Iterable[Span]) -> list[Span]:

@@ -59,12 +59,15 @@ def stable_id(*parts: str, length: int = 16) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:length]
 
 
-def read_csv_strict(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
+def read_csv_strict(path: str | Path, columns: Sequence[str], *, delimiter: str = ",",
+                    quoting: int = csv.QUOTE_MINIMAL) -> Iterator[tuple[int, dict[str, str]]]:
     """``(line, row)`` for each row of a one-row-per-line CSV file with a header holding ``columns``, read strictly:
     bytes that are not UTF-8, a row with another number of fields than the header, a field over the csv module's
     size limit, and a quoted field that does not close on its own line (a stray ``"`` would otherwise swallow the
-    rows after it) each raise one :class:`InputError` naming the file and line. Blank lines are not rows."""
-    reader = csv.reader(io.StringIO(read_text(path), newline=""), strict=True)
+    rows after it) each raise one :class:`InputError` naming the file and line. Blank lines are not rows.
+    ``delimiter="\\t", quoting=csv.QUOTE_NONE`` reads a plain TSV file, whose ``"`` are text (a tab inside a field
+    then shows as a row with too many fields)."""
+    reader = csv.reader(io.StringIO(read_text(path), newline=""), strict=True, delimiter=delimiter, quoting=quoting)
     header = _csv_row(reader, path, 0)
     if header is None:
         raise InputError("the file is empty (expected a header line)", path=path, line=1)

@@ -49,11 +49,11 @@ class SplitStats:
         by_task = {}
         for task in TASK_TYPES:
             rs = [r for r in records if r.task_type == task]
-            by_task[task] = {"responses": len(rs), "hallucinated_responses": sum(bool(r.spans) for r in rs),
+            by_task[task] = {"responses": len(rs), "hallucinated_responses": sum(r.hallucinated for r in rs),
                              "spans": sum(len(r.spans) for r in rs)}
         types = Counter(s.type for r in records for s in r.spans)
         return cls(responses=len(records), sources=len({r.source_id for r in records}),
-                   hallucinated_responses=sum(bool(r.spans) for r in records),
+                   hallucinated_responses=sum(r.hallucinated for r in records),
                    spans=sum(len(r.spans) for r in records), by_task=by_task,
                    by_type={t: types.get(t, 0) for t in HALLUCINATION_TYPES})
 

@@ -234,7 +234,7 @@ def pr_curve(data: Path, pred: Path, max_points: int = 200, drop: Collection[str
     if scores is None:
         return None
     keep = ~np.isnan(scores)
-    labels = np.array([bool(r.spans) for r in gold])[keep]
+    labels = np.array([r.hallucinated for r in gold])[keep]
     if labels.all() or not labels.any():
         return None
     precision, recall, _ = precision_recall_curve(labels, scores[keep])

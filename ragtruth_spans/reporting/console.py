@@ -351,7 +351,8 @@ def import_summary(stats: Mapping[str, Any]) -> Group:
     """An import (``stats.json`` of :func:`ragtruth_spans.data.imported.write_prepared`): per-split counts, then
     what was read, skipped, repaired and defaulted, each by reason."""
     splits = Table(title=f"Imported ({stats['importer']})", title_justify="left", caption_justify="left",
-                   caption="QA..total: responses; halluc.: responses with at least one span")
+                   caption="QA..total: responses; halluc.: responses with at least one span or a response-level "
+                           "label without spans")
     splits.add_column("split")
     for col in (*TASK_TYPES, "total", "sources", "halluc.", "spans"):
         splits.add_column(col, justify="right")

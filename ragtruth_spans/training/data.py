@@ -45,7 +45,7 @@ class RecordStats:
     augmented: dict[str, dict[str, int]] = field(default_factory=dict)
     extra: list[dict[str, Any]] = field(default_factory=list)
     """One entry per ``data.extra`` source: ``dir``, ``files``, ``records`` read, ``other_tasks`` left out,
-    ``kept``, ``with_spans``, ``weight``."""
+    ``kept``, ``with_spans``, ``weight``, and ``unlocated`` (response-level labels without spans) when any."""
     synth: dict[str, Any] = field(default_factory=dict)
     """What ``data.synth`` generated: ``made`` per edit kind, ``faithful`` transforms, ``skipped`` edits,
     ``documents``, ``records``."""
@@ -198,7 +198,8 @@ def load_extra_records(data: DataSection, stats: RecordStats,
                 for r in read if r.task_type in tasks]
         stats.extra.append({"dir": source.dir, "files": files, "records": len(read),
                             "other_tasks": len(read) - len(kept), "kept": len(kept),
-                            "with_spans": sum(bool(r.spans) for r in kept), "weight": source.weight})
+                            "with_spans": sum(bool(r.spans) for r in kept), "weight": source.weight,
+                            **({"unlocated": unlocated} if (unlocated := sum(r.unlocated for r in kept)) else {})})
         out.extend(kept)
     return out
 

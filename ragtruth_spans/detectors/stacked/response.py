@@ -294,7 +294,7 @@ def train_head(settings: ResponseSection, decision: Decision, names: Sequence[st
 
     x = head_matrix(columns, probabilities, names, decision, [r.task_type for r in records],
                     [r.response for r in records])
-    y = np.array([bool(r.spans) for r in records], dtype=np.int8)
+    y = np.array([r.hallucinated for r in records], dtype=np.int8)
     origin = [record_origin(r) for r in records]
     kinds = {"real", *(["augmented"] if settings.augmented else []), *(["extra"] if settings.extra else [])}
     fit_rows = [i for i in range(n_train) if origin[i] in kinds]

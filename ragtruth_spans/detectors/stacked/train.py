@@ -290,7 +290,7 @@ def fit_response_head(recipe: StackedRecipe, decision: combiner.Decision, names:
         logger.info("stacked: response head dropped (%s)", exc)
         return HeadOutcome(None, {"reason": str(exc)}, word_max)
     head_scores = [float(head.scores[i]) for i in tuning.real]
-    kept, dropped = response.keep_head(head_scores, word_max, [bool(r.spans) for r in tuning.tuned_records])
+    kept, dropped = response.keep_head(head_scores, word_max, [r.hallucinated for r in tuning.tuned_records])
     if kept:
         return HeadOutcome(head, None, head_scores)
     # too little data for the head to rank better than the top word probability
