@@ -9,8 +9,8 @@
    (run it on dev or train, never on test). ``--sample N``: writes N conflict spans with their returned passages to
    ``--sample-out`` for reading by hand.
 
-    python scripts/bench_evidence.py --data /tmp/pool/dev.jsonl --mode lexical --tune
-    python scripts/bench_evidence.py --data /tmp/pool/test.jsonl --mode lexical --detector sim-overlap --markdown
+    python scripts/bench_evidence.py --data pool/dev.jsonl --mode lexical --tune
+    python scripts/bench_evidence.py --data pool/test.jsonl --mode lexical --detector sim-overlap --markdown
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def markdown(args: argparse.Namespace, table: dict[str, Any], speed: dict[str, A
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="A prepared split (e.g. /tmp/pool/test.jsonl).")
+    parser.add_argument("--data", type=Path, required=True, help="A prepared split (e.g. pool/test.jsonl).")
     parser.add_argument("--mode", default="lexical", choices=("lexical", "encoder"))
     parser.add_argument("--settings", type=Path, default=None, help="Thresholds from a JSON file (e.g. the "
                         "tuned_settings that --tune printed) instead of the shipped ones.")

@@ -6,17 +6,17 @@ Usage::
                                     [--out RESULT.json] [--cases] [--baselines] [--breakdown]
                                     [--require-catch-rate 0.9] [--max-false-alarm-rate 0.2]
 
-The cases (default: ``scripts/obvious_cases.jsonl``, next to this script) are one JSON object a line: ``id``,
-``kind`` (see :data:`EDITED_KINDS` and :data:`FAITHFUL_KINDS`; a ``faithful-*`` kind has no span), ``task``,
-``context``, ``question`` (QA; else null), ``response``, ``spans`` (``[{start, end, type}]``, half-open character
-offsets of the response, ``type`` one of RAGTruth's four; ``[]`` for a faithful case), optionally ``original``
-(the faithful text the span replaced, ``""`` for an insertion), ``twin`` (the id of the faithful case an edit was
-made from, or of the edited case of an old pair) and ``group`` (the id of the context and question the case
-shares with others). A group holds one context (and question), faithful responses (copied, compressed,
-paraphrased, numbers and dates reformatted, JSON fields in words) and edited variants, each faithful except for
-**one** injected error. Read strictly: a bad line is one error naming the file, the line and the field (exit 2),
-and an edited case whose twin is in the file must be that twin's response with ``original`` in place of its span
-(for an insertion, less one adjoining space).
+The cases (default: ``tests/fixtures/obvious_cases.jsonl``, which the tests check for soundness) are one JSON object
+a line: ``id``, ``kind`` (see :data:`EDITED_KINDS` and :data:`FAITHFUL_KINDS`; a ``faithful-*`` kind has no span),
+``task``, ``context``, ``question`` (QA; else null), ``response``, ``spans`` (``[{start, end, type}]``, half-open
+character offsets of the response, ``type`` one of RAGTruth's four; ``[]`` for a faithful case), optionally
+``original`` (the faithful text the span replaced, ``""`` for an insertion), ``twin`` (the id of the faithful case an
+edit was made from, or of the edited case of an old pair) and ``group`` (the id of the context and question the case
+shares with others). A group holds one context (and question), faithful responses (copied, compressed, paraphrased,
+numbers and dates reformatted, JSON fields in words) and edited variants, each faithful except for **one** injected
+error. Read strictly: a bad line is one error naming the file, the line and the field (exit 2), and an edited case
+whose twin is in the file must be that twin's response with ``original`` in place of its span (for an insertion, less
+one adjoining space).
 
 Per kind, per task, per context length (``short``: at most 40 words, ``medium``: at most 250, ``long``, and
 ``structured``: a JSON object) and overall it prints: **caught** (an edited case whose gold span overlaps a
@@ -51,7 +51,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-DEFAULT_DATA = Path(__file__).resolve().with_name("obvious_cases.jsonl")
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "obvious_cases.jsonl"
 EDITED_KINDS = (
     "year", "date", "percent", "count", "unit", "quantity-word",  # a changed number, date, unit or quantity word
     "name-new", "name-swap",  # a name, place or organisation: a new one, or another that the context holds

@@ -4,7 +4,7 @@ HHEM-2.1-open shape), both built from their configurations with random weights. 
 
 Usage::
 
-    python scripts/bench_peers.py --prepared /work/data/pool --run recommended-cpu=RUN_DIR \\
+    python scripts/bench_peers.py --prepared pool --run recommended-cpu=RUN_DIR \\
         [--run recommended-cpu-noenc=RUN_DIR] [--lengths 512,2048,8192] [--responses 20] \\
         [--cell-seconds 240] [--json peers.json] [--plot docs/img/peers_speed.svg]
 

@@ -1,6 +1,6 @@
 """Training cost at the sizes users train at: a stacked recipe trained on k × the pool's responses.
 
-    python scripts/bench_train_scale.py --data /work/data/pool --factors 1 3 10 --out runs/bench-scale
+    python scripts/bench_train_scale.py --data data/pool --factors 1 3 10 --out runs/bench-scale
     python scripts/bench_train_scale.py --data data/pool --factors 1 --set features.encoder=null   # encoder-free
 
 ``--data`` is a prepared folder (``train.jsonl``, ``dev.jsonl``: the pool's documented source-disjoint split). For

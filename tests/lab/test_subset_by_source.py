@@ -1,4 +1,4 @@
-"""scripts/subset_by_source.py: whole sources, the asked number per task, the same subset for the same seed."""
+"""lab/probes/subset_by_source.py: whole sources, the asked number per task, the same subset for the same seed."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _subset(data: Path, out: Path, per_task: int, seed: int) -> list:
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "subset_by_source.py"), str(data),
+    result = subprocess.run([sys.executable, str(REPO / "lab" / "probes" / "subset_by_source.py"), str(data),
                              "--per-task", str(per_task), "--seed", str(seed), "--out", str(out)],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -1,6 +1,7 @@
-"""scripts/obvious_cases.jsonl is a sound suite (≥ 150 cases, every edit kind ≥ 8 times, a faithful answer in every
-group, exact offsets, one real edit per case against its faithful twin), and scripts/bench_obvious.py validates it
-strictly and counts what rule detectors (and their baselines) and a tiny stacked run catch on it, in process."""
+"""tests/fixtures/obvious_cases.jsonl is a sound suite (≥ 150 cases, every edit kind ≥ 8 times, a faithful answer
+in every group, exact offsets, one real edit per case against its faithful twin), and scripts/bench_obvious.py
+validates it strictly and counts what rule detectors (and their baselines) and a tiny stacked run catch on it,
+in process."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from conftest import load_script, make_record
 
 REPO = Path(__file__).resolve().parents[2]
-CASES = REPO / "scripts" / "obvious_cases.jsonl"
+CASES = REPO / "tests" / "fixtures" / "obvious_cases.jsonl"
 NUMBER_KINDS = {"year", "percent", "count"}
 
 
