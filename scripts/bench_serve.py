@@ -15,7 +15,7 @@ differ from the single-client warm-up answer of the same response are counted (`
 floating-point results). Server-side batching totals (batches, mean and largest batch, longest ``detect_batch``
 call) come from ``/health``.
 
-Targets (issue 12): throughput at 32 clients >= 1.5x the single-client figure, and p99 latency bounded by the
+Targets: throughput at 32 clients >= 1.5x the single-client figure, and p99 latency bounded by the
 configured max wait plus one batch (reported as ``p99 / (max wait + longest batch)``).
 """
 

@@ -15,8 +15,8 @@ defaults, ExpertQA's answers whose evidence is only links kept (:data:`EXTERNAL`
 ``--set data.extra=[]`` builds without them). The recipe's generated data
 (``data.synth``) comes from the RAGTruth contexts, as in the measured runs of docs/MODEL_CARD.md;
 ``--set data.synth.documents=[external/xsum, external/summedits, external/expertqa]`` adds those sets' contexts
-(never their labels) — what builds before issue 31's seventh round did, which ranked the crafted suite worse
-(docs/BENCHMARKS.md, round seven); ``--set data.synth=null`` builds without generated data.
+(never their labels) — measured to rank the crafted suite worse (docs/lab/NOTEBOOK.md); ``--set data.synth=null``
+builds without generated data.
 
 **The split.** Training on everything leaves no held-out set, yet the recipe early-stops the combiner and tunes its
 decision on an eval split. That eval split is the pool's documented source-disjoint dev split (``prepare
@@ -166,15 +166,15 @@ EXTERNAL = {"xsum": ("xsum-hallucinations", "xsum_hallucinations", ()),
 with each importer's defaults and the flags given here when the recipe's ``data.extra`` or ``data.synth.documents``
 names them. ExpertQA keeps its answers whose evidence is only links: trained without them, ``recommended-cpu``
 ranked RAGTruth dev and SummEdits worse and flagged 60 % of the crafted faithful answers at its gate instead of 36 %
-(docs/BENCHMARKS.md, round twelve)."""
+(docs/lab/NOTEBOOK.md)."""
 
 
 SYNTH_DOCUMENTS = f"data.synth.documents=[{', '.join(f'external/{name}' for name in EXTERNAL)}]"
 EXTRA_SOURCES = "data.extra=[{dir: external/xsum, weight: 0.3}, {dir: external/expertqa, weight: 0.5}]"
 """The overrides every build starts with (a ``--set`` given to the script comes after them and may replace them):
 XSum's and ExpertQA's labelled training files as extra training-only data of the word model and the response head
-(the recipe's ``response.extra``; ``docs/BENCHMARKS.md``, round six). SummEdits' labels are never read.
-:data:`SYNTH_DOCUMENTS` is no longer among them (round seven)."""
+(the recipe's ``response.extra``; docs/lab/NOTEBOOK.md). SummEdits' labels are never read.
+:data:`SYNTH_DOCUMENTS` is not among them: generated data comes from RAGTruth's contexts only."""
 DEFAULT_OVERRIDES = (EXTRA_SOURCES,)
 
 

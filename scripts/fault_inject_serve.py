@@ -17,7 +17,7 @@ Hostile bodies: lone surrogates (question, id, candidate), ``"id": true``, an in
 JSON, an empty body, too many items, an item over the character limit, a body over the byte limit, a list mixing a
 valid item with a poisoned one.
 
-Heavy evidence beside small requests (issue 25; ``--heavy N``, default 3, 0 skips it): a second server with the
+Heavy evidence beside small requests (``--heavy N``, default 3, 0 skips it): a second server with the
 default cost budget and ``--max-chars 100000`` gets N concurrent requests, each one item with a fresh ~98,000-
 character context (never seen before, so nothing is cached) and ``"evidence": true``, plus one request of three
 such items (over ``--max-request-chars``: must be 413); meanwhile three threads send, back to back, small

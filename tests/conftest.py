@@ -88,7 +88,7 @@ def sample_test_file(tmp_path: Path):
     return path, records
 
 
-# --- training fixtures (issue: QLoRA training) -------------------------------------------------------------
+# --- training fixtures (QLoRA training) -------------------------------------------------------------------
 
 
 def make_record(rid: str, task: str, context: str, response: str, spans: list[tuple[str, str]],
@@ -186,7 +186,7 @@ def overfit_run(tmp_path_factory) -> OverfitRun:
     return OverfitRun(output_dir=result.output_dir, records=records)
 
 
-# --- LLM judge fixtures (issue 11): a scripted OpenAI-compatible server in a subprocess, loopback only ----------
+# --- LLM judge fixtures: a scripted OpenAI-compatible server in a subprocess, loopback only ----------
 
 JUDGE_SERVER_SCRIPT = REPO_ROOT / "tests" / "detectors" / "judge" / "judge_server.py"
 

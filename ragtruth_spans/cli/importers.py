@@ -90,7 +90,7 @@ def import_expertqa(
                                     "shorter (characters, without citation marks and links)."),
     keep_link_only: bool = typer.Option(False, "--keep-link-only", help="Keep the answers whose cited evidence is "
                                         "only citation marks and links (counted; as training data they help "
-                                        "recommended-cpu, docs/BENCHMARKS.md round twelve)."),
+                                        "recommended-cpu, docs/BENCHMARKS.md)."),
     partial: bool = typer.Option(True, "--partial/--no-partial", help="Mark claims judged Partial/Incomplete "
                                  "(Subtle Baseless Info) beside Missing ones."),
     split_by_source: Optional[str] = typer.Option(None, "--split-by-source", help=SPLIT_HELP),

@@ -1,4 +1,4 @@
-"""The augmentation kinds added for transfer (issue 31): the plain edits a user tries first, over any text.
+"""The augmentation kinds for transfer beyond RAGTruth: the plain edits a user tries first, over any text.
 
 Each edits one clean response like the five kinds of :mod:`.augment` (which applies them all, :data:`TRANSFER_KINDS`
 in this order) and returns a record whose only gold span is the changed or inserted text:

@@ -1,4 +1,4 @@
-"""Issue 18 on the command line: hostile input is one line and exit 2 (never a traceback, never half an output),
+"""On the command line: hostile input is one line and exit 2 (never a traceback, never half an output),
 user text is never read as rich markup nor sent raw to the terminal, outputs are checked before the work."""
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def test_help_is_not_cut_at_80_columns() -> None:
 
 
 def test_control_characters_in_file_names_are_escaped_when_printed(tmp_path) -> None:
-    """Issue 25: a file name holding ESC or BEL is printed escaped in errors and notes, never raw."""
+    """A file name holding ESC or BEL is printed escaped in errors and notes, never raw."""
     hostile = tmp_path / "gold\x1b[2J\x07.jsonl"
     result = runner.invoke(app, ["evaluate", "--gold", str(hostile), "--pred", str(hostile)])
     assert result.exit_code == 2 and "\\x1b[2J\\x07" in result.output
@@ -152,7 +152,7 @@ def test_control_characters_in_file_names_are_escaped_when_printed(tmp_path) -> 
 
 
 def test_a_negative_seed_with_bootstrap_is_one_line_not_a_traceback(sample_test_file, tmp_path) -> None:
-    """Issue 25: evaluate, select and benchmark with --bootstrap and a negative --seed."""
+    """Evaluate, select and benchmark with --bootstrap and a negative --seed."""
     from ragtruth_spans.pipeline.predict import predict_file
 
     data, _ = sample_test_file
@@ -173,7 +173,7 @@ def test_a_negative_seed_with_bootstrap_is_one_line_not_a_traceback(sample_test_
      "<stdin>:1, field 'task_type': task 'QA' and task_type 'Summary' disagree"),
 ])
 def test_detect_refuses_duplicate_keys_and_disagreeing_task_names(stdin: str, message: str) -> None:
-    """Issue 25: nothing silently wins — a key given twice, or task and task_type saying different things."""
+    """Nothing silently wins — a key given twice, or task and task_type saying different things."""
     result = runner.invoke(app, ["detect", "--model", "numbers"], input=stdin)
     _one_line_exit_2(result, message)
 

@@ -1,4 +1,4 @@
-"""Issue 34 (defect 12): an ``OSError`` of the file system that a library raised while writing (a full disk, a
+"""An ``OSError`` of the file system that a library raised while writing (a full disk, a
 file-size limit, a read-only file system, a permission) reaches the user as one line naming the file, exit 2."""
 
 from __future__ import annotations

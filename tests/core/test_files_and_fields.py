@@ -1,4 +1,4 @@
-"""Issue 18, the shared core: atomic files, one writer per output, output paths checked first, one strict JSON
+"""The shared core: atomic files, one writer per output, output paths checked first, one strict JSON
 parser and one strict rule per kind of field (text, id, flag, score)."""
 
 from __future__ import annotations

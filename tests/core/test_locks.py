@@ -1,4 +1,4 @@
-"""Issue 34: the locks every writer and every run reader share — a writer in another process is named (pid,
+"""The locks every writer and every run reader share — a writer in another process is named (pid,
 host, command) and refused at once; a lock file left by a killed writer locks nothing; readers share the lock,
 a writer waits for them (up to a deadline) and a reader is refused while a writer holds it."""
 

@@ -1,4 +1,4 @@
-"""Issue 25: one output policy for every command that writes — an output never replaces an input, a link is
+"""One output policy for every command that writes — an output never replaces an input, a link is
 written through, a FIFO or device is refused and named, the lock is keyed on the resolved path, and an existing
 ``predict --out`` is checked to be a predictions file of ``predict`` before a byte of it is touched."""
 

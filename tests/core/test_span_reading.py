@@ -1,4 +1,4 @@
-"""Issue 34, one reading of spans: gold spans on an equal range merge (types kept, no TypeError comparing None with
+"""One reading of spans: gold spans on an equal range merge (types kept, no TypeError comparing None with
 a string) and an empty span (start == end) is refused by every reader with file, line and field."""
 
 from __future__ import annotations

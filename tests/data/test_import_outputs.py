@@ -1,4 +1,4 @@
-"""Issue 34 (defects 1, 2, 12): every writer of a prepared directory (``import``, ``prepare``) checks its output
+"""Every writer of a prepared directory (``import``, ``prepare``) checks its output
 before reading any input, never replaces an input or a folder holding one, builds the directory beside the target
 and swaps it in whole (a failed import leaves the old directory as it was), and holds one lock on it."""
 
@@ -45,7 +45,7 @@ def _import(src: Path, out: Path, *extra: str):
 
 
 def test_an_import_never_replaces_the_folder_that_holds_its_input(tmp_path: Path) -> None:
-    """Defect 1: ``--in DIR/train.jsonl --out DIR`` replaced the input (20 records became 14) and exited 0."""
+    """``--in DIR/train.jsonl --out DIR`` must not replace the input (it once did: 20 records became 14, exit 0)."""
     folder = tmp_path / "data"
     folder.mkdir()
     src = _jsonl(folder / "train.jsonl", _rows(20))
@@ -80,7 +80,7 @@ def test_a_non_prepared_folder_is_never_replaced(tmp_path: Path) -> None:
 
 
 def test_the_output_is_checked_before_the_input_is_read(tmp_path: Path) -> None:
-    """Defect 12: a bad ``--out`` was found only after reading the input, then a NotADirectoryError traceback."""
+    """A bad ``--out`` is found before reading the input (not after it, as a NotADirectoryError traceback)."""
     bad_input = _jsonl(tmp_path / "bad.jsonl", [{"context": CONTEXT, "response": "x"}])  # no spans: an error
     blocker = tmp_path / "a-file"
     blocker.write_text("x", encoding="utf-8")
@@ -107,7 +107,7 @@ def test_an_unwritable_parent_is_refused_before_reading(tmp_path: Path, monkeypa
 
 
 def test_a_failed_import_leaves_the_previous_directory_whole(tmp_path: Path, monkeypatch) -> None:
-    """Defect 2: a disk full while writing test.jsonl left train/dev of the new import beside test.jsonl and
+    """A disk full while writing test.jsonl must not leave train/dev of the new import beside test.jsonl and
     stats.json of the old one, unmarked."""
     out = tmp_path / "prepared"
     first = _jsonl(tmp_path / "first.jsonl", _rows(20))

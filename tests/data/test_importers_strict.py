@@ -1,4 +1,4 @@
-"""Issue 34, strict importers: a stray quote, a short row, bytes that are not UTF-8, a field over the csv limit and
+"""Strict importers: a stray quote, a short row, bytes that are not UTF-8, a field over the csv limit and
 fields of the wrong type or value are one-line errors naming file, line and field (never a garbled record or a
 traceback); records of one context without a source_id stay in one source."""
 

@@ -1,4 +1,4 @@
-"""Issue 34, one text model at the boundary: every detector family decides the same for the NFC, NFD and mixed
+"""One text model at the boundary: every detector family decides the same for the NFC, NFD and mixed
 spellings of one text (rules, similarity, stacked with a tiny trained run, token classification with a stand-in
 model), and offsets come back exactly in the caller's string, also where its normal form is shorter."""
 

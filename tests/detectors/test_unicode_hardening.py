@@ -1,4 +1,4 @@
-"""Issue 18, text that differs only in how Unicode spells it: digits of other scripts are the same numbers, and
+"""Text that differs only in how Unicode spells it: digits of other scripts are the same numbers, and
 NFC / NFD spellings of a span align to the response."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The issue's "Done when": a 20-line JSONL with only context, response and spans → import → train
+"""A user's own data end to end: a 20-line JSONL with only context, response and spans → import → train
 recommended-cpu (encoder-free) → predict → evaluate, with no field guessed; a train that failed on bad data is
 retried after the fix without --overwrite."""
 

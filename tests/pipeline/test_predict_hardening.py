@@ -1,4 +1,4 @@
-"""Issue 18, predict: one writer per output (a second predict on the same --out is refused at once, not interleaved),
+"""Predict: one writer per output (a second predict on the same --out is refused at once, not interleaved),
 the torn-line repair replaces the file atomically, and a record of the wrong type stops before any detection."""
 
 from __future__ import annotations

@@ -280,7 +280,7 @@ def test_a_killed_run_resumes_without_redoing_finished_ids(cluster, data, tmp_pa
 
 
 def test_workers_no_node_can_place_are_one_line_before_any_work(cluster, data, tmp_path):
-    """Issue 34 (defect 14): GPUs per worker without GPUs, more CPUs per worker than a node has, or more workers
+    """GPUs per worker without GPUs, more CPUs per worker than a node has, or more workers
     than the cluster holds: one line naming the option at once, instead of a run that prints nothing and never
     ends (the check itself: test_ray_placement.py)."""
     from ragtruth_spans.cli import app

@@ -1,4 +1,4 @@
-"""Issue 34 (defect 14): ``predict --engine ray`` checks its workers against the cluster's resources before any
+"""``predict --engine ray`` checks its workers against the cluster's resources before any
 work — a worker that no node can hold (GPUs on a cluster without any, more CPUs than a node has) or more workers
 than the nodes hold at once is one line naming the option, never a run that prints nothing and never ends. Unit
 tests of the check against resource dicts (the Ray end-to-end check is in test_ray_engine.py, slow)."""

@@ -1,4 +1,4 @@
-"""Issue 34 (defect 12): a failure to write the predictions (a full disk, a file-size limit, a read-only file system,
+"""A failure to write the predictions (a full disk, a file-size limit, a read-only file system,
 a permission) is one line naming the file, exit 2, and the run resumes where it stopped once the cause is gone."""
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ def test_report_command_names_the_predictions_file_of_a_missing_id(sample, tmp_p
 
 
 def test_each_context_is_embedded_once_per_source_not_once_per_response(tmp_path) -> None:
-    """Issue 18: five responses to one source carried its context five times."""
+    """Five responses to one source carry its context once, not five times."""
     from ragtruth_spans.core.types import Record
     from ragtruth_spans.reporting.html import ReportInput, response_rows
 

@@ -1,4 +1,4 @@
-"""Issue 34 (defects 3 and 15): one writer per run directory — a second ``train`` into a directory that a running
+"""One writer per run directory — a second ``train`` into a directory that a running
 ``train`` holds is refused at once with the holder named, whatever its settings; a killed run still resumes; and a
 run is read under the same lock, so that loading a run while ``train --overwrite`` replaces it is either a clear
 error or a consistent read, never a raw ``FileNotFoundError``."""
@@ -73,7 +73,7 @@ def _in_thread(target, *args, **kwargs) -> tuple[threading.Thread, list[BaseExce
 
 
 def test_a_second_train_into_a_running_run_is_refused_with_the_holder_named(tmp_path: Path, fake) -> None:
-    """Defect 3: while one train ran, a second of other settings started in the same directory."""
+    """While one train runs, a second of other settings may not start in the same directory."""
     out = tmp_path / "run"
     fake.gate.clear()
     thread, errors = _in_thread(train_module.train, recipe(out), overwrite=False)
@@ -141,7 +141,7 @@ def _finished_run(out: Path) -> Path:
 
 
 def test_a_run_being_written_is_a_clear_error_naming_the_writer(tmp_path: Path, lock_family) -> None:
-    """Defect 15: loading a run while train --overwrite replaced it raised a raw FileNotFoundError."""
+    """Loading a run while train --overwrite replaces it is a clear error, never a raw FileNotFoundError."""
     run = _finished_run(tmp_path / "run")
     held, release = threading.Event(), threading.Event()
 

@@ -1,4 +1,4 @@
-"""Issue 25: a run is what it claims — run_info.json records the SHA-256 of every file of the run directory, its
+"""A run is what it claims — run_info.json records the SHA-256 of every file of the run directory, its
 fingerprint covers them, and loading verifies them; every value read from a run is validated."""
 
 from __future__ import annotations

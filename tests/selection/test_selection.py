@@ -414,7 +414,7 @@ def test_candidates_whose_detection_failed_are_ranked_last():
     assert chosen.index == 1 and chosen.detection_failed == [0]
     assert chosen.scores == [float("inf"), 1.0]
     assert chosen.to_dict()["scores"] == [None, 1.0]
-    # all failed: nothing could be judged, so nothing is chosen (issue 18: no index a gate could take for a pick)
+    # all failed: nothing could be judged, so nothing is chosen (no index a gate could take for a pick)
     chosen = select_best(["garbled a", "garbled b"], detector=FlakyDetector("moon"), context="c", task="QA",
                          tie_break="first")
     assert chosen.no_judgement and chosen.index is None and chosen.tied == [] and chosen.detection_failed == [0, 1]

@@ -1,4 +1,4 @@
-"""Issue 18, selection: a detector failure is never a clean candidate, and when nothing could be judged nothing is
+"""Selection: a detector failure is never a clean candidate, and when nothing could be judged nothing is
 chosen (no index a gate could mistake for a real pick)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 34, select-best's candidates: an empty or whitespace-only candidate and two candidates of one id are
+"""Select-best's candidates: an empty or whitespace-only candidate and two candidates of one id are
 refused (one line naming file, line and field, exit 2), as HTTP refuses them."""
 
 from __future__ import annotations

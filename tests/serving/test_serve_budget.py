@@ -1,4 +1,4 @@
-"""Issue 25, the service: one request cannot hold it (a cost budget per request, evidence in its own bounded
+"""The service: one request cannot hold it (a cost budget per request, evidence in its own bounded
 pool), and nothing silently wrong or leaky (server paths, duplicate keys, two Authorization headers, select ids)."""
 
 from __future__ import annotations

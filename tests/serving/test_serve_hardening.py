@@ -1,4 +1,4 @@
-"""Issue 18, the service: one bad request never harms another (batch isolation), hostile bodies get one clear
+"""The service: one bad request never harms another (batch isolation), hostile bodies get one clear
 4xx, and the server says nothing about itself that a client should not know."""
 
 from __future__ import annotations

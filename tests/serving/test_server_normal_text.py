@@ -1,4 +1,4 @@
-"""Issue 34, one text model over HTTP: an item in NFD (or NFC context with an NFD response) gets the decision and
+"""One text model over HTTP: an item in NFD (or NFC context with an NFD response) gets the decision and
 the evidence of its NFC spelling, with every offset and text in the request's own strings."""
 
 from __future__ import annotations

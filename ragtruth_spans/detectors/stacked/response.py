@@ -33,10 +33,11 @@ HEAD_FILE = "response_head.txt"
 LEVELS = (0.1, 0.2, 0.3, 0.5)
 CONFLICTS = ("swap", "swap_one_side", "negation_added", "negation_dropped")
 LATER_CONFLICTS = ("polarity", "contrast_restated", "role_swap", "number_near")
-"""Conflict columns the head counts since issue 31's sixth round (appended after the others)."""
+"""Conflict columns the head counts that were added later (appended after the others, so older heads keep their
+column order)."""
 SOFT_SUPPORT = ("soft_min", "soft_low_words", "soft_low_share", "sentence_soft_min", "soft_mean")
-"""Aggregates of the content words' soft support (their tokens' best cosine with the context's, MiniLM) since
-issue 31's eighth round: the least supported word and sentence, the words and share under 0.5, the mean."""
+"""Aggregates of the content words' soft support (their tokens' best cosine with the context's, MiniLM):
+the least supported word and sentence, the words and share under 0.5, the mean."""
 SOFT_LOW = 0.5
 RESPONSE_FEATURES: tuple[str, ...] = (
     "p_max", "p_mean", "p_top3", "p_top10", "p_std", *(f"p_share_{level}" for level in LEVELS),

@@ -49,7 +49,7 @@ def test_broken_run_directory_is_one_clear_line(case, overfit_run, tmp_path: Pat
     run = tmp_path / "run"
     shutil.copytree(overfit_run.output_dir, run)
     info = json.loads((run / "run_info.json").read_text())
-    info.pop("files_sha256", None)  # the family's own checks, as for a run written before manifests (issue 25)
+    info.pop("files_sha256", None)  # the family's own checks, as for a run written before manifests
     (run / "run_info.json").write_text(json.dumps(info))
     breaker, message = BREAKAGES[case]
     breaker(run)
@@ -70,7 +70,7 @@ def test_broken_run_directory_is_one_clear_line(case, overfit_run, tmp_path: Pat
 
 @pytest.mark.parametrize("case", ["truncated adapter weights", "adapter config not JSON", "missing tokenizer"])
 def test_the_manifest_names_the_broken_file_first(case, overfit_run, tmp_path: Path) -> None:
-    """Issue 25: with its manifest, a run names the file that changed or went missing before any family check."""
+    """With its manifest, a run names the file that changed or went missing before any family check."""
     run = tmp_path / "run"
     shutil.copytree(overfit_run.output_dir, run)
     BREAKAGES[case][0](run)

@@ -1,4 +1,4 @@
-"""Issue 25: sentence splitting of long contexts is linear (pysbd never sees a piece longer than
+"""Sentence splitting of long contexts is linear (pysbd never sees a piece longer than
 LONG_LINE_CHARS) and cached; ordinary lines are split as before, offsets index the original text."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 34, the stacked response head when it cannot be cross-validated: all training responses of one source
+"""The stacked response head when it cannot be cross-validated: all training responses of one source
 (one document with many answers) or a very small set give a run without a head and the reason recorded, not a
 LightGBM crash; a run trained again in its directory without a head leaves no stale response_head.txt."""
 

@@ -1,4 +1,4 @@
-"""Issue 25 on a real (tiny) stacked run: an edited combiner.txt is refused on load, a damaged one is one clean
+"""On a real (tiny) stacked run: an edited combiner.txt is refused on load, a damaged one is one clean
 error (never an abort, nothing on stdout), and absurd decision values are refused."""
 
 from __future__ import annotations
