@@ -94,8 +94,8 @@ def count_responses(gold: Sequence[Record], predictions: Mapping[str, Sequence[S
         _tally(tally, record.spans, kept, pred, tuple(dropped))
         gold_chars, pred_chars, overlap = metrics.char_counts(kept, pred)
         ent = metrics.word_entity_counts(record.response, kept, pred)
-        rows.append((gold_chars, pred_chars, overlap, gold_chars > 0, pred_chars > 0,
-                     gold_chars > 0 and pred_chars > 0, *ent, 1))
+        positive = gold_chars > 0 or record.unlocated  # a response-level label without spans counts here only
+        rows.append((gold_chars, pred_chars, overlap, positive, pred_chars > 0, positive and pred_chars > 0, *ent, 1))
         per_type = metrics.type_char_counts(kept, pred)
         types.extend(t for t in per_type if t not in types)
         type_rows.append(per_type)

@@ -46,6 +46,8 @@ class RecordStats:
     extra: list[dict[str, Any]] = field(default_factory=list)
     """One entry per ``data.extra`` source: ``dir``, ``files``, ``records`` read, ``other_tasks`` left out,
     ``kept``, ``with_spans``, ``weight``, and ``unlocated`` (response-level labels without spans) when any."""
+    unlocated_left_out: int = 0
+    """Training records labelled hallucinated without spans that a family of word labels only left out."""
     synth: dict[str, Any] = field(default_factory=dict)
     """What ``data.synth`` generated: ``made`` per edit kind, ``faithful`` transforms, ``skipped`` edits,
     ``documents``, ``records``."""
@@ -127,6 +129,20 @@ def record_weight(record: Record, data: DataSection) -> float:
     if k is not None and k < len(data.extra):
         return data.extra[k].weight
     return data.synth.weight if data.synth is not None and is_generated(record) else 1.0
+
+
+def unlocated_words(record: Record, data: DataSection) -> str:
+    """What ``record``'s response-level label without spans teaches a word model: its extra source's
+    ``unlocated_words`` (``left_out`` for a record of no extra source).
+
+    >>> from ragtruth_spans.training.recipe import DataSection
+    >>> data = DataSection(extra=[{"dir": "begin", "unlocated_words": "absent"}])
+    >>> record = Record("r#extra-0", "s", "QA", "m", "train", "good", "It rained.", "Sunny.", unlocated=True)
+    >>> unlocated_words(record, data)
+    'absent'
+    """
+    k = extra_index(record)
+    return data.extra[k].unlocated_words if k is not None and k < len(data.extra) else "left_out"
 
 
 def extra_files(data: DataSection) -> list[Path]:
@@ -295,7 +311,7 @@ def select_records(records: Sequence[Record], data: DataSection, stats: RecordSt
     stats.records = len(records)
     kept = [r for r in records if r.task_type in data.tasks]
     stats.other_tasks = len(records) - len(kept)
-    clean_idx = [i for i, r in enumerate(kept) if not r.spans]
+    clean_idx = [i for i, r in enumerate(kept) if not r.hallucinated]
     stats.clean = len(clean_idx)
     stats.with_spans = len(kept) - len(clean_idx)
     n_clean = round(data.clean_fraction * len(clean_idx))

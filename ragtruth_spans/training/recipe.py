@@ -176,11 +176,24 @@ class ExtraSource(Section):
     weight: float = Field(1.0, gt=0.0, description="Weight of its records relative to the real ones (families "
                                                    "that cannot weight records refuse a weight other than 1).")
     tasks: list[TaskType] | None = Field(None, description="Its tasks kept (null: data.tasks).")
+    unlocated_words: Literal["left_out", "absent"] = Field(
+        "left_out", description="What a response labelled hallucinated without spans (an `unlocated` record, e.g. "
+        "`import begin`'s) teaches a word model: left_out: nothing (its words are left out; it teaches the "
+        "response head only); absent: its content words whose stem the context lacks are its hallucinated words.")
 
     @property
     def splits(self) -> list[str]:
         """``split`` as a list."""
         return [self.split] if isinstance(self.split, str) else list(self.split)
+
+    @model_serializer(mode="wrap")
+    def _default_choice_unwritten(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``unlocated_words`` is written only when not its default, so that runs from before it keep their
+        recipe and fingerprint."""
+        data = handler(self)
+        if self.unlocated_words == "left_out":
+            data.pop("unlocated_words", None)
+        return data
 
     @field_validator("split")
     @classmethod

@@ -75,10 +75,17 @@ def eval_records(data: DataSection, stats: RecordStats | None = None, *,
 
 
 def select_data(data: DataSection, stats: RecordStats, eval_stats: RecordStats | None = None, *,
-                eval_as_training: bool = False) -> SelectedData:
+                eval_as_training: bool = False, unlocated: bool = False) -> SelectedData:
     """The training records (counted in ``stats``; no real record left is an :class:`InputError`) and the eval
-    records (:func:`eval_records`, counted in ``eval_stats``, a fresh ``type(stats)`` when None)."""
+    records (:func:`eval_records`, counted in ``eval_stats``, a fresh ``type(stats)`` when None). Without
+    ``unlocated`` (a family whose labels are words only), training records labelled hallucinated without spans
+    (:attr:`~ragtruth_spans.core.types.Record.unlocated`) are left out — as clean responses they would teach the
+    opposite of their label — and counted in ``stats.unlocated_left_out``."""
     train, source = selected_training_records(data, stats)
+    if not unlocated and any(r.unlocated for r in train):
+        stats.unlocated_left_out = sum(r.unlocated for r in train)
+        train = [r for r in train if not r.unlocated]
+        source += f" less {stats.unlocated_left_out} unlocated"
     eval_stats = eval_stats if eval_stats is not None else type(stats)()
     held_out = eval_records(data, eval_stats, as_training=eval_as_training)
     if held_out is None:

@@ -116,3 +116,13 @@ def test_cli_bad_label_is_one_line_exit_2(tmp_path):
     assert result.exit_code == 2, result.output
     assert "begin_dev_wow.tsv:2" in result.output and "begin_label" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "out").exists()
+
+
+def test_unlocated_records_are_hallucinated_responses_to_the_evaluator():
+    from ragtruth_spans.evaluation.evaluator import evaluate
+
+    gold = [Record("a", "s", "QA", "m", "dev", "good", "It rained all day.", "Sunny.", unlocated=True),
+            Record("b", "s", "QA", "m", "dev", "good", "It was sunny.", "Sunny.")]
+    report = evaluate(gold, {"a": [Span(3, 9, score=0.9)], "b": []}, response_scores={"a": 0.9, "b": 0.2})
+    assert report.overall["response"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
+    assert report.to_dict()["auroc"] == 1.0

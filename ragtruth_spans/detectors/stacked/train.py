@@ -45,7 +45,7 @@ from ragtruth_spans.detectors.stacked.columns import (
 from ragtruth_spans.detectors.stacked.features import BASE_FEATURES
 from ragtruth_spans.detectors.stacked.recipe import MEMBERS_DIR, MemberSection, StackedRecipe
 from ragtruth_spans.runs.run_dir import write_run_files
-from ragtruth_spans.training.data import RecordStats, record_origin, record_weight
+from ragtruth_spans.training.data import RecordStats, record_origin, record_weight, unlocated_words
 from ragtruth_spans.training.run import TrainResult
 from ragtruth_spans.training.skeleton import data_record, select_data, trained_on
 
@@ -54,8 +54,16 @@ logger = logging.getLogger(__name__)
 Scores = list[tuple[np.ndarray, bool]]
 
 
-def word_labels(record: Record, words: Sequence[tuple[int, int]]) -> np.ndarray:
-    """1 for each word sharing a character with a gold span of ``record``, else 0."""
+def word_labels(record: Record, words: Sequence[tuple[int, int]], matrix: np.ndarray | None = None,
+                unlocated: str = "left_out") -> np.ndarray:
+    """1 for each word sharing a character with a gold span of ``record``, else 0. A record labelled hallucinated
+    without spans (``record.unlocated``) read with ``unlocated="absent"`` marks instead its content words whose
+    stem its context lacks (``matrix``: the words' feature rows); ``left_out`` gives 0s (its words then get weight
+    0: :func:`word_matrix`)."""
+    if record.unlocated and unlocated == "absent" and matrix is not None:
+        absent = (matrix[:, BASE_FEATURES.index("stem_in_context")] == 0) & \
+            (matrix[:, BASE_FEATURES.index("stop_word")] == 0)
+        return absent.astype(np.int8)
     return np.array([any(s.start < b and a < s.end for s in record.spans) for a, b in words], dtype=np.int8)
 
 
@@ -247,8 +255,11 @@ def build_columns(recipe: StackedRecipe, detectors: dict[str, Detector], train_r
 def word_matrix(recipe: StackedRecipe, train_records: Sequence[Record], train_cols: Sequence[Any],
                 eval_records: Sequence[Record], eval_cols: Sequence[Any]) -> WordMatrix:
     """The words of every response as combiner rows, labelled by :func:`word_labels`."""
-    weight = np.concatenate([[record_weight(r, recipe.data)] * len(c.words) for r, c in zip(train_records, train_cols)])
-    y = np.concatenate([word_labels(r, c.words) for r, c in zip(train_records, train_cols)])
+    weight = np.concatenate([[record_weight(r, recipe.data) if not r.unlocated
+                              or unlocated_words(r, recipe.data) != "left_out" else 0.0] * len(c.words)
+                             for r, c in zip(train_records, train_cols)])
+    y = np.concatenate([word_labels(r, c.words, c.matrix, unlocated_words(r, recipe.data))
+                        for r, c in zip(train_records, train_cols)])
     if recipe.combiner.supported_positive_weight != 1.0:
         held = np.concatenate([c.matrix[:, BASE_FEATURES.index("stem_in_context")] > 0 for c in train_cols])
         contradicted = np.concatenate([c.contradicted() for c in train_cols])
@@ -344,7 +355,7 @@ def train(recipe: StackedRecipe, *, resume: bool = False,
     run_dir = Path(recipe.output_dir)
     costs = StageCosts()
     with costs.stage("members"):
-        selected = select_data(recipe.data, RecordStats())
+        selected = select_data(recipe.data, RecordStats(), unlocated=True)
         train_records, eval_records = selected.train, selected.eval
         assert eval_records is not None  # the recipe requires data.eval_split
         logger.info("stacked: %s training responses (%s), %d eval responses (%s), %d member(s)",

@@ -484,3 +484,48 @@ def test_a_family_of_word_labels_only_leaves_unlocated_records_out(prepared, tmp
     plain = select_data(recipe.data, stats)
     assert not any(r.unlocated for r in plain.train) and stats.unlocated_left_out == 8
     assert "less 8 unlocated" in plain.source
+
+
+def test_an_unlocated_extra_record_teaches_words_as_its_source_says(tmp_path):
+    from ragtruth_spans.core.types import Record
+    from ragtruth_spans.detectors.stacked.columns import ItemColumns
+    from ragtruth_spans.detectors.stacked.features import BASE_FEATURES
+    from ragtruth_spans.detectors.stacked.train import word_matrix
+
+    located = Record("r1", "s1", "QA", "m", "train", "good", "It opened in 1999", "It opened in 1999.")
+    unlocated = Record("b1#extra-0", "extra-0:b", "QA", "m", "train", "good", "It opened in 1998", "It opened in "
+                       "1999.", unlocated=True)
+    words = [(0, 2), (3, 9), (10, 12), (13, 17)]
+    matrix = np.zeros((len(words), len(BASE_FEATURES)), dtype=np.float32)
+    matrix[:3, BASE_FEATURES.index("stem_in_context")] = 1.0  # "1998" is absent
+    matrix[[0, 2], BASE_FEATURES.index("stop_word")] = 1.0
+    absent = matrix.copy()
+    absent[1, BASE_FEATURES.index("stem_in_context")] = 0.0  # "opened" absent too: a content word
+    columns = [ItemColumns(words, matrix), ItemColumns(words, absent)]
+    recipe = stacked_recipe(tmp_path, tmp_path / "run")
+    recipe["data"]["extra"] = [{"dir": str(tmp_path / "begin")}]
+    left_out = word_matrix(validate_recipe(recipe), [located, unlocated], columns, [located], columns[:1])
+    assert left_out.y.tolist() == [0] * 8 and left_out.weight.tolist() == [1] * 4 + [0] * 4  # the head's only
+    recipe["data"]["extra"][0]["unlocated_words"] = "absent"
+    marked = word_matrix(validate_recipe(recipe), [located, unlocated], columns, [located], columns[:1])
+    assert marked.y.tolist() == [0, 0, 0, 0, 0, 1, 0, 1] and marked.weight is None  # content words it lacks
+    assert "unlocated_words" not in validate_recipe(stacked_recipe(tmp_path, tmp_path / "r")).model_dump()["data"]
+
+
+def test_a_family_of_word_labels_only_leaves_unlocated_records_out(prepared, tmp_path):
+    from ragtruth_spans.training.data import RecordStats
+    from ragtruth_spans.training.skeleton import select_data
+
+    extra = tmp_path / "extra"
+    other = [dataclasses.replace(r, id=f"other-{r.id}", spans=[], unlocated=True)
+             for r in synthetic_records(4, 5, "train")]
+    write_records(extra / "train.jsonl", other)
+    recipe = validate_recipe({**stacked_recipe(prepared, tmp_path / "run"),
+                              "data": {"prepared_dir": str(prepared), "eval_split": "dev",
+                                       "extra": [{"dir": str(extra)}]}})
+    kept = select_data(recipe.data, RecordStats(), unlocated=True)
+    assert sum(r.unlocated for r in kept.train) == 8
+    stats = RecordStats()
+    plain = select_data(recipe.data, stats)
+    assert not any(r.unlocated for r in plain.train) and stats.unlocated_left_out == 8
+    assert "less 8 unlocated" in plain.source
