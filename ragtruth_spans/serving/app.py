@@ -37,7 +37,6 @@ import uuid
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -63,48 +62,9 @@ from ragtruth_spans.serving.body import (
 )
 from ragtruth_spans.serving.limits import BearerAuth, BodySizeLimit, InFlight, validation_errors
 from ragtruth_spans.serving.schemas import DetectionOut, DetectMany, DetectOne, DetectorRef, ErrorOut, SelectRequest
+from ragtruth_spans.serving.settings import ServeSettings
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ServeSettings:
-    """Limits and batching of the service. ``api_key``: the bearer token required on ``/v1/*`` (None: open)."""
-
-    max_batch: int = 32
-    max_wait_ms: float = 10.0
-    max_queue: int = 1024
-    max_items: int = 64
-    max_chars: int = 100_000
-    max_body_bytes: int = 16 * 1024 * 1024
-    max_request_chars: int = 250_000
-    max_evidence_items: int = 8
-    max_evidence_chars: int = 120_000
-    evidence_workers: int = 1
-    evidence_queue: int = 8
-    light_evidence_chars: int = 20_000
-    api_key: str | None = None
-    evidence_mode: str = "lexical"
-    docs: bool = False
-    ui: bool = False
-    """Serve the page to try the detector at ``GET /`` (:mod:`~ragtruth_spans.serving.page`)."""
-
-    def __post_init__(self) -> None:
-        """Refuse settings under which some valid request could never be served."""
-        for name in ("max_batch", "max_queue", "max_items", "max_chars", "max_body_bytes", "max_request_chars",
-                     "evidence_workers", "evidence_queue"):
-            if getattr(self, name) < 1:
-                raise InputError(f"must be >= 1, got {getattr(self, name)}", field=f"--{name.replace('_', '-')}")
-        for name in ("max_evidence_items", "max_evidence_chars", "light_evidence_chars"):
-            if getattr(self, name) < 0:
-                raise InputError(f"must be >= 0, got {getattr(self, name)}", field=f"--{name.replace('_', '-')}")
-        if self.max_queue < self.max_items:
-            raise InputError(f"--max-queue {self.max_queue} is smaller than --max-items {self.max_items}: a request "
-                             "of that many items could never be queued (it would get 503 forever); raise --max-queue "
-                             "or lower --max-items", field="--max-queue")
-
-    def public(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k != "api_key"} | {"auth": self.api_key is not None}
 
 
 class BatchedDetector(Detector):

@@ -1,0 +1,169 @@
+"""The service's settings, one dataclass for the Python API and the command line: ``ServeSettings``.
+
+Each field carries its command-line option in its metadata (:func:`setting`): the flag, the help, the bounds and,
+where the flag's unit differs from the field's (``--max-body-mb`` for ``max_body_bytes``), the conversion.
+``ragtruth-spans serve`` builds its options from these fields (:mod:`ragtruth_spans.cli.settings_options`), so a
+limit is declared once. Limits of the connection itself (header and body read times, the connection cap, keep-alive)
+are applied by :mod:`~ragtruth_spans.serving.server` and by the app's body reader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ragtruth_spans.core.errors import InputError
+
+logger = logging.getLogger(__name__)
+
+MIB = 1024 * 1024
+
+
+def setting(default: Any, help: str, *, flag: str | None = None, min: float | None = None,
+            max: float | None = None, cli_type: Any = None, cli_default: Any = dataclasses.MISSING,
+            convert: Callable[[Any], Any] | None = None, cli: bool = True) -> Any:
+    """A :class:`ServeSettings` field with its command-line option: ``flag`` (default: ``--`` and the field's
+    name with dashes), ``help``, bounds, and for a flag whose unit or type differs from the field's, its
+    ``cli_type``, ``cli_default`` and ``convert`` (flag value → field value). ``cli=False``: Python API only.
+
+    Args:
+        default: the field's default.
+        help: the option's help (also the field's documentation).
+
+    Returns:
+        A ``dataclasses.field``.
+
+    >>> setting(8, "Threads.", min=1).metadata["min"]
+    1
+    """
+    return dataclasses.field(default=default, metadata={
+        "help": help, "flag": flag, "min": min, "max": max, "cli_type": cli_type, "cli": cli, "convert": convert,
+        "cli_default": default if cli_default is dataclasses.MISSING else cli_default})
+
+
+def api_key_from_env(variable: str | None) -> str | None:
+    """The bearer token in environment variable ``variable`` (None: no auth); unset or empty is an error.
+
+    >>> api_key_from_env(None) is None
+    True
+    """
+    if variable is None:
+        return None
+    key = os.environ.get(variable, "")
+    if not key.strip():
+        raise InputError(f"environment variable {variable} is not set or empty (it must hold the API key)",
+                         field="--api-key-env")
+    return key.strip()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (``127.0.0.1``, ``::1``, ``localhost``): only this machine can
+    connect.
+
+    >>> is_loopback("::1"), is_loopback("0.0.0.0")
+    (True, False)
+    """
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def page_wanted(ui: bool | None, host: str) -> bool:
+    """Whether ``GET /`` serves the page to try the detector: ``ui`` when given, else on for a loopback ``host``
+    only (a server on a public interface shows its page only when asked).
+
+    >>> page_wanted(None, "127.0.0.1"), page_wanted(None, "0.0.0.0"), page_wanted(False, "127.0.0.1")
+    (True, False, False)
+    """
+    return is_loopback(host) if ui is None else ui
+
+
+def _mib(value: float) -> int:
+    return int(value * MIB)
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """Limits, batching and connection settings of the service (every field is a ``serve`` option).
+
+    >>> ServeSettings(max_items=4).max_items
+    4
+    """
+
+    host: str = setting("127.0.0.1", "Address to listen on (0.0.0.0: every interface).")
+    port: int = setting(8000, "Port to listen on.", min=1, max=65535)
+    api_key: str | None = setting(None, "Require 'Authorization: Bearer KEY' on /v1/*, KEY read from this "
+                                     "environment variable.", flag="--api-key-env", convert=api_key_from_env)
+    max_batch: int = setting(32, "Items per detect_batch call at most.", min=1)
+    max_wait_ms: float = setting(10.0, "How long the oldest queued item waits for others to fill a batch.", min=0)
+    max_queue: int = setting(1024, "Queued items at most; beyond, 503.", min=1)
+    max_items: int = setting(64, "Items (or candidates) per request at most; beyond, 413.", min=1)
+    max_chars: int = setting(100_000, "Characters per item (context + question + response) at most; beyond, 413.",
+                             min=1)
+    max_request_chars: int = setting(250_000, "Characters per request (all items, or all candidates, together) at "
+                                     "most; beyond, 413.", min=1)
+    max_evidence_items: int = setting(8, "Items asking for evidence per request at most; beyond, 413.", min=0)
+    max_evidence_chars: int = setting(120_000, "Context characters of the items asking for evidence, per request, "
+                                      "at most; beyond, 413.", min=0)
+    evidence_workers: int = setting(1, "Threads of the evidence pool (evidence never runs in the detection or "
+                                    "request threads).", min=1)
+    evidence_queue: int = setting(8, "Evidence requests waiting at most; beyond, 503.", min=1)
+    light_evidence_chars: int = setting(20_000, "A request whose evidence contexts total at most this many "
+                                        "characters gets evidence from a pool of its own, never behind a heavy "
+                                        "one.", min=0)
+    max_body_bytes: int = setting(16 * MIB, "Request body size at most (MiB); beyond, 413.", flag="--max-body-mb",
+                                  min=0.001, cli_type=float, cli_default=16.0, convert=_mib)
+    graceful_timeout: float = setting(30.0, "On shutdown, seconds to wait for requests in flight.", min=0)
+    docs: bool = setting(False, "Serve the interactive API docs at /docs and /redoc (their pages load Swagger UI / "
+                         "ReDoc from a public CDN); /openapi.json is always served.")
+    ui: bool | None = setting(False, "Serve a page to try the detector at GET / (self-contained; it calls "
+                                 "/v1/detect from the browser). Default: on when --host is a loopback address, off "
+                                 "otherwise.", flag="--ui/--no-ui", cli_default=None)
+    evidence_mode: str = setting("lexical", "How the evidence of items sent with \"evidence\": true is found: "
+                                 "lexical (no model, fast) or encoder (all-MiniLM-L6-v2 relevance).")
+
+    def __post_init__(self) -> None:
+        """Refuse settings under which some valid request could never be served; ``ui=None``: :func:`page_wanted`."""
+        if self.ui is None:
+            object.__setattr__(self, "ui", page_wanted(None, self.host))
+        for name in ("max_batch", "max_queue", "max_items", "max_chars", "max_body_bytes", "max_request_chars",
+                     "evidence_workers", "evidence_queue"):
+            if getattr(self, name) < 1:
+                raise InputError(f"must be >= 1, got {getattr(self, name)}", field=self.flag(name))
+        for name in ("max_evidence_items", "max_evidence_chars", "light_evidence_chars"):
+            if getattr(self, name) < 0:
+                raise InputError(f"must be >= 0, got {getattr(self, name)}", field=self.flag(name))
+        from ragtruth_spans.core.errors import check_choice
+        from ragtruth_spans.evidence import MODES
+
+        check_choice(self.evidence_mode, MODES, "evidence mode", field="--evidence-mode")
+        if self.max_queue < self.max_items:
+            raise InputError(f"--max-queue {self.max_queue} is smaller than --max-items {self.max_items}: a request "
+                             "of that many items could never be queued (it would get 503 forever); raise --max-queue "
+                             "or lower --max-items", field="--max-queue")
+
+    @classmethod
+    def flag(cls, name: str) -> str:
+        """The command-line flag of field ``name``.
+
+        >>> ServeSettings.flag("max_body_bytes"), ServeSettings.flag("max_items")
+        ('--max-body-mb', '--max-items')
+        """
+        field = cls.__dataclass_fields__[name]
+        return (field.metadata.get("flag") or f"--{name.replace('_', '-')}").split("/")[0]
+
+    def public(self) -> dict[str, Any]:
+        """The settings a client may see (``/v1/model``): all but the API key, and whether there is one.
+
+        >>> ServeSettings(api_key="k").public()["auth"]
+        True
+        """
+        return {k: v for k, v in asdict(self).items() if k != "api_key"} | {"auth": self.api_key is not None}
