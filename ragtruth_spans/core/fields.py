@@ -3,6 +3,8 @@
 - Text (``context``, ``response``, ``question``, ``id``, names) must be a JSON string of valid Unicode: a lone
   surrogate (``"\\ud800"``, legal JSON, not text) is refused here, at the edge, so it can never reach a tokenizer,
   an output stream or a file later.
+- A text that must hold something (``context``, ``response``, a candidate, a model name) must not be **blank**
+  (:func:`is_blank`: empty, or only whitespace and invisible characters): one rule for every reader.
 - Flags are JSON booleans (``"false"`` is not a boolean); ids are strings or integers (never ``true``); scores are
   finite numbers in [0, 1].
 
@@ -12,6 +14,7 @@ Each check raises :class:`~ragtruth_spans.core.errors.InputError` naming ``path`
 from __future__ import annotations
 
 import math
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +40,54 @@ def check_unicode(text: str, *, field: str | None = None, path: str | Path | Non
     return text
 
 
+INVISIBLE_CATEGORIES = ("Cc", "Cf")
+"""Unicode categories of characters that show nothing: controls (``Cc``: NUL, ESC, ...) and format characters
+(``Cf``: zero-width space U+200B, zero-width joiner U+200D, word joiner U+2060, byte-order mark U+FEFF, soft
+hyphen U+00AD, bidirectional marks, ...)."""
+
+BLANK_MESSAGE = "is empty or blank (only whitespace or invisible characters): there is nothing to read"
+"""The one error message of a blank text (:func:`check_text` with ``nonempty``, the HTTP schemas)."""
+
+
+def is_blank(text: str) -> bool:
+    r"""Whether ``text`` holds nothing to read: it is empty, or every character is whitespace (``str.isspace``:
+    spaces, tabs, line breaks, no-break space U+00A0, line separator U+2028, ideographic space U+3000, ...) or
+    invisible (:data:`INVISIBLE_CATEGORIES`: zero-width space U+200B, byte-order mark U+FEFF, controls, ...).
+    Detectors read text in NFC (:mod:`ragtruth_spans.core.text`); normalisation never changes whether a text is
+    blank (no code point is blank on one side only), so the rule reads the text as given.
+
+    Args:
+        text: any string.
+
+    Returns:
+        True for a text with no visible character.
+
+    >>> [is_blank(t) for t in ("", " ", "\n\t", "\u00a0", "\u2028", "\u3000", "\u200b", "\ufeff \u2060")]
+    [True, True, True, True, True, True, True, True]
+    >>> [is_blank(t) for t in ("a", " 1 ", "\u0301", "\u3164", ".")]
+    [False, False, False, False, False]
+    """
+    return all(char.isspace() or unicodedata.category(char) in INVISIBLE_CATEGORIES for char in text)
+
+
 def check_text(value: Any, *, field: str, path: str | Path | None = None, line: int | None = None,
                optional: bool = False, nonempty: bool = False) -> Any:
-    """A string field of valid Unicode (None too when ``optional``); ``nonempty`` refuses ``""``."""
+    r"""A string field of valid Unicode (None too when ``optional``); ``nonempty`` refuses a blank text
+    (:func:`is_blank`: ``""``, ``" "``, ``"\u200b"``, ...).
+
+    >>> check_text("It opened in 1998.", field="response", nonempty=True)
+    'It opened in 1998.'
+    >>> check_text("\u00a0", field="response", path="in.jsonl", line=3, nonempty=True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ragtruth_spans.core.errors.InputError: in.jsonl:3, field 'response': is empty or blank ...
+    """
     if value is None and optional:
         return None
     if not isinstance(value, str):
         kind = "a string or null" if optional else "a string"
         raise InputError(f"must be {kind}, got {_json_type(value)}", path=path, line=line, field=field)
-    if nonempty and not value:
-        raise InputError("must not be empty", path=path, line=line, field=field)
+    if nonempty and is_blank(value):
+        raise InputError(BLANK_MESSAGE, path=path, line=line, field=field)
     return check_unicode(value, field=field, path=path, line=line)
 
 

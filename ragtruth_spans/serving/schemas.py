@@ -1,10 +1,11 @@
 """Request and response bodies of the HTTP service (pydantic). Offsets in every answer are characters of the
 response (Unicode code points, as Python ``str`` indices), half-open ``[start, end)``.
 
-Wrong types, missing or unknown fields, empty texts and text holding a lone surrogate (``"\\ud800"``: legal JSON,
-not text) are refused by these models (422), in strict mode: no coercion, so ``"id": true`` is refused rather than
-echoed as ``1``. Sizes beyond the server's limits (characters per item, items per request, request bytes) are checked
-by the app (413) before these models run.
+Wrong types, missing or unknown fields, blank texts (a context, response or candidate that is empty or only
+whitespace and invisible characters: :func:`~ragtruth_spans.core.fields.is_blank`, the rule of every reader) and
+text holding a lone surrogate (``"\\ud800"``: legal JSON, not text) are refused by these models (422), in strict
+mode: no coercion, so ``"id": true`` is refused rather than echoed as ``1``. Sizes beyond the server's limits
+(characters per item, items per request, request bytes) are checked by the app (413) before these models run.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pydantic import (
 )
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.core.fields import surrogate_at
+from ragtruth_spans.core.fields import BLANK_MESSAGE, is_blank, surrogate_at
 from ragtruth_spans.core.types import TASK_TYPES
 from ragtruth_spans.detectors.base import resolve_task
 from ragtruth_spans.selection.select import DEFAULT_STRATEGY, STRATEGIES, TIE_BREAKS
@@ -43,6 +44,16 @@ def _unicode(value: str) -> str:
 
 Text = Annotated[str, AfterValidator(_unicode)]
 """A string of valid Unicode (:func:`~ragtruth_spans.core.fields.surrogate_at`): the rule of every text field."""
+
+
+def _filled(value: str) -> str:
+    if is_blank(value):
+        raise ValueError(BLANK_MESSAGE)
+    return value
+
+
+FilledText = Annotated[str, AfterValidator(_unicode), AfterValidator(_filled)]
+"""A :data:`Text` that is not blank (:func:`~ragtruth_spans.core.fields.is_blank`): contexts and responses."""
 
 
 def _id(value: Any) -> Any:
@@ -75,16 +86,16 @@ def _task_rule(data: Any) -> Any:
 class DetectItemIn(_Strict):
     """One response to check, with the context it was written from (the item schema of stdin ``detect`` and of
     :meth:`DetectItem.of <ragtruth_spans.detectors.base.DetectItem.of>`: ``task_type`` is accepted for ``task``,
-    ``task`` defaults to QA when a question is given, context and response must not be empty)."""
+    ``task`` defaults to QA when a question is given, context and response must not be blank)."""
 
     @model_validator(mode="before")
     @classmethod
     def _one_task_rule(cls, data: Any) -> Any:
         return _task_rule(data)
 
-    context: Text = Field(min_length=1, description="The passages (QA), the article (Summary) or the data "
-                          "(Data2txt).")
-    response: Text = Field(min_length=1, description="The response to check.")
+    context: FilledText = Field(min_length=1, description="The passages (QA), the article (Summary) or the "
+                                "data (Data2txt).")
+    response: FilledText = Field(min_length=1, description="The response to check.")
     task: Task = Field(description="QA, Summary or Data2txt.")
     question: Text | None = Field(default=None, description="The question (QA).")
     id: Id | None = Field(default=None, description="Your id (a string or an integer), echoed in the answer.")
@@ -156,7 +167,7 @@ class DetectMany(BaseModel):
 
 
 class CandidateIn(_Strict):
-    response: Text = Field(min_length=1)
+    response: FilledText = Field(min_length=1)
     id: Id | None = None
 
 
@@ -168,7 +179,7 @@ class SelectRequest(_Strict):
     def _one_task_rule(cls, data: Any) -> Any:
         return _task_rule(data)
 
-    context: Text = Field(min_length=1)
+    context: FilledText = Field(min_length=1)
     task: Task
     question: Text | None = None
     candidates: list[CandidateIn] = Field(min_length=1, description="Responses: strings, or {response, id?} "
