@@ -1,7 +1,7 @@
 """The one cache root of the package: where converted GGUF models, LM-gain features and judge answers are kept.
 
 ``$RAGTRUTH_SPANS_CACHE``, else ``$XDG_CACHE_HOME/ragtruth-spans``, else ``~/.cache/ragtruth-spans``; each user of
-the cache keeps its files in its own subfolder (``gguf/``, ``lm_gain/``, ``judge/``).
+the cache keeps its files in its own subfolder (``gguf/``, ``judge/``).
 """
 
 from __future__ import annotations

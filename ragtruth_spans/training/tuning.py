@@ -110,41 +110,33 @@ class Choice(Generic[C]):
     figures: list[dict[str, float]]
 
 
-def balanced_figures(records: Sequence[Record], spans: Sequence[Any],
-                     groups: Sequence[Sequence[int]] | None = None) -> dict[str, float]:
-    """The :data:`FIGURES` of ``spans`` (one span list per record) pooled over ``records`` — or, with ``groups``
-    (lists of record positions), each figure the mean of the groups' pooled figures, so that every group (real
-    responses, generated ones) weighs the same whatever its size; empty groups are left out."""
+def tuning_figures(records: Sequence[Record], spans: Sequence[Any]) -> dict[str, float]:
+    """The :data:`FIGURES` of ``spans`` (one span list per record) pooled over ``records``."""
     from ragtruth_spans.evaluation.counts import char_rows
 
-    return balanced_figures_of_rows(char_rows(records, spans), groups)
+    return tuning_figures_of_rows(char_rows(records, spans))
 
 
-def balanced_figures_of_rows(rows: np.ndarray, groups: Sequence[Sequence[int]] | None = None) -> dict[str, float]:
-    """:func:`balanced_figures` from the responses' character counts
+def tuning_figures_of_rows(rows: np.ndarray) -> dict[str, float]:
+    """:func:`tuning_figures` from the responses' character counts
     (:func:`~ragtruth_spans.evaluation.counts.char_rows`): what a tuner that counts once and masks many times
     (the response gate) scores its candidates with."""
     from ragtruth_spans.evaluation.counts import figures_of_rows
 
-    if groups is None:
-        return figures_row(figures_of_rows(rows))
-    parts = [figures_row(figures_of_rows(rows[list(g)])) for g in groups if g]
-    return {name: sum(part[name] for part in parts) / len(parts) for name in FIGURES}
+    return figures_row(figures_of_rows(rows))
 
 
 def choose_best(records: Sequence[Record], candidates: Sequence[C], detect: Callable[[C], Sequence[Any]], *,
                 criterion: str = DEFAULT_CRITERION, split: str = "dev",
-                admissible: Callable[[dict[str, float]], bool] | None = None,
-                groups: Sequence[Sequence[int]] | None = None) -> Choice[C]:
+                admissible: Callable[[dict[str, float]], bool] | None = None) -> Choice[C]:
     """Score ``detect(candidate)`` — one :class:`~ragtruth_spans.detectors.base.Detection` (or one span list) per
     record, in order — for each candidate (any value: thresholds, a whole decision) with
-    :func:`~ragtruth_spans.evaluation.counts.pooled_figures` (with ``groups``, the mean of each group's:
-    :func:`balanced_figures`) and return the best by ``criterion`` (ties: the first candidate; see the module
-    docstring) among the candidates whose figures ``admissible`` accepts (default: all; when none is, the first
-    candidate)."""
+    :func:`~ragtruth_spans.evaluation.counts.pooled_figures` and return the best by ``criterion`` (ties: the first
+    candidate; see the module docstring) among the candidates whose figures ``admissible`` accepts (default: all; when
+    none is, the first candidate)."""
 
     check_candidates(records, candidates, criterion, split)
-    figures = [balanced_figures(records, [getattr(d, "spans", d) for d in detect(c)], groups) for c in candidates]
+    figures = [tuning_figures(records, [getattr(d, "spans", d) for d in detect(c)]) for c in candidates]
     return pick_best(candidates, figures, criterion=criterion, admissible=admissible)
 
 

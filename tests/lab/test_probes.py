@@ -66,23 +66,3 @@ def test_tier1_report(prepared: Path, tmp_path: Path) -> None:
     result = run_script("tier1_report.py", str(prepared / "train.jsonl"), str(prepared / "dev.jsonl"), "--json",
                         str(out), cwd=tmp_path)
     assert "|" in result.stdout and out.is_file()
-
-
-@pytest.mark.slow
-def test_bench_lm_gain_with_a_tiny_llama(prepared: Path, tmp_path: Path) -> None:
-    from ragtruth_spans.models.tiny import build_tiny_llama
-
-    model = build_tiny_llama(tmp_path / "lm", texts=[r.response for r in read_records(prepared / "train.jsonl")][:20],
-                             vocab_size=400)
-    os.environ["RAGTRUTH_SPANS_CACHE"] = str(tmp_path / "cache")
-    try:
-        result = run_script("bench_lm_gain.py", "--prepared", str(prepared), "--train-responses", "12", "--folds",
-                            "3", "--model", str(model), "--max-context-tokens", "128", "--out",
-                            str(tmp_path / "lm.json"), cwd=tmp_path)
-    finally:
-        os.environ.pop("RAGTRUTH_SPANS_CACHE")
-    report = json.loads((tmp_path / "lm.json").read_text())
-    assert report["responses"] == 12 + len(read_records(prepared / "dev.jsonl"))
-    assert set(report["auroc_alone"]) == {"lm_gain", "lm_gain_min", "lm_logprob", "lm_gain_mean_3"}
-    assert 0.0 <= report["base"]["span_f1"] <= 1.0 and 0.0 <= report["base+lm"]["span_f1"] <= 1.0
-    assert "base+lm" in result.stdout and len(list((tmp_path / "cache" / "lm_gain").rglob("*.npz"))) > 0

@@ -13,7 +13,7 @@ from ragtruth_spans.detectors.base import Detection
 from ragtruth_spans.detectors.token_classification.tuning import best_threshold
 from ragtruth_spans.evaluation import evaluate
 from ragtruth_spans.evaluation.counts import pooled_figures
-from ragtruth_spans.training.tuning import PAPER_GRID, balanced_figures, choose_best, grid, tune_thresholds
+from ragtruth_spans.training.tuning import PAPER_GRID, grid, tune_thresholds
 
 
 def random_case(seed: int, n: int = 40) -> tuple[list[Record], list[list[Span]]]:
@@ -75,36 +75,6 @@ def test_the_tuner_picks_the_evaluators_best_and_the_first_of_ties() -> None:
 
     flat = tune_thresholds(records, candidates, lambda c: [[] for _ in records], criterion="span_f1")
     assert flat.thresholds == {"threshold": 0.1}  # every candidate ties: the first (lowest) wins
-
-
-def test_balanced_figures_are_the_mean_of_each_groups_pooled_figures() -> None:
-    records, predicted = random_case(2, n=30)
-    groups = [list(range(0, 25)), list(range(25, 30))]
-    figures = balanced_figures(records, predicted, groups)
-    parts = [pooled_figures([records[i] for i in g], [predicted[i] for i in g]) for g in groups]
-    assert figures["span_f1"] == pytest.approx((parts[0]["span"]["f1"] + parts[1]["span"]["f1"]) / 2)
-    assert balanced_figures(records, predicted, [groups[0], []]) == balanced_figures(
-        [records[i] for i in groups[0]], [predicted[i] for i in groups[0]])
-
-
-def test_a_small_group_weighs_as_much_as_a_large_one_when_balanced() -> None:
-    """Nine responses err in their first word, three in their second: pooled, flagging the first word everywhere
-    wins; balanced, flagging both (right on both groups' errors) does."""
-    def record(i: int, span: Span) -> Record:
-        return Record(id=f"r{i}", source_id=f"s{i}", task_type="QA", model="m", split="dev", quality="good",
-                      response="alpha beta gamma", context="c", spans=[span])
-
-    first, second = Span(0, 5), Span(6, 10)
-    records = [record(i, first) for i in range(9)] + [record(9 + i, second) for i in range(3)]
-    candidates = {"first": [first], "second": [second], "both": [first, second]}
-
-    def detect(name: str) -> list[list[Span]]:
-        return [candidates[name] for _ in records]
-
-    assert choose_best(records, list(candidates), detect).best == "first"
-    balanced = choose_best(records, list(candidates), detect, groups=[list(range(9)), list(range(9, 12))])
-    assert balanced.best == "both"
-    assert balanced.value == pytest.approx((10 / 14 + 8 / 13) / 2)  # character F1 of each group, averaged
 
 
 def test_the_token_classification_tuner_takes_the_lowest_threshold_of_a_plateau() -> None:

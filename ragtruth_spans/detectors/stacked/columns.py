@@ -42,22 +42,13 @@ def build_encoder(name: str | None, **options: Any) -> Any:
     return shared_encoder(name, **options)
 
 
-def build_lm(section: Any, **options: Any) -> Any:
-    """The causal-LM scorer of the ``features.lm`` section (``options``: ``device``), or None."""
-    if section is None:
-        return None
-    from ragtruth_spans.detectors.stacked.lm_gain import LMScorer
+def column_names(members: Sequence[str]) -> list[str]:
+    """Every column, in matrix order: the base features, then the members' columns.
 
-    return LMScorer(section.model, max_context_tokens=section.max_context_tokens,
-                    max_response_tokens=section.max_response_tokens, device=options.get("device"))
-
-
-def column_names(members: Sequence[str], lm: bool = False) -> list[str]:
-    """Every column, in matrix order: the base features, the LM columns (with ``lm``), the members' columns."""
-    from ragtruth_spans.detectors.stacked.lm_gain import LM_FEATURES
-
-    return [*BASE_FEATURES, *(LM_FEATURES if lm else ()),
-            *(f"{m}_{c}" for m in members for c in ("word", "mean_3", "mean_8"))]
+    >>> column_names(["numbers"])[-3:]
+    ['numbers_word', 'numbers_mean_3', 'numbers_mean_8']
+    """
+    return [*BASE_FEATURES, *(f"{m}_{c}" for m in members for c in ("word", "mean_3", "mean_8"))]
 
 
 RULE_COLUMNS = ("swap", "negation_added", "negation_dropped", "number_near", "polarity", "contrast_graded",
@@ -155,20 +146,19 @@ def _soft_support(words_of: Sequence[Interval], cut: Sequence[Interval],
 class ColumnBuilder:
     """Builds :class:`ItemColumns` for items; ``encoder`` (a
     :class:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder` or None), ``members``
-    (``{name: detector}``) and ``lm`` (an :class:`~.lm_gain.LMScorer` or None) fix the columns."""
+    (``{name: detector}``) fix the columns."""
 
     def __init__(self, encoder: Any | None = None, members: dict[str, Detector | FoldMean] | None = None,
-                 lm: Any | None = None, drop: Sequence[str] = (), token_support: bool = False) -> None:
+                 drop: Sequence[str] = (), token_support: bool = False) -> None:
         self.encoder = encoder
         self.token_support = token_support
         self.dropped = [BASE_FEATURES.index(name) for name in drop]
         self.members = dict(members or {})
-        self.lm = lm
         self._indexes: OrderedDict[tuple[str, str | None], ContextIndex] = OrderedDict()
 
     @property
     def names(self) -> list[str]:
-        return column_names(list(self.members), lm=self.lm is not None)
+        return column_names(list(self.members))
 
     def index(self, item: DetectItem) -> ContextIndex:
         key = (item.context, item.question)
@@ -213,11 +203,9 @@ class ColumnBuilder:
         return cosines, soft if pieces is not None else [None] * len(items)
 
     def build(self, items: Sequence[DetectItem],
-              member_scores: dict[str, list[tuple[np.ndarray, bool]]] | None = None,
-              skip_lm: Sequence[bool] | None = None) -> list[ItemColumns]:
+              member_scores: dict[str, list[tuple[np.ndarray, bool]]] | None = None) -> list[ItemColumns]:
         """Columns of every item; ``member_scores`` (``{member: per-item character scores}``) replaces running
-        the members, as training does with out-of-fold scores; items ``skip_lm`` marks get missing (NaN) LM
-        columns instead of two LM passes."""
+        the members, as training does with out-of-fold scores."""
         scores = dict(member_scores or {})
         for name, detector in self.members.items():
             if name not in scores:
@@ -225,12 +213,6 @@ class ColumnBuilder:
         cuts = [sentences(item.response) for item in items]
         spans_of = [words(item.response) for item in items]
         cosines, soft = self._encoder_columns(items, cuts, spans_of)
-        lm_scores = None
-        if self.lm is not None:
-            from ragtruth_spans.detectors.stacked.lm_gain import EMPTY
-
-            skip = list(skip_lm) if skip_lm is not None else [False] * len(items)
-            lm_scores = [EMPTY if skipped else self.lm.score(item) for item, skipped in zip(items, skip)]
         out = []
         for i, item in enumerate(items):
             spans = spans_of[i]
@@ -238,10 +220,6 @@ class ColumnBuilder:
                                  sentence_cosine=cosines[i], soft_support=soft[i])
             base[:, self.dropped] = 0.0
             blocks, failed = [base], []
-            if lm_scores is not None:
-                from ragtruth_spans.detectors.stacked.lm_gain import lm_columns
-
-                blocks.append(lm_columns(spans, lm_scores[i]))
             for name in self.members:
                 values, ok = scores[name][i]
                 blocks.append(member_columns(spans, values))

@@ -28,7 +28,6 @@ import numpy as np
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import TASK_TYPES, Record, Span
-from ragtruth_spans.detectors.stacked import constraints
 from ragtruth_spans.detectors.stacked.features import Interval
 from ragtruth_spans.detectors.stacked.recipe import CombinerSection, DecisionSection
 
@@ -53,14 +52,12 @@ def training_threads() -> int:
         return os.cpu_count() or 1
 
 
-def _params(settings: CombinerSection, names: Sequence[str]) -> dict[str, Any]:
-    params = {"objective": "binary", "learning_rate": settings.learning_rate, "num_leaves": settings.num_leaves,
+def _params(settings: CombinerSection) -> dict[str, Any]:
+    return {"objective": "binary", "learning_rate": settings.learning_rate, "num_leaves": settings.num_leaves,
               "min_data_in_leaf": settings.min_data_in_leaf, "feature_fraction": settings.feature_fraction,
               "bagging_fraction": settings.bagging_fraction, "bagging_freq": 1, "lambda_l2": settings.lambda_l2,
               "verbose": -1, "seed": settings.seed, "deterministic": True, "force_row_wise": True,
               "num_threads": training_threads()}
-    return {**params, **constraints.lightgbm_constraints(names, monotone=settings.monotone,
-                                                         additive_priors=settings.additive_priors)}
 
 
 class Ensemble:
@@ -98,9 +95,9 @@ def _fit_one(x: np.ndarray, y: np.ndarray, x_eval: np.ndarray, y_eval: np.ndarra
     lgb = _lightgbm()
     train_set = lgb.Dataset(x, y, weight=weight, feature_name=list(names), free_raw_data=True)
     if rounds is not None:
-        return lgb.train(_params(settings, names), train_set, rounds)
+        return lgb.train(_params(settings), train_set, rounds)
     eval_set = lgb.Dataset(x_eval, y_eval, reference=train_set)
-    return lgb.train(_params(settings, names), train_set, settings.max_rounds, valid_sets=[eval_set],
+    return lgb.train(_params(settings), train_set, settings.max_rounds, valid_sets=[eval_set],
                      callbacks=[lgb.early_stopping(settings.early_stopping_rounds, verbose=False)])
 
 
@@ -269,18 +266,6 @@ class TuningInputs:
     probabilities: Sequence[np.ndarray]
     scores: Sequence[float] | None = None
     conflicts: Sequence[np.ndarray] | None = None
-    balanced: bool = False
-    """Tune on the mean of the real responses' figures and the generated ones' (each origin weighs the same)."""
-
-    def groups(self, subset: Sequence[int]) -> list[list[int]] | None:
-        """With ``balanced``, the positions in ``subset`` of real and of generated responses; else None."""
-        if not self.balanced:
-            return None
-        from ragtruth_spans.training.data import record_origin
-
-        real = [k for k, i in enumerate(subset) if record_origin(self.records[i]) == "real"]
-        return [real, sorted(set(range(len(subset))) - set(real))]
-
     def spans(self, subset: Sequence[int], decision: Decision) -> list[list[Span]]:
         """The spans ``decision`` gives each response of ``subset``."""
         return [decision.spans(self.words[i], self.probabilities[i], self.records[i].task_type,
@@ -298,21 +283,21 @@ class TuningInputs:
                      for gate in (-math.inf, math.inf))  # type: ignore[return-value]
 
     def figures(self, subset: Sequence[int], decision: Decision) -> dict[str, dict[str, float]]:
-        """:func:`~ragtruth_spans.evaluation.counts.pooled_figures` of ``decision`` over ``subset`` (pooled, never
-        balanced: what ``evaluate`` prints for these responses)."""
+        """:func:`~ragtruth_spans.evaluation.counts.pooled_figures` of ``decision`` over ``subset`` (what
+        ``evaluate`` prints for these responses)."""
         from ragtruth_spans.evaluation.counts import pooled_figures
 
         return pooled_figures([self.records[i] for i in subset], self.spans(subset, decision))
 
 
 
-def _best_threshold(rows: Mapping[float, np.ndarray], subset: list[int], groups: list[list[int]] | None) -> float:
+def _best_threshold(rows: Mapping[float, np.ndarray], subset: list[int]) -> float:
     """The threshold of highest span F1 on ``subset`` given every threshold's character rows over all responses
     (the one tuner's tie rule: the lowest)."""
-    from ragtruth_spans.training.tuning import balanced_figures_of_rows, pick_best
+    from ragtruth_spans.training.tuning import pick_best, tuning_figures_of_rows
 
     grid = sorted(rows)
-    figures = [balanced_figures_of_rows(rows[t][subset], groups) for t in grid]
+    figures = [tuning_figures_of_rows(rows[t][subset]) for t in grid]
     return pick_best(grid, figures, criterion="span_f1").best
 
 
@@ -326,27 +311,26 @@ def tune(records: Sequence[Record], words: Sequence[Sequence[Interval]], probabi
     and threshold (a response's spans at a threshold do not depend on which others are scored with it). Returns
     the decision and one row per candidate."""
     from ragtruth_spans.evaluation.counts import char_rows
-    from ragtruth_spans.training.tuning import balanced_figures_of_rows, check_candidates, pick_best
+    from ragtruth_spans.training.tuning import check_candidates, pick_best, tuning_figures_of_rows
 
     check_candidates(records, settings.grid)
-    inputs = TuningInputs(records, words, probabilities, balanced=settings.balanced)
+    inputs = TuningInputs(records, words, probabilities)
     everyone = list(range(len(records)))
     tasks = np.array([r.task_type for r in records])
     by_task = {task: np.flatnonzero(tasks == task).tolist() for task in TASK_TYPES if (tasks == task).any()} \
         if settings.per_task else {}
-    groups = {task: inputs.groups(subset) for task, subset in by_task.items()} | {"*": inputs.groups(everyone)}
     candidates: list[Decision] = []
     figures: list[dict[str, float]] = []
     for gap in settings.max_word_gap:
         rows = {t: char_rows(records, inputs.spans(everyone, Decision({"*": t}, gap))) for t in settings.grid}
-        thresholds = {"*": _best_threshold(rows, everyone, groups["*"])}
+        thresholds = {"*": _best_threshold(rows, everyone)}
         for task, subset in by_task.items():
-            thresholds[task] = _best_threshold(rows, subset, groups[task])
+            thresholds[task] = _best_threshold(rows, subset)
         variants = [{"*": thresholds["*"]}, thresholds] if settings.per_task else [thresholds]
         for chosen in variants:
             own = [chosen.get(task, chosen["*"]) for task in tasks]
             candidates.append(Decision(chosen, gap))
-            figures.append(balanced_figures_of_rows(np.stack([rows[t][i] for i, t in enumerate(own)]), groups["*"]))
+            figures.append(tuning_figures_of_rows(np.stack([rows[t][i] for i, t in enumerate(own)])))
     choice = pick_best(candidates, figures, criterion="span_f1")
     table = [{**c.to_dict(), "span_f1": round(row["span_f1"], 6)} for c, row in zip(candidates, choice.figures)]
     return choice.best, table
@@ -361,12 +345,11 @@ def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], pr
     first scale, the first fill, the lowest gate). The one tuner's rule scores them (each (scale, fill) is counted
     once with the gate open and once closed; a gate picks per response: :meth:`TuningInputs.gate_rows`); every
     candidate is appended to ``table``."""
-    from ragtruth_spans.training.tuning import balanced_figures, balanced_figures_of_rows, pick_best
+    from ragtruth_spans.training.tuning import pick_best, tuning_figures, tuning_figures_of_rows
 
-    inputs = TuningInputs(records, words, probabilities, scores, conflicts, balanced=settings.balanced)
+    inputs = TuningInputs(records, words, probabilities, scores, conflicts)
     everyone = list(range(len(records)))
-    groups = inputs.groups(everyone)
-    floor = balanced_figures(records, inputs.spans(everyone, decision), groups)["span_f1"] \
+    floor = tuning_figures(records, inputs.spans(everyone, decision))["span_f1"] \
         - settings.gate_span_f1_tolerance
     score_of = np.asarray(scores, dtype=float)
     candidates: list[Decision] = []
@@ -379,7 +362,7 @@ def tune_gate(records: Sequence[Record], words: Sequence[Sequence[Interval]], pr
             for gate in [0.0, *settings.grid]:
                 rows = np.where((score_of >= gate)[:, None], open_rows, closed_rows)
                 candidates.append(replace(scaled, response_threshold=gate))
-                figures.append(balanced_figures_of_rows(rows, groups))
+                figures.append(tuning_figures_of_rows(rows))
     choice = pick_best(candidates, figures, criterion="response_f1", admissible=lambda row: row["span_f1"] >= floor)
     table.extend({**c.to_dict(), "span_f1": round(row["span_f1"], 6), "response_f1": round(row["response_f1"], 6)}
                  for c, row in zip(candidates, choice.figures))

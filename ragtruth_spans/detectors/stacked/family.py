@@ -23,7 +23,7 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.detectors.recipes import read_finished_run
     from ragtruth_spans.detectors.stacked import combiner, response
-    from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, FoldMean, build_encoder, build_lm
+    from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, FoldMean, build_encoder
     from ragtruth_spans.detectors.stacked.detector import StackedDetector
 
     check_options("stacked", options, OPTIONS)
@@ -40,8 +40,7 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
             members[member.name] = load_detector(run_dir / member.run_paths()[0])
         else:
             members[member.name] = FoldMean([load_detector(run_dir / path) for path in member.run_paths()])
-    builder = ColumnBuilder(build_encoder(recipe.features.encoder, **options), members,
-                            build_lm(recipe.features.lm, device=options.get("device")), drop=recipe.features.drop,
+    builder = ColumnBuilder(build_encoder(recipe.features.encoder, **options), members, drop=recipe.features.drop,
                             token_support=recipe.features.token_support)
     saved = info.get("columns")
     if not isinstance(saved, list) or not set(saved) <= set(builder.names) or len(set(saved)) != len(saved):

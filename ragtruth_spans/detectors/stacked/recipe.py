@@ -4,7 +4,6 @@
 kind: stacked
 features:
   encoder: sentence-transformers/all-MiniLM-L6-v2   # sentence similarity column; null: none
-  lm: {model: smollm2-135m-instruct}                # optional causal-LM support columns (default null)
 members:                                            # optional: detectors whose scores become columns
   - name: minilm
     recipe: all-minilm-l6-v2/token-cls             # trained here, out-of-fold on the training split
@@ -20,37 +19,69 @@ decision: {per_task: true, max_word_gap: [0, 1, 2], ...}
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ragtruth_spans.models.pretrained import MINILM, SMOLLM2
+from ragtruth_spans.models.pretrained import MINILM
 from ragtruth_spans.training.recipe import DataSection, Recipe, Section, check_eval_split
 
+logger = logging.getLogger(__name__)
 
-class LMSection(Section):
-    """The causal-LM support columns (:mod:`.lm_gain`): per response token, log p with the context minus log p
-    without it."""
+RETIRED: dict[str, dict[str, Any]] = {
+    "features": {"lm": None},
+    "combiner": {"monotone": False, "supported_positive_weight": 1.0, "additive_priors": False},
+    "decision": {"balanced": False},
+}
+"""Options removed because they measured no gain (causal-LM support columns, monotone constraints, additive
+priors, a lower weight for copied words of a labelled phrase, tuning balanced between real and generated
+responses), each with the value that gives the behaviour kept. A recipe or a run's ``recipe.yaml`` that sets one
+to that value loads as before (the key is dropped: the run was trained without it); any other value is refused
+with the option's name, since this version cannot reproduce that run."""
 
-    model: str = Field(SMOLLM2, description="Causal LM (packaged name, local folder or a hub id you name).")
-    max_context_tokens: int = Field(768, ge=16, description="The context is cut to this many tokens by relevance.")
-    max_response_tokens: int = Field(512, ge=1, description="Response tokens scored; later words get NaN.")
-    augmented: bool = Field(False, description="Score the augmented training responses too (two more LM passes "
-                                               "each); false: their LM columns are missing (NaN).")
+
+def drop_retired(section: str, data: Any) -> Any:
+    """``data`` (a section's raw mapping) without the :data:`RETIRED` keys of ``section`` set to their kept value;
+    one set to another value is a ``ValueError`` naming it.
+
+    >>> drop_retired("combiner", {"num_leaves": 7, "monotone": False})
+    {'num_leaves': 7}
+    >>> drop_retired("combiner", {"monotone": True})
+    Traceback (most recent call last):
+    ...
+    ValueError: monotone was removed (it measured no gain); only false, the kept behaviour, loads: retrain without it
+    """
+    if not isinstance(data, dict):
+        return data
+    kept = {key: value for key, value in RETIRED[section].items() if key in data}
+    for key, value in kept.items():
+        given = data[key]
+        same = given is value if value is None or isinstance(value, bool) else \
+            not isinstance(given, bool) and isinstance(given, (int, float)) and given == value
+        if not same:
+            shown = {None: "null", False: "false"}.get(value, value) if not isinstance(value, float) else value
+            raise ValueError(f"{key} was removed (it measured no gain); only {shown}, the kept behaviour, loads: "
+                             "retrain without it")
+        logger.debug("recipe: %s.%s: %r is the only behaviour now; the key is dropped", section, key, given)
+    return {key: value for key, value in data.items() if key not in kept}
 
 
 class FeatureSection(Section):
     encoder: str | None = Field(MINILM, description="Sentence-transformers model whose response-sentence to best "
                                                      "context-unit cosine is a feature; null leaves it at 0.")
-    lm: LMSection | None = Field(None, description="Causal-LM support columns (two LM passes per response, "
-                                                   "cached per record); null: none.")
     token_support: bool = Field(False, description="With an encoder: per-word soft support from its contextual "
                                 "token embeddings (each word piece's best cosine with the context's tokens), "
                                 "robust to paraphrase; one more encoder pass over responses and contexts.")
     drop: list[str] = Field(default_factory=list, description="Base feature columns held at 0 (LightGBM "
                             "then never splits on them), e.g. the lengths and positions that encode one data "
                             "set's habits: [word_position, sentence_position, log_response_words, ...].")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired(cls, data: Any) -> Any:
+        return drop_retired("features", data)
 
     @field_validator("drop")
     @classmethod
@@ -111,15 +142,11 @@ class CombinerSection(Section):
     seed: int = 0
     seeds: int = Field(1, ge=1, le=10, description="Boosters trained with seeds seed, seed + 1, ... whose word "
                                                    "probabilities are averaged (1: one booster).")
-    monotone: bool = Field(False, description="A word's probability never rises with a support column nor falls "
-                           "with a contradiction column (LightGBM monotone constraints).")
-    supported_positive_weight: float = Field(1.0, ge=0, le=1, description="Weight of a training word labelled "
-                                             "hallucinated that the context holds (stem_in_context) and no conflict "
-                                             "column marks: a labelled phrase's copied words are labelled for their "
-                                             "neighbours; below 1 the word model learns more from the words that carry "
-                                             "the error.")
-    additive_priors: bool = Field(False, description="The dataset priors (task, lengths, positions) share no tree "
-                                  "with the other columns: they shift a word's log-odds, not how support reads.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired(cls, data: Any) -> Any:
+        return drop_retired("combiner", data)
 
 
 class DecisionSection(Section):
@@ -142,12 +169,14 @@ class DecisionSection(Section):
     conflict_rule: bool = Field(False, description="Words the context contradicts (a changed number or name, an "
                                 "antonym, a negation added or dropped in copied text: the conflict columns) are "
                                 "always flagged; the gate and fill are tuned with the rule in place.")
-    balanced: bool = Field(False, description="Every figure the decision is tuned on is the mean of the real "
-                           "responses' and the generated ones' (data.synth's held-out records and augmented "
-                           "responses), so texts of other kinds weigh as much as RAGTruth's whatever their share.")
     fill: list[float | None] = Field(default_factory=lambda: [None], min_length=1, description="Candidate fills: "
                                      "a response that passes the gate but has no word at the threshold gets its "
                                      "words at or above fill × its highest word probability (null: none).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired(cls, data: Any) -> Any:
+        return drop_retired("decision", data)
 
     @model_validator(mode="after")
     def _valid(self) -> DecisionSection:

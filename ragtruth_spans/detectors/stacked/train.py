@@ -39,7 +39,6 @@ from ragtruth_spans.detectors.stacked.columns import (
     ColumnBuilder,
     FoldMean,
     build_encoder,
-    build_lm,
     character_scores,
 )
 from ragtruth_spans.detectors.stacked.features import BASE_FEATURES
@@ -139,10 +138,9 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
 
 
 def _columns(builder: ColumnBuilder, records: Sequence[Record], member_scores: dict[str, Scores], stage: str,
-             chunk: int = 64, lm_augmented: bool = True) -> list[Any]:
+             chunk: int = 64) -> list[Any]:
     """:meth:`ColumnBuilder.build` of ``records`` in chunks, with one progress bar on a terminal (elsewhere, a log
-    line at each tenth, so a log file shows how far a long run is); without ``lm_augmented``, augmented records get
-    missing LM columns."""
+    line at each tenth, so a log file shows how far a long run is)."""
     from tqdm.auto import tqdm
 
     from ragtruth_spans.core.logs import progress_enabled
@@ -153,8 +151,7 @@ def _columns(builder: ColumnBuilder, records: Sequence[Record], member_scores: d
     with tqdm(total=len(records), unit="response", desc=stage, disable=not bar_shown, leave=False) as bar:
         for at in range(0, len(records), chunk):
             part = [DetectItem.of(r) for r in records[at:at + chunk]]
-            skip = [not lm_augmented and record_origin(r) == "augmented" for r in records[at:at + chunk]]
-            out.extend(builder.build(part, {k: v[at:at + chunk] for k, v in member_scores.items()}, skip))
+            out.extend(builder.build(part, {k: v[at:at + chunk] for k, v in member_scores.items()}))
             bar.update(len(part))
             if not bar_shown and len(out) * 10 // len(records) > tenth:
                 tenth = len(out) * 10 // len(records)
@@ -244,10 +241,9 @@ def build_columns(recipe: StackedRecipe, detectors: dict[str, Detector], train_r
                   eval_records: Sequence[Record], on_train: dict[str, Scores], on_eval: dict[str, Scores]
                   ) -> tuple[ColumnBuilder, list[Any], list[Any]]:
     """The column builder of ``recipe.features`` and the columns of every training and eval response."""
-    builder = ColumnBuilder(build_encoder(recipe.features.encoder), detectors, build_lm(recipe.features.lm),
-                            drop=recipe.features.drop, token_support=recipe.features.token_support)
-    train_cols = _columns(builder, train_records, on_train, "columns (training)",
-                          lm_augmented=recipe.features.lm is None or recipe.features.lm.augmented)
+    builder = ColumnBuilder(build_encoder(recipe.features.encoder), detectors, drop=recipe.features.drop,
+                            token_support=recipe.features.token_support)
+    train_cols = _columns(builder, train_records, on_train, "columns (training)")
     eval_cols = _columns(builder, eval_records, on_eval, "columns (eval)")
     return builder, train_cols, eval_cols
 
@@ -260,10 +256,6 @@ def word_matrix(recipe: StackedRecipe, train_records: Sequence[Record], train_co
                              for r, c in zip(train_records, train_cols)])
     y = np.concatenate([word_labels(r, c.words, c.matrix, unlocated_words(r, recipe.data))
                         for r, c in zip(train_records, train_cols)])
-    if recipe.combiner.supported_positive_weight != 1.0:
-        held = np.concatenate([c.matrix[:, BASE_FEATURES.index("stem_in_context")] > 0 for c in train_cols])
-        contradicted = np.concatenate([c.contradicted() for c in train_cols])
-        weight = np.where((y > 0) & held & ~contradicted, weight * recipe.combiner.supported_positive_weight, weight)
     return WordMatrix(
         x=np.concatenate([c.matrix for c in train_cols]),
         y=y,

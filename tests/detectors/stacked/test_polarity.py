@@ -34,7 +34,6 @@ def test_each_word_is_matched_to_the_context_sentence_sharing_most_of_its_neighb
                                     "ragtruth_spans.detectors.stacked.structured",
                                     "ragtruth_spans.detectors.stacked.text",
                                     "ragtruth_spans.detectors.stacked.features",
-                                    "ragtruth_spans.detectors.stacked.constraints",
                                     "ragtruth_spans.data.lexicon"])
 def test_the_examples_in_the_word_signal_modules_run(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)

@@ -224,7 +224,7 @@ def test_each_gate_row_is_what_the_gated_decision_scores_directly():
     from ragtruth_spans.detectors.stacked.combiner import Decision, TuningInputs, tune_gate
     from ragtruth_spans.detectors.stacked.features import words
     from ragtruth_spans.detectors.stacked.recipe import DecisionSection
-    from ragtruth_spans.training.tuning import balanced_figures
+    from ragtruth_spans.training.tuning import tuning_figures
 
     records = synthetic_records(10, 4, "dev")
     spans = [words(r.response) for r in records]
@@ -233,14 +233,14 @@ def test_each_gate_row_is_what_the_gated_decision_scores_directly():
     scores = rng.uniform(0, 1, len(records)).tolist()
     conflicts = [rng.uniform(0, 1, len(w)) < 0.1 for w in spans]
     settings = DecisionSection(grid=[0.3, 0.6, 0.9], max_word_gap=[1], fill=[None, 0.7], conflict_rule=True,
-                               gate_threshold_scales=[1.0, 0.5], balanced=False)
+                               gate_threshold_scales=[1.0, 0.5])
     table: list[dict] = []
     tune_gate(records, spans, probs, scores, Decision({"*": 0.6}, 1), settings, table, conflicts)
     inputs = TuningInputs(records, spans, probs, scores, conflicts)
     everyone = list(range(len(records)))
     assert len(table) == 2 * 2 * 4
     for row in table:
-        figures = balanced_figures(records, inputs.spans(everyone, Decision.from_dict(row)))
+        figures = tuning_figures(records, inputs.spans(everyone, Decision.from_dict(row)))
         assert (row["span_f1"], row["response_f1"]) == (round(figures["span_f1"], 6),
                                                          round(figures["response_f1"], 6))
     assert len({(row["span_f1"], row["response_f1"]) for row in table}) > 4  # the gates, fills and scales differ
@@ -373,29 +373,6 @@ def test_generated_records_join_training_and_the_eval_split_and_are_tuned_on(pre
     assert load_detector(out).detect_batch(synthetic_records(2, 1, "test"))
 
 
-def test_balanced_tuning_weighs_generated_responses_as_much_as_real_ones():
-    """Real responses want the high threshold, the few generated ones the low one: pooled, the real ones' many
-    words decide; balanced, each origin's figure counts the same and the low threshold, right on the generated
-    responses and wrong only in precision on the real ones, wins."""
-    from ragtruth_spans.detectors.stacked.combiner import TuningInputs, tune
-    from ragtruth_spans.detectors.stacked.features import words
-    from ragtruth_spans.detectors.stacked.recipe import DecisionSection
-
-    real = [r for r in synthetic_records(6, 3, "dev") if r.spans]
-    generated = [dataclasses.replace(r, id=f"{r.id}#aug-syn-0-{i}-number")
-                 for i, r in enumerate(synthetic_records(2, 2, "dev")) if r.spans]
-    records = real + generated
-    spans = [words(r.response) for r in records]
-    high = {id(r): (0.6, 0.5) if r in real else (0.5, 0.4) for r in records}  # (hallucinated word, other word)
-    probs = [np.array([high[id(r)][0] if any(g.start <= a < g.end for g in r.spans) else high[id(r)][1]
-                       for a, _ in w]) for r, w in zip(records, spans)]
-    settings = DecisionSection(grid=[0.45, 0.55], max_word_gap=[0], per_task=False)
-    groups = TuningInputs(records, spans, probs, balanced=True).groups(range(len(records)))
-    assert groups == [list(range(len(real))), list(range(len(real), len(records)))]
-    assert tune(records, spans, probs, settings)[0].thresholds["*"] == 0.55
-    assert tune(records, spans, probs, settings.model_copy(update={"balanced": True}))[0].thresholds["*"] == 0.45
-
-
 def test_an_ensemble_of_seeds_averages_its_boosters_and_needs_every_file(prepared, tmp_path):
     from ragtruth_spans.detectors.stacked import combiner
 
@@ -417,7 +394,7 @@ def test_an_ensemble_of_seeds_averages_its_boosters_and_needs_every_file(prepare
         combiner.load(out, 3)
 
 
-def test_copied_words_of_a_labelled_phrase_weigh_supported_positive_weight(tmp_path):
+def test_every_word_of_a_labelled_phrase_is_labelled_and_weighs_the_same(tmp_path):
     from ragtruth_spans.core.types import Record, Span
     from ragtruth_spans.detectors.stacked.columns import ItemColumns
     from ragtruth_spans.detectors.stacked.features import BASE_FEATURES
@@ -433,57 +410,7 @@ def test_copied_words_of_a_labelled_phrase_weigh_supported_positive_weight(tmp_p
     columns = [ItemColumns(words, matrix)]
     recipe = stacked_recipe(tmp_path, tmp_path / "run")
     plain = word_matrix(validate_recipe(recipe), [record], columns, [record], columns)
-    assert plain.weight is None and plain.y.tolist() == [0, 0, 0, 0, 0, 1, 1, 1]
-    recipe["combiner"]["supported_positive_weight"] = 0.25
-    weighted = word_matrix(validate_recipe(recipe), [record], columns, [record], columns)
-    assert weighted.weight.tolist() == [1, 1, 1, 1, 1, 0.25, 0.25, 1]  # "by", "King" held; "Edward" carries it
-    matrix[6, BASE_FEATURES.index("swap")] = 1.0  # a word a conflict column marks keeps its weight
-    assert word_matrix(validate_recipe(recipe), [record], columns, [record], columns).weight.tolist()[6] == 1
-
-
-def test_an_unlocated_extra_record_teaches_words_as_its_source_says(tmp_path):
-    from ragtruth_spans.core.types import Record
-    from ragtruth_spans.detectors.stacked.columns import ItemColumns
-    from ragtruth_spans.detectors.stacked.features import BASE_FEATURES
-    from ragtruth_spans.detectors.stacked.train import word_matrix
-
-    located = Record("r1", "s1", "QA", "m", "train", "good", "It opened in 1999", "It opened in 1999.")
-    unlocated = Record("b1#extra-0", "extra-0:b", "QA", "m", "train", "good", "It opened in 1998", "It opened in "
-                       "1999.", unlocated=True)
-    words = [(0, 2), (3, 9), (10, 12), (13, 17)]
-    matrix = np.zeros((len(words), len(BASE_FEATURES)), dtype=np.float32)
-    matrix[:3, BASE_FEATURES.index("stem_in_context")] = 1.0  # "1998" is absent
-    matrix[[0, 2], BASE_FEATURES.index("stop_word")] = 1.0
-    absent = matrix.copy()
-    absent[1, BASE_FEATURES.index("stem_in_context")] = 0.0  # "opened" absent too: a content word
-    columns = [ItemColumns(words, matrix), ItemColumns(words, absent)]
-    recipe = stacked_recipe(tmp_path, tmp_path / "run")
-    recipe["data"]["extra"] = [{"dir": str(tmp_path / "begin")}]
-    left_out = word_matrix(validate_recipe(recipe), [located, unlocated], columns, [located], columns[:1])
-    assert left_out.y.tolist() == [0] * 8 and left_out.weight.tolist() == [1] * 4 + [0] * 4  # the head's only
-    recipe["data"]["extra"][0]["unlocated_words"] = "absent"
-    marked = word_matrix(validate_recipe(recipe), [located, unlocated], columns, [located], columns[:1])
-    assert marked.y.tolist() == [0, 0, 0, 0, 0, 1, 0, 1] and marked.weight is None  # content words it lacks
-    assert "unlocated_words" not in validate_recipe(stacked_recipe(tmp_path, tmp_path / "r")).model_dump()["data"]
-
-
-def test_a_family_of_word_labels_only_leaves_unlocated_records_out(prepared, tmp_path):
-    from ragtruth_spans.training.data import RecordStats
-    from ragtruth_spans.training.skeleton import select_data
-
-    extra = tmp_path / "extra"
-    other = [dataclasses.replace(r, id=f"other-{r.id}", spans=[], unlocated=True)
-             for r in synthetic_records(4, 5, "train")]
-    write_records(extra / "train.jsonl", other)
-    recipe = validate_recipe({**stacked_recipe(prepared, tmp_path / "run"),
-                              "data": {"prepared_dir": str(prepared), "eval_split": "dev",
-                                       "extra": [{"dir": str(extra)}]}})
-    kept = select_data(recipe.data, RecordStats(), unlocated=True)
-    assert sum(r.unlocated for r in kept.train) == 8
-    stats = RecordStats()
-    plain = select_data(recipe.data, stats)
-    assert not any(r.unlocated for r in plain.train) and stats.unlocated_left_out == 8
-    assert "less 8 unlocated" in plain.source
+    assert plain.weight is None and plain.y.tolist() == [0, 0, 0, 0, 0, 1, 1, 1]  # copied words too
 
 
 def test_an_unlocated_extra_record_teaches_words_as_its_source_says(tmp_path):
