@@ -37,7 +37,7 @@ def evaluate_command(
     from ragtruth_spans.core.files import check_output_path
     from ragtruth_spans.core.jsonl import write_json
     from ragtruth_spans.evaluation.files import evaluate_files
-    from ragtruth_spans.pipeline.overlap import predictions_training_data
+    from ragtruth_spans.pipeline.trained_on import predictions_training_data
     from ragtruth_spans.reporting.console import print_evaluation
 
     with user_errors():

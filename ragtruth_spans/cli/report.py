@@ -60,7 +60,7 @@ def report_command(
     from ragtruth_spans.evaluation import load_gold
     from ragtruth_spans.evaluation.files import restrict_predictions
     from ragtruth_spans.evaluation.overlap import without
-    from ragtruth_spans.pipeline.overlap import overlaps_to_drop, predictions_training_data
+    from ragtruth_spans.pipeline.trained_on import overlaps_to_drop, predictions_training_data
     from ragtruth_spans.reporting.html import ReportInput, evaluate_detector, write_report
 
     with user_errors():

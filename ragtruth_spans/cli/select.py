@@ -62,7 +62,7 @@ def select_command(
     from ragtruth_spans.core.predictions import read_prediction_file
     from ragtruth_spans.evaluation import load_gold
     from ragtruth_spans.evaluation.overlap import count_overlap, without
-    from ragtruth_spans.pipeline.overlap import predictions_training_data
+    from ragtruth_spans.pipeline.trained_on import predictions_training_data
     from ragtruth_spans.selection.corpus import evaluate_selection
 
     with user_errors():
@@ -145,7 +145,7 @@ def select_best_command(
         task = quick_task(task, question)
         check_choice(task, TASK_TYPES, "task", field="--task")
         question = check_text(argument_text(question, "--question"), field="--question", optional=True)
-        context_text = check_text(argument_text(context, "--context"), field="--context")
+        context_text = check_text(argument_text(context, "--context"), field="--context", nonempty=True)
         items = read_candidates(candidates)
         detector = load_detector(resolve_model(model), **load.options().load_kwargs())
         chosen = select_best(items, strategy=strategy, seed=seed, tie_break=tie_break, detector=detector,

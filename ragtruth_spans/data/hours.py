@@ -1,6 +1,6 @@
 """Opening hours of a business record against the hours a text states: the weekdays and time ranges a text claims,
 the hours of a JSON record's ``"hours"`` field, and the days on which the two disagree. Shared by the evidence
-step (:mod:`ragtruth_spans.evidence.hours`, which points at the conflicting fields) and the stacked detector's
+step (:mod:`ragtruth_spans.evidence.hours_conflicts`, which points at the conflicting fields) and the stacked detector's
 conflict columns.
 
 The record's ``"hours": {"Monday": "7:0-14:0", ...}`` fields are read as ``open-close`` times per weekday

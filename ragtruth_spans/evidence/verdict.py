@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ragtruth_spans.core.evidence import Passage, SpanEvidence
 from ragtruth_spans.data.facts import WORD, Fact, content_stems, facts, negations, stem
 from ragtruth_spans.data.hours import claimed_days
-from ragtruth_spans.evidence.hours import hours_conflicts
+from ragtruth_spans.evidence.hours_conflicts import hours_conflicts
 from ragtruth_spans.evidence.index import ContextIndex, key_stems
 from ragtruth_spans.evidence.units import Unit
 

@@ -268,7 +268,7 @@ def spec_training_data(spec: DetectorSpec, dev: Path | None, pred: Path | None =
     """What a benchmarked detector trained on: with ``pred``, what its predictions' ``.meta.json`` names (as
     ``evaluate`` finds it, so both report the same), else its run's ``trained_on.json`` (nothing for a named
     detector); plus the dev split for a ``NAME@dev`` detector tuned there."""
-    from ragtruth_spans.pipeline.overlap import model_training_data, predictions_training_data, tuned_on
+    from ragtruth_spans.pipeline.trained_on import model_training_data, predictions_training_data, tuned_on
 
     if pred is not None and not spec.tune:
         return predictions_training_data(pred)
@@ -317,7 +317,7 @@ def run_benchmark(data: str | Path, detectors: Sequence[DetectorSpec] | str, out
     gold = read_records(data)
     if dev is not None:
         read_records(dev)  # fail now on a bad dev file, not after the first detectors ran
-    from ragtruth_spans.pipeline.overlap import overlaps_to_drop
+    from ragtruth_spans.pipeline.trained_on import overlaps_to_drop
 
     trainings = [spec_training_data(spec, dev) for spec in specs]
     _, dropped, drop_notes = overlaps_to_drop(gold, trainings, drop_overlap=drop_overlap)

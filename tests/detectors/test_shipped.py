@@ -172,7 +172,7 @@ def test_run_info_is_not_in_its_own_manifest() -> None:
 
 def test_the_shipped_run_records_what_it_trained_on() -> None:
     """The overlap guard knows the shipped detector's training data (trained_on.json, in its manifest)."""
-    from ragtruth_spans.pipeline.overlap import model_training_data
+    from ragtruth_spans.pipeline.trained_on import model_training_data
 
     training = model_training_data(DEFAULT_NAME)
     assert training.status == "known" and training.trained_on is not None
@@ -188,7 +188,7 @@ def test_the_shipped_run_overlaps_all_of_the_shared_pool() -> None:
     """Evaluated on ../shared/data's RAGTruth responses, every one is counted as seen (skipped without it)."""
     from ragtruth_spans.data.ragtruth import load_ragtruth
     from ragtruth_spans.evaluation.overlap import count_overlap
-    from ragtruth_spans.pipeline.overlap import model_training_data
+    from ragtruth_spans.pipeline.trained_on import model_training_data
 
     pool = REPO.parent / "shared" / "data" / "ragtruth_pool"
     if not (pool / "response.jsonl").is_file():

@@ -156,7 +156,7 @@ def test_predictions_that_do_not_name_their_detector_and_named_detectors(trained
 
 
 def test_a_run_retrained_in_place_is_not_taken_for_the_one_that_predicted(trained, tmp_path):
-    from ragtruth_spans.pipeline.overlap import described_training_data
+    from ragtruth_spans.pipeline.trained_on import described_training_data
 
     meta = json.loads((trained / "pred.jsonl.meta.json").read_text())
     training = described_training_data(meta["detector"] | {"fingerprint": "0" * 64})

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ragtruth_spans.detectors.shared.sentences import Interval, evidence_units, split_sentences, tokens
-from ragtruth_spans.detectors.similarity.overlap import overlap_ratio
+from ragtruth_spans.detectors.similarity.tiling import overlap_ratio
 
 CONTEXT_CACHE_SIZE = 1024
 """Contexts whose units and unit tokens are kept."""

@@ -18,7 +18,7 @@ from ragtruth_spans.detectors.similarity.detector import (
     calibrate,
 )
 from ragtruth_spans.detectors.similarity.keywords import match_keywords
-from ragtruth_spans.detectors.similarity.overlap import min_phrase_length, overlap_ratio
+from ragtruth_spans.detectors.similarity.tiling import min_phrase_length, overlap_ratio
 
 CONTEXT = ("The Grand Hotel opened in 1999 on the harbour front of Lisbon. It has 120 rooms and a rooftop pool. "
            "Guests praise the quiet rooms and the friendly staff at the front desk.")
