@@ -1,5 +1,11 @@
-"""Training recipes: the pydantic sections every family builds on, YAML files and torchtune-style ``key=value``
-overrides.
+"""Training recipes: the pydantic sections every family builds on and the :class:`Recipe` base.
+
+Where a recipe's parts live (imports flow one way, so the part that knows the families sits above this one):
+this module (shared sections, the base class); each family's ``detectors/<family>/recipe.py`` (its own
+sections); :mod:`ragtruth_spans.detectors.recipes` (the union over the families: validation, ``--set`` checked
+against a family's schema, loading a recipe file or a run's ``recipe.yaml``); :mod:`.recipe_files` (shipped
+recipes by name, strict YAML, ``key=value`` parsing). A detector's load options are not a recipe:
+:mod:`ragtruth_spans.detectors.options`.
 
 A recipe names its detector family with a top-level ``kind:`` key (``generative`` when absent, so older files keep
 working). Every family shares the ``data:`` section (which prepared file, which tasks, the token budget, the seed),
