@@ -278,9 +278,8 @@ def empty_caches() -> None:
     from ragtruth_spans.detectors.shared import encoder, sentences
 
     for shared in encoder._SHARED.values():
-        shared._cache.clear()
+        shared.context_cache.clear()  # the contexts' unit and token embeddings
         shared._texts.clear()
-        shared._token_cache.clear()  # the contexts' token embeddings (token support)
     sentences._split_cached.cache_clear()
 
 

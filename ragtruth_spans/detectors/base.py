@@ -28,16 +28,20 @@ from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.core.evidence import Passage
-from ragtruth_spans.core.fields import check_text
+from ragtruth_spans.core.fields import BLANK_MESSAGE, check_text, is_blank
 from ragtruth_spans.core.text import NormalText, normalise
 from ragtruth_spans.core.types import TASK_TYPES, Record, Span
+
+if TYPE_CHECKING:
+    from ragtruth_spans.detectors.shared.context_cache import ContextCache
+    from ragtruth_spans.detectors.stream import StreamEvent
 
 
 def resolve_task(item: Mapping[str, Any]) -> Any:
@@ -68,7 +72,9 @@ def quick_task(task: str | None, question: str | None) -> str:
 @dataclass(frozen=True)
 class DetectItem:
     """One thing to check: ``response`` written from ``context`` for a ``task`` (QA / Summary / Data2txt);
-    ``question`` is the QA question (None for the other tasks).
+    ``question`` is the QA question (None for the other tasks). A blank ``context`` or ``response`` (empty, or only
+    whitespace and invisible characters: :func:`~ragtruth_spans.core.fields.is_blank`) is refused however the item
+    is made, so no detector family ever reads one.
 
     >>> from ragtruth_spans import DetectItem
     >>> DetectItem.of({"context": "It opened in 1999.", "response": "It opened in 1998.", "question": "When?"})
@@ -76,6 +82,9 @@ class DetectItem:
     >>> DetectItem.of({"context": "It opened in 1999.", "response": "It opened in 1998."})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ragtruth_spans.core.errors.InputError: field 'task': missing required field (QA, Summary or Data2txt; ...)
+    >>> DetectItem(context="It opened in 1999.", response="\u3000", task="Summary")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ragtruth_spans.core.errors.InputError: field 'response': is empty or blank ...
     """
 
     context: str
@@ -83,12 +92,18 @@ class DetectItem:
     task: str
     question: str | None = None
 
+    def __post_init__(self) -> None:
+        for key in ("context", "response"):
+            value = getattr(self, key)
+            if isinstance(value, str) and is_blank(value):
+                raise InputError(BLANK_MESSAGE, field=key)
+
     @classmethod
     def of(cls, item: DetectItem | Record | Mapping[str, Any]) -> DetectItem:
         """Coerce a :class:`DetectItem`, a :class:`~ragtruth_spans.core.types.Record` or a mapping with
         ``context``, ``response``, ``task`` and optional ``question`` — the one item schema that stdin ``detect``
-        and HTTP share (:func:`resolve_task`; ``context`` and ``response`` non-empty text); a missing or bad field
-        (not a string, empty, or text with a lone surrogate: :func:`~ragtruth_spans.core.fields.check_text`)
+        and HTTP share (:func:`resolve_task`; ``context`` and ``response`` text that is not blank); a missing or
+        bad field (not a string, blank, or text with a lone surrogate: :func:`~ragtruth_spans.core.fields.check_text`)
         raises :class:`InputError` naming it."""
         if isinstance(item, DetectItem):
             return item
@@ -248,6 +263,36 @@ class Detector(ABC):
         ``question`` is given, else an :class:`InputError`."""
         item = {"context": context, "response": response, "task": task, "question": question}
         return self.detect_batch([DetectItem.of(item)])[0]
+
+    def detect_stream(self, context: str, chunks: Iterable[str], question: str | None = None, *,
+                      task: str | None = None) -> Iterator[StreamEvent]:
+        """Check an answer while it arrives in ``chunks``: a :class:`~ragtruth_spans.detectors.stream.StreamEvent`
+        with the spans of each run of newly completed sentences, then a final one whose ``detection`` equals
+        :meth:`detect` on the joined text (:mod:`ragtruth_spans.detectors.stream`; ``task`` by
+        :func:`quick_task`).
+
+        >>> import re
+        >>> from ragtruth_spans import Detection, Detector, DetectItem, Span
+        >>> class NewNumbers(Detector):
+        ...     kind = "new-numbers"
+        ...     def detect_batch(self, items):
+        ...         items = [DetectItem.of(item) for item in items]
+        ...         return [Detection(spans=[Span(m.start(), m.end()) for m in re.finditer("[0-9]+", i.response)
+        ...                                  if m.group() not in i.context]) for i in items]
+        >>> events = list(NewNumbers().detect_stream("It opened in 1999.", ["It opened in 19", "98. It is ", "big."]))
+        >>> [(e.sentences, [(s.start, s.end) for s in e.spans], e.final) for e in events]
+        [([(0, 18)], [(13, 17)], False), ([(19, 29)], [(13, 17)], True)]
+        """
+        from ragtruth_spans.detectors.stream import detect_stream
+
+        task = quick_task(task, question)
+        return detect_stream(lambda text: self.detect(context=context, response=text, task=task, question=question),
+                             chunks)
+
+    def context_cache(self) -> ContextCache | None:
+        """The cache of context encodings this detector reads through (bounded in bytes; resize it with
+        :meth:`~ragtruth_spans.detectors.shared.context_cache.ContextCache.resize`), None when it keeps none."""
+        return None
 
     load_options: Mapping[str, Any] = MappingProxyType({})
     """The options :func:`~ragtruth_spans.detectors.loader.load_detector` loaded it with (set by the loader)."""

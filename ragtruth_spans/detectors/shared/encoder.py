@@ -1,7 +1,9 @@
 """Sentence embeddings for the sentence-level detectors: a sentence-transformers model (all-MiniLM-L6-v2 by
 default, resolved offline and sha256-verified by :func:`ragtruth_spans.models.pretrained.resolve_model`), with
-a cache of context embeddings (the responses of one source share their context) and a bounded cache of sentence
-embeddings by text (:meth:`SentenceEncoder.embed`: each distinct text is encoded once, in one batched call).
+a cache of context encodings bounded in bytes (:mod:`~ragtruth_spans.detectors.shared.context_cache`: the responses
+of one source, the candidates of one selection and the sentences of one stream share their context) and a bounded
+cache of sentence embeddings by text (:meth:`SentenceEncoder.embed`: each distinct text is encoded once, in one
+batched call).
 :func:`shared_encoder` loads a model once per process, so several detectors on one encoder share it."""
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.detectors.shared.context_cache import DEFAULT_CACHE_BYTES, ContextCache, context_key
 from ragtruth_spans.models.pretrained import MINILM
 
 logger = logging.getLogger(__name__)
@@ -23,8 +26,6 @@ RUNTIMES = ("auto", "torch")
 """Where the transformer runs: ``auto`` (ONNX Runtime on the CPU when it is installed and the model allows it:
 :func:`_onnx_transformer`; else torch) or ``torch``."""
 
-CONTEXT_CACHE_SIZE = 256
-"""Contexts whose unit embeddings are kept (a RAGTruth source has 6 responses to the same context)."""
 TEXT_CACHE_SIZE = 50_000
 """Sentence embeddings kept by text (384 float32 each for MiniLM: about 75 MB when full)."""
 
@@ -33,7 +34,7 @@ class SentenceEncoder:
     """L2-normalised sentence embeddings (so a dot product is the cosine similarity)."""
 
     def __init__(self, name_or_path: str = MINILM, *, device: str | None = None, batch_size: int = 64,
-                 runtime: str = "auto") -> None:
+                 runtime: str = "auto", context_cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         from ragtruth_spans.models.hf_models import loading
         from ragtruth_spans.models.pretrained import resolve_model
 
@@ -59,9 +60,10 @@ class SentenceEncoder:
                     self.model = _sentence_transformer(path, device)
                     self._transformer, self._max_length = self.model[0].auto_model, self.model.max_seq_length
         self.runtime = "onnx" if self._onnx is not None else "torch"
-        self._cache: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
+        self.context_cache = ContextCache(context_cache_bytes)
+        """The context encodings (unit and token embeddings) kept, bounded in bytes."""
+        self._identity = f"{name_or_path}@{self.revision}/{self.runtime}/{self._max_length}"
         self._texts: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._token_cache: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
         self._path = path
         self._fast_tokenizer: Any = None
 
@@ -87,18 +89,13 @@ class SentenceEncoder:
                                             convert_to_numpy=True, show_progress_bar=False), dtype=np.float32)
 
     def encode_units(self, units: Sequence[str]) -> np.ndarray:
-        """:meth:`encode` of a context's evidence units, cached by their texts."""
-        key = tuple(units)
-        if key in self._cache:
-            self._cache.move_to_end(key)
-            return self._cache[key]
-        return self._remember_units(key, self.encode(units))
-
-    def _remember_units(self, key: tuple[str, ...], embeddings: np.ndarray) -> np.ndarray:
-        self._cache[key] = embeddings
-        if len(self._cache) > CONTEXT_CACHE_SIZE:
-            self._cache.popitem(last=False)
-        return embeddings
+        """:meth:`encode` of a context's evidence units, kept in :attr:`context_cache` by their texts."""
+        key = context_key(self._identity, "units", units)
+        found = self.context_cache.get(key)
+        if found is None:
+            found = self.encode(units)
+            self.context_cache.put(key, found)
+        return found
 
     def embed(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """``{text: unit-length embedding}`` for every text of ``texts``: the ones not seen lately are encoded
@@ -194,20 +191,18 @@ class SentenceEncoder:
         return sentences, tokens
 
     def context_tokens(self, units: Sequence[str]) -> np.ndarray:
-        """The token embeddings of every unit of a context stacked (``n x dim``), cached by the units' texts; the
-        units' sentence embeddings from the same pass fill :meth:`encode_units`'s cache."""
-        key = tuple(units)
-        if key in self._token_cache:
-            self._token_cache.move_to_end(key)
-            return self._token_cache[key]
+        """The token embeddings of every unit of a context stacked (``n x dim``), kept in :attr:`context_cache` by
+        the units' texts; the units' sentence embeddings from the same pass are kept for :meth:`encode_units`."""
+        key = context_key(self._identity, "tokens", units)
+        found = self.context_cache.get(key)
+        if found is not None:
+            return found
         embeddings, pieces = self.encode_with_tokens(units)
         parts = [emb for _, emb in pieces]
         stacked = np.concatenate(parts) if parts else np.zeros((0, self.dimension()), dtype=np.float32)
-        self._token_cache[key] = stacked
-        if len(self._token_cache) > CONTEXT_CACHE_SIZE:
-            self._token_cache.popitem(last=False)
-        if key not in self._cache and self.model is None:
-            self._remember_units(key, embeddings)
+        self.context_cache.put(key, stacked)
+        if self.model is None:
+            self.context_cache.put(context_key(self._identity, "units", units), embeddings)
         return stacked
 
     def describe(self) -> dict[str, Any]:

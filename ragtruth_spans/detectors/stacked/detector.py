@@ -18,6 +18,8 @@ import numpy as np
 
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
+from ragtruth_spans.detectors.shared.context_cache import ContextCache
+from ragtruth_spans.detectors.shared.threads import one_native_thread
 from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, ItemColumns
 from ragtruth_spans.detectors.stacked.combiner import Decision
 from ragtruth_spans.detectors.stacked.response import Calibration, head_columns, head_matrix
@@ -63,8 +65,16 @@ class StackedDetector(Detector):
                         [i.response for i in items])
         return [float(v) for v in calibration(booster.predict(head_columns(booster, x)))] if len(x) else []
 
+    def context_cache(self) -> ContextCache | None:
+        """The sentence encoder's cache of context encodings (None without an encoder)."""
+        return getattr(self.builder.encoder, "context_cache", None)
+
     def detect_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[Detection]:
         checked = [DetectItem.of(item) for item in items]
+        with one_native_thread():  # small products: a second BLAS/OpenMP thread costs more than it gives
+            return self._detect_checked(checked)
+
+    def _detect_checked(self, checked: list[DetectItem]) -> list[Detection]:
         columns = self.builder.build(checked)
         probabilities = self.probabilities(columns)
         detections = []

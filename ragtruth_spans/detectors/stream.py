@@ -1,0 +1,145 @@
+"""Checking an answer while it is written: span events as its sentences complete, then the whole answer's result.
+
+A sentence is **complete** once the text after it starts another sentence (the project's splitter,
+:func:`~ragtruth_spans.detectors.shared.sentences.split_sentences`, cuts the text so far; its last sentence may
+still grow) or when the answer ends. When sentences complete, the detector judges the answer up to the end of the
+last complete sentence, and the spans that fall in the newly completed sentences are sent: they are what the
+detector says of that much of the answer (a later sentence can change the response-level score, so a span may
+come or go in the final result). The final event is the detector's result on the whole answer — exactly
+:meth:`Detector.detect <ragtruth_spans.detectors.base.Detector.detect>` on the joined text (tested). Offsets are
+characters of the whole answer, half-open ``[start, end)``; every judgement of one stream shares its context's
+encoding (the encoder's context cache).
+
+:class:`SentenceTracker` is the bookkeeping alone (text in, completed sentences out), shared by
+:meth:`Detector.detect_stream <ragtruth_spans.detectors.base.Detector.detect_stream>` and the HTTP gate
+(:mod:`ragtruth_spans.serving.proxy`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragtruth_spans.core.types import Span
+
+logger = logging.getLogger(__name__)
+
+Interval = tuple[int, int]
+
+
+class SentenceTracker:
+    """The answer's text as it arrives and the sentences of it that are complete (see the module docstring).
+
+    >>> tracker = SentenceTracker()
+    >>> tracker.feed("It opened in 19")
+    []
+    >>> tracker.feed("98. It has ")
+    [(0, 18)]
+    >>> tracker.feed("four floors. And")
+    [(19, 38)]
+    >>> tracker.finish()
+    [(39, 42)]
+    >>> tracker.text[19:38]
+    'It has four floors.'
+    """
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.text = ""
+        self.done: list[Interval] = []
+        """The sentences reported complete so far, in order."""
+
+    def feed(self, chunk: str) -> list[Interval]:
+        """Add ``chunk`` to the answer; the sentences it completed (none when it only grew the last one)."""
+        if not chunk:
+            return []
+        self.parts.append(chunk)
+        self.text = "".join(self.parts)
+        self.parts = [self.text]
+        return self._new(self._sentences()[:-1])
+
+    def finish(self) -> list[Interval]:
+        """The answer has ended: its sentences not reported yet (the last one included)."""
+        return self._new(self._sentences())
+
+    def _sentences(self) -> list[Interval]:
+        from ragtruth_spans.detectors.shared.sentences import split_sentences
+
+        # the text so far is split afresh (a sentence may join its neighbour as text arrives); the last one may grow
+        return split_sentences(self.text) if self.text.strip() else []
+
+    def _new(self, complete: list[Interval]) -> list[Interval]:
+        reached = self.done[-1][1] if self.done else 0
+        new = [(a, b) for a, b in complete if b > reached and a >= reached]
+        if not new:
+            return []
+        self.done.extend(new)
+        return new
+
+
+@dataclass
+class StreamEvent:
+    """One event of :meth:`Detector.detect_stream <ragtruth_spans.detectors.base.Detector.detect_stream>`.
+
+    - ``final`` False: ``sentences`` just completed (intervals of the answer), ``spans`` the detector's spans
+      inside them and ``score`` its response score, both judged on the answer up to ``checked`` characters.
+    - ``final`` True: ``detection`` is the whole answer's result (:meth:`~ragtruth_spans.detectors.base.Detector.detect`
+      on the joined text), ``spans`` and ``score`` its own, ``sentences`` the ones not reported before.
+    """
+
+    sentences: list[Interval]
+    spans: list[Span]
+    score: float | None
+    checked: int
+    final: bool = False
+    detection: Any = None
+    """The final event's :class:`~ragtruth_spans.detectors.base.Detection` (None before)."""
+    text: str = field(default="", repr=False)
+    """The answer so far (the whole answer in the final event)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``final``, ``sentences`` (``[start, end]`` pairs), ``spans`` (each with its text),
+        ``score``, ``checked``; the final event adds ``error`` and the diagnostics of its detection."""
+        out: dict[str, Any] = {"final": self.final, "sentences": [list(s) for s in self.sentences],
+                               "spans": [{"text": self.text[s.start:s.end], **s.to_dict()} for s in self.spans],
+                               "score": self.score, "checked": self.checked}
+        if self.detection is not None:
+            out |= {k: v for k, v in self.detection.to_dict().items() if k not in ("spans", "score")}
+        return out
+
+
+def spans_within(spans: Iterable[Span], sentences: list[Interval]) -> list[Span]:
+    """The spans that overlap any of ``sentences`` (each span once, in order).
+
+    >>> [s.start for s in spans_within([Span(0, 4), Span(10, 12), Span(30, 33)], [(8, 20)])]
+    [10]
+    """
+    return [s for s in spans if any(s.start < b and a < s.end for a, b in sentences)]
+
+
+def detect_stream(detect: Callable[[str], Any], chunks: Iterable[str]) -> Iterator[StreamEvent]:
+    """:class:`StreamEvent` objects for an answer arriving in ``chunks`` (see the module docstring), judged by
+    ``detect`` (an answer's text → its :class:`~ragtruth_spans.detectors.base.Detection`); the last one is final.
+    An answer that is empty or only whitespace raises what ``detect`` raises for it, after the chunks are read.
+
+    >>> from ragtruth_spans import Detection
+    >>> found = lambda text: Detection(spans=[Span(0, 3)] if text.startswith("Ten") else [], score=0.5)
+    >>> [(e.sentences, len(e.spans), e.final) for e in detect_stream(found, ["Ten cats. Two", " dogs."])]
+    [([(0, 9)], 1, False), ([(10, 19)], 1, True)]
+    """
+    tracker = SentenceTracker()
+
+    def judged(new: list[Interval], final: bool) -> StreamEvent:
+        checked = len(tracker.text) if final else new[-1][1]
+        found = detect(tracker.text[:checked])
+        spans = list(found.spans) if final else spans_within(found.spans, new)
+        return StreamEvent(sentences=new, spans=spans, score=found.score, checked=checked, final=final,
+                           detection=found if final else None, text=tracker.text[:checked])
+
+    for chunk in chunks:
+        new = tracker.feed(chunk)
+        if new:
+            yield judged(new, final=False)
+    yield judged(tracker.finish(), final=True)
