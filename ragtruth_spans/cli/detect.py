@@ -7,8 +7,10 @@ per item on stdout, ``{"id"?, "spans": [{"start", "end", "type"?, "score"?, "tex
 each span also has ``verdict``, ``reason`` and ``evidence`` (passages as characters of the context:
 docs/EVIDENCE.md). Every line of stdin is checked before any detection runs and before anything is printed —
 bytes that are not UTF-8, bad JSON, an unknown key (a typo such as ``qestion``), a field of the wrong type, text
-with a lone surrogate — and a bad line stops with one error naming ``<stdin>:LINE`` and the field, exit 2. The
-view escapes control characters (no raw terminal escape sequences from a response or an id reach the terminal).
+with a lone surrogate, a blank context or response (only whitespace or invisible characters:
+:func:`~ragtruth_spans.core.fields.is_blank`) — and a bad line stops with one error naming ``<stdin>:LINE`` and the
+field, exit 2. The view escapes control characters (no raw terminal escape sequences from a response or an id
+reach the terminal).
 """
 
 from __future__ import annotations
@@ -96,7 +98,8 @@ def _argument_item(context: str | None, question: str | None, response: str | No
     task = quick_task(task, question)
     check_choice(task, TASK_TYPES, "task", field="--task")
     for value, option in ((context, "--context"), (response, "--response"), (question, "--question")):
-        check_text(value, field=option, optional=True)  # undecodable argument bytes arrive as lone surrogates
+        # undecodable argument bytes arrive as lone surrogates; a blank context or response is refused
+        check_text(value, field=option, optional=True, nonempty=option != "--question")
     return DetectItem(context=context, response=response, task=task, question=question)
 
 

@@ -197,21 +197,38 @@ class Record:
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, path: str | Path | None = None, line: int | None = None) -> Record:
         """Build a record from a prepared-file dict with strict types (strings of valid Unicode, ``question`` a
-        string or null, spans as :meth:`Span.from_dict`); a missing or bad field raises :class:`InputError`
-        naming ``path``, ``line`` and the field."""
+        string or null, ``spans`` a list — ``[]`` for a faithful response — of :meth:`Span.from_dict`); a missing or
+        bad field raises :class:`InputError` naming ``path``, ``line`` and the field: a missing or null ``spans``
+        (never read as "no hallucination") and a blank ``response`` or ``context``
+        (:func:`~ragtruth_spans.core.fields.is_blank`) too. Every reader of prepared and gold files
+        (``evaluate``, ``report``, ``select``, ``predict``, ``train``, ``benchmark``) reads records here.
+
+        >>> line = {"id": "r1", "source_id": "s", "task_type": "QA", "model": "m", "split": "test",
+        ...         "quality": "good", "response": "It opened in 1998.", "context": "It opened in 1999."}
+        >>> Record.from_dict(line | {"spans": []}).spans
+        []
+        >>> Record.from_dict(line, path="gold.jsonl", line=4)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ragtruth_spans.core.errors.InputError: gold.jsonl:4, field 'spans': missing required field ...
+        """
         where = {"path": path, "line": line}
         for key in RECORD_TEXT_FIELDS:
             if key not in d:
                 raise InputError("missing required field", **where, field=key)
         check_choice(d["task_type"], TASK_TYPES, "task type", **where, field="task_type")
-        text = {key: check_text(d[key], field=key, **where) for key in RECORD_TEXT_FIELDS if key != "id"}
+        text = {key: check_text(d[key], field=key, nonempty=key in ("response", "context"), **where)
+                for key in RECORD_TEXT_FIELDS if key != "id"}
         record_id = check_id(d["id"], **where)
         question = check_text(d.get("question"), field="question", optional=True, **where)
-        raw_spans = d.get("spans")
-        if raw_spans is not None and not isinstance(raw_spans, list):
-            raise InputError("must be a list of spans", **where, field="spans")
+        if "spans" not in d:
+            raise InputError("missing required field ([] for a response without hallucination)", **where,
+                             field="spans")
+        raw_spans = d["spans"]
+        if not isinstance(raw_spans, list):
+            raise InputError(f"must be a list of spans ([] for a response without hallucination), got "
+                             f"{'null' if raw_spans is None else type(raw_spans).__name__}", **where, field="spans")
         spans = []
-        for i, s in enumerate(raw_spans or []):
+        for i, s in enumerate(raw_spans):
             span = Span.from_dict(s, **where, field=f"spans[{i}]")
             if span.end > len(text["response"]):
                 raise InputError(f"span [{span.start}, {span.end}) is out of range for a response of "

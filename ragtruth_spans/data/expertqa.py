@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError, check_choice
-from ragtruth_spans.core.fields import check_text
+from ragtruth_spans.core.fields import check_text, is_blank
 from ragtruth_spans.core.jsonl import iter_jsonl
 from ragtruth_spans.core.types import Record, Span, canonical_spans
 from ragtruth_spans.data.imported import ImportReport, stable_id
@@ -77,7 +77,7 @@ def _record(question: str, system: str, answer: Any, path: Path, line: int, repo
     """One answer as a record, or None (the reason counted in ``report``); the settings of :func:`read_expertqa`."""
     claims = check_answer(answer, f"answers.{system}", path, line)
     response = answer["answer_string"]
-    if not response.strip():
+    if is_blank(response):
         report.skip("empty answer")
         return None
     record_id = f"expertqa-{system}-{stable_id(question, response, length=12)}"

@@ -297,7 +297,7 @@ def _record_from_json(obj: dict[str, Any], sources: dict[str, Source], path: Pat
     split = obj["split"]
     check_choice(split, RAGTRUTH_SPLITS, "split", path=path, line=line, field="split")
     for key in ("model", "quality", "response"):
-        check_text(obj[key], path=path, line=line, field=key)
+        check_text(obj[key], path=path, line=line, field=key, nonempty=key == "response")
     response = obj["response"]
     source = sources[source_id]
     spans = _convert_labels(obj, response, rid, path, line, report)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError, check_choice
-from ragtruth_spans.core.fields import check_id, check_text
+from ragtruth_spans.core.fields import check_id, check_text, is_blank
 from ragtruth_spans.core.jsonl import read_json_file
 from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.data.imported import ImportReport, stable_id
@@ -70,7 +70,7 @@ def read_summedits(folder: str | Path) -> tuple[list[Record], ImportReport]:
 def _record(item: Any, domain: str, path: Path, index: int, report: ImportReport) -> Record | None:
     check_item(item, path, index)
     summary, doc = item["summary"], item["doc"]
-    if not summary.strip() or not doc.strip():
+    if is_blank(summary) or is_blank(doc):
         report.skip("empty summary or document")
         return None
     spans: list[Span] = []

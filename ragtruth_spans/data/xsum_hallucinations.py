@@ -25,6 +25,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.fields import is_blank
 from ragtruth_spans.core.jsonl import read_json_file
 from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.data.imported import ImportReport, read_csv_strict
@@ -75,7 +76,7 @@ def read_xsum_hallucinations(folder: str | Path, *, min_votes: int = 2) -> tuple
             raise InputError(f"{len(summaries)} different summaries for article {bbcid}, system {system}",
                              path=path, line=int(rows[0]["_line"]))
         summary = summaries.pop()
-        if not summary.strip():
+        if is_blank(summary):
             report.skip("empty summary")
             continue
         spans = _vote(summary, rows, min_votes, report)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError, check_choice
-from ragtruth_spans.core.fields import check_id, check_score, check_text
+from ragtruth_spans.core.fields import BLANK_MESSAGE, check_id, check_score, check_text, is_blank
 from ragtruth_spans.core.intervals import covered_length, merge_intervals
 from ragtruth_spans.core.jsonl import iter_jsonl
 from ragtruth_spans.core.types import Span
@@ -125,9 +125,8 @@ def as_candidate(item: Candidate | str | Mapping[str, Any], index: int = 0) -> C
     else:
         raise InputError(f"candidate {index}: expected a Candidate, a string or a mapping, "
                          f"got {type(item).__name__}")
-    if not candidate.response.strip():
-        raise InputError("must not be empty or only whitespace (there is nothing to check or to choose)",
-                         field=f"candidates[{index}].response")
+    if is_blank(candidate.response):
+        raise InputError(BLANK_MESSAGE, field=f"candidates[{index}].response")
     if candidate.spans is not None:
         candidate = replace(candidate, spans=tuple(sorted(candidate.spans)))
         for span in candidate.spans:
@@ -280,10 +279,7 @@ def read_candidates(path: str | Path) -> list[Candidate]:
         unknown = sorted(set(obj) - {"response", "id"})
         if unknown:
             raise InputError("unknown field (expected response, id)", path=path, line=lineno, field=unknown[0][:60])
-        check_text(obj["response"], path=path, line=lineno, field="response")
-        if not obj["response"].strip():
-            raise InputError("must not be empty or only whitespace (there is nothing to check or to choose)",
-                             path=path, line=lineno, field="response")
+        check_text(obj["response"], path=path, line=lineno, field="response", nonempty=True)
         cid = str(check_id(obj.get("id", lineno), path=path, line=lineno))
         if cid in first_line:
             raise InputError(f"duplicate id {cid!r} (first on line {first_line[cid]}; an id defaults to the line "

@@ -1,5 +1,5 @@
-"""Select-best's candidates: an empty or whitespace-only candidate and two candidates of one id are
-refused (one line naming file, line and field, exit 2), as HTTP refuses them."""
+"""Select-best's candidates: a blank candidate (empty, whitespace or invisible characters only) and two candidates
+of one id are refused (one line naming file, line and field, exit 2), as HTTP refuses them."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.selection.select import Candidate, read_candidates, select_best
 
 
-@pytest.mark.parametrize("response", ["", "   ", "\n\t "])
+@pytest.mark.parametrize("response", ["", "   ", "\n\t ", "\u00a0", "\u2028", "\u3000", "\u200b"])
 def test_an_empty_or_blank_candidate_is_refused(response):
-    with pytest.raises(InputError, match="empty or only whitespace") as error:
+    with pytest.raises(InputError, match="empty or blank") as error:
         select_best([Candidate("Paris.", spans=()), {"response": response, "spans": []}])
     assert error.value.field == "candidates[1].response"
 
@@ -28,7 +28,8 @@ def test_duplicate_candidate_ids_are_refused():
 
 
 @pytest.mark.parametrize(("lines", "line", "field", "message"), [
-    ([{"response": "Paris."}, {"response": "  "}], 2, "response", "empty or only whitespace"),
+    ([{"response": "Paris."}, {"response": "  "}], 2, "response", "empty or blank"),
+    ([{"response": "Paris."}, {"response": "\u3000\u200b"}], 2, "response", "empty or blank"),
     ([{"response": "Paris.", "id": "a"}, {"response": "Lyon.", "id": "a"}], 2, "id", "duplicate id 'a'"),
     ([{"response": "Paris.", "id": 2}, {"response": "Lyon."}], 2, "id", "duplicate id '2'"),
 ])
