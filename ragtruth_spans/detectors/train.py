@@ -69,6 +69,27 @@ def fingerprinted_files(recipe: Recipe) -> list[Path | None]:
     return [*files, *extra_files(recipe.data), *synth_files(recipe.data)]
 
 
+def trainable_family(recipe: Recipe, callbacks: Sequence[Any] = ()) -> Family:
+    """The family that trains ``recipe``, once every check that reads no data has passed: the family trains, the
+    ``[train]`` extra is installed, ``data.extra`` suits the family (:func:`check_extra_sources`), ``output_dir``
+    is no input of the run and can be written, and ``callbacks`` go only to a family with a ``Trainer``.
+
+    >>> from ragtruth_spans.detectors.recipes import load_recipe
+    >>> trainable_family(load_recipe("tiny-cpu", ["output_dir=runs/doc"]), callbacks=[object()]).kind
+    'generative'
+    """
+    family = get_family(recipe.kind)
+    if family.train is None:
+        raise InputError(f"detectors of kind {recipe.kind!r} are not trained", field="kind")
+    require("train", "training")
+    check_extra_sources(recipe, family)
+    check_output_dir(recipe.output_dir, field="output_dir", inputs=run_inputs(recipe), writes=None,
+                     inside_inputs=True)
+    if callbacks and recipe.kind not in TRAINER_KINDS:
+        raise InputError(f"{recipe.kind} training takes no trainer callbacks", field="kind")
+    return family
+
+
 def train(recipe: Recipe, *, overwrite: bool = False, resume: bool = False,
           callbacks: Sequence[Any] = ()) -> TrainResult:
     """Train the detector that ``recipe`` describes (its family's train function) into ``recipe.output_dir``.
@@ -110,15 +131,7 @@ def train(recipe: Recipe, *, overwrite: bool = False, resume: bool = False,
     >>> [(s.start, s.end) for s in found.spans]
     [(13, 17)]
     """
-    family = get_family(recipe.kind)
-    if family.train is None:
-        raise InputError(f"detectors of kind {recipe.kind!r} are not trained", field="kind")
-    require("train", "training")
-    check_extra_sources(recipe, family)
-    check_output_dir(recipe.output_dir, field="output_dir", inputs=run_inputs(recipe), writes=None,
-                     inside_inputs=True)
-    if callbacks and recipe.kind not in TRAINER_KINDS:
-        raise InputError(f"{recipe.kind} training takes no trainer callbacks", field="kind")
+    family = trainable_family(recipe, callbacks)
     fingerprint = run_fingerprint(recipe, fingerprinted_files(recipe))
     with ExitStack() as lock:  # the run directory's lock, held (main process) until the run ends
         resuming = claim_on_main_process(recipe.output_dir, fingerprint, overwrite=overwrite, resume=resume,
