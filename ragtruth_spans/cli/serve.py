@@ -66,7 +66,8 @@ def serve_command(
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
 ) -> None:
     """Serve a detector over HTTP: POST /v1/detect, POST /v1/select, GET /v1/model, GET /health, a page to try it
-    at GET / (on loopback, or with --ui), docs with --docs.
+    at GET / (on loopback, or with --ui), docs with --docs; with --upstream URL, an OpenAI-compatible
+    POST /v1/chat/completions that forwards to URL and adds each answer's hallucinated spans.
     Concurrent requests are micro-batched; Ctrl-C or SIGTERM finishes the requests in flight, then stops."""
     from ragtruth_spans.core.extras import require
 
@@ -81,4 +82,22 @@ def serve_command(
     note(f"serving {detector.kind} detector {label} on {where} (page: {where + '/' if settings.ui else 'off (--ui)'}; "
          f"docs: {'/docs' if settings.docs else 'off'}; auth: "
          f"{'bearer token from --api-key-env' if settings.api_key else 'none'})")
+    if settings.upstream is not None:
+        note(f"gate: POST {where}/v1/chat/completions forwards to {_without_userinfo(settings.upstream)} "
+             f"(context {'required' if settings.require_context else 'optional'}; block above: "
+             f"{'off' if settings.block_above is None else f'{settings.block_above:g} ({settings.block_mode})'})")
     server.run(create_app(detector, settings=settings, run_info=run_info), settings, log_level.lower())
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` without a ``user:password@`` part (never printed).
+
+    >>> _without_userinfo("https://me:secret@llm.example/v1")
+    'https://llm.example/v1'
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))

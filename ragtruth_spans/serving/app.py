@@ -116,6 +116,9 @@ class Service:
         self.ref = DetectorRef(kind=detector.kind, name=described.get("name"),
                                fingerprint=(run_info or {}).get("fingerprint"))
         self.in_flight = SimpleNamespace(count=0)  # detection requests being served (the InFlight middleware)
+        self.context_cache = detector.context_cache()  # its size is the service's (ServeSettings.context_cache_bytes)
+        if self.context_cache is not None:
+            self.context_cache.resize(settings.context_cache_bytes)
         self.batcher = MicroBatcher(detector.detect_batch, max_batch=settings.max_batch,
                                     max_wait_ms=settings.max_wait_ms, max_queue=settings.max_queue,
                                     in_flight=lambda: self.in_flight.count)
@@ -239,6 +242,7 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
     """The FastAPI application serving ``detector`` (see the module docstring). ``run_info``: the run's
     ``run_info.json`` (for ``/v1/model`` and the fingerprint in every answer), None for a named detector."""
     service = Service(detector, settings or ServeSettings(), run_info)
+    gates: list[Any] = []  # the gate's client to its upstream (ServeSettings.upstream), closed at the end
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -246,6 +250,8 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
         logger.info("serving %s (max batch %d, max wait %g ms, queue %d)", service.ref.model_dump(exclude_none=True),
                     service.settings.max_batch, service.settings.max_wait_ms, service.settings.max_queue)
         yield
+        for gate in gates:
+            await gate.aclose()
         logger.info("shutting down: finishing %d queued item(s)", service.batcher.pending)
         await run_in_threadpool(service.batcher.close)
         for pool, _ in service.evidence_pools.values():
@@ -263,7 +269,21 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
         app.add_middleware(BearerAuth, api_key=service.settings.api_key)  # added last: runs first
     _install_handlers(app)
     _add_routes(app, service)
+    if service.settings.upstream is not None:
+        gates.append(_add_gate(app, service))
     return app
+    return app
+
+
+def _add_gate(app: FastAPI, service: Service) -> Any:
+    """``POST /v1/chat/completions`` forwarding to ``settings.upstream`` (:mod:`~ragtruth_spans.serving.proxy`)."""
+    from ragtruth_spans.serving.proxy import Upstream, add_gate_route
+
+    s = service.settings
+    upstream = Upstream(url=s.upstream or "", timeout=s.upstream_timeout, require_context=s.require_context,
+                        block_above=s.block_above, block_mode=s.block_mode, max_response_bytes=s.max_body_bytes,
+                        api_key=s.upstream_api_key)
+    return add_gate_route(app, service, upstream)
 
 
 def _add_page(app: FastAPI, service: Service) -> None:
@@ -287,7 +307,8 @@ def _add_routes(app: FastAPI, service: Service) -> None:
     async def health() -> dict[str, Any]:
         """Liveness and load: queue length and batching totals (no auth)."""
         return {"status": "shutting down" if service.batcher.closing else "ok", "detector": service.ref.model_dump(),
-                "pending_items": service.batcher.pending, "stats": service.batcher.stats.to_dict()}
+                "pending_items": service.batcher.pending, "stats": service.batcher.stats.to_dict(),
+                "context_cache": None if service.context_cache is None else service.context_cache.stats.to_dict()}
 
     @app.get("/v1/model", responses=errors)
     async def model() -> dict[str, Any]:

@@ -90,6 +90,33 @@ def _mib(value: float) -> int:
     return int(value * MIB)
 
 
+def _upstream_url(url: str | None) -> str | None:
+    """The gate's upstream URL, checked: http(s) with a host.
+
+    >>> _upstream_url("http://127.0.0.1:8001/v1")
+    'http://127.0.0.1:8001/v1'
+    """
+    if url is None:
+        return None
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError(f"must be an http(s) URL with a host, got {url!r}", field="--upstream")
+    return url.strip()
+
+
+def _upstream_key(variable: str | None) -> str | None:
+    """The upstream's API key from environment variable ``variable`` (None: the client's header is passed)."""
+    if variable is None:
+        return None
+    key = os.environ.get(variable, "").strip()
+    if not key:
+        raise InputError(f"environment variable {variable} is not set or empty (it must hold the upstream's API "
+                         "key)", field="--upstream-key-env")
+    return key
+
+
 @dataclass(frozen=True)
 class ServeSettings:
     """Limits, batching and connection settings of the service (every field is a ``serve`` option).
@@ -129,6 +156,26 @@ class ServeSettings:
                                  "otherwise.", flag="--ui/--no-ui", cli_default=None)
     evidence_mode: str = setting("lexical", "How the evidence of items sent with \"evidence\": true is found: "
                                  "lexical (no model, fast) or encoder (all-MiniLM-L6-v2 relevance).")
+    context_cache_bytes: int = setting(256 * MIB, "Memory for the detector's cache of context encodings (MiB; 0: "
+                                       "none): candidates sharing a context, a context sent again and the "
+                                       "sentences of a stream encode it once.", flag="--context-cache-mb", min=0,
+                                       cli_type=float, cli_default=256.0, convert=_mib)
+    upstream: str | None = setting(None, "Gate mode: serve an OpenAI-compatible POST /v1/chat/completions that "
+                                   "forwards to this OpenAI-compatible server (its base URL, e.g. "
+                                   "http://127.0.0.1:8001/v1) and checks each answer against the request's "
+                                   "\"context\" (docs/SERVING.md).", convert=_upstream_url)
+    upstream_timeout: float = setting(120.0, "Gate: seconds the upstream may take to answer (without streaming: "
+                                      "the whole answer; streamed: each read); beyond, 504.", min=0.1)
+    upstream_api_key: str | None = setting(None, "Gate: send the upstream 'Authorization: Bearer KEY', KEY read "
+                                           "from this environment variable, instead of passing the client's "
+                                           "header through (needed with --api-key-env).",
+                                           flag="--upstream-key-env", convert=_upstream_key)
+    require_context: bool = setting(False, "Gate: refuse (422) a chat completion without a \"context\" instead of "
+                                    "forwarding it unchecked.")
+    block_above: float | None = setting(None, "Gate: an answer whose hallucination score is above this is "
+                                        "replaced or annotated (--block-mode). Default: off.", min=0.0, max=1.0)
+    block_mode: str = setting("annotate", "Gate, with --block-above: replace (the answer is withheld; a stream is "
+                              "held back until checked) or annotate (a warning is appended).")
 
     def __post_init__(self) -> None:
         """Refuse settings under which some valid request could never be served; ``ui=None``: :func:`page_wanted`."""
@@ -145,6 +192,9 @@ class ServeSettings:
         from ragtruth_spans.evidence import MODES
 
         check_choice(self.evidence_mode, MODES, "evidence mode", field="--evidence-mode")
+        check_choice(self.block_mode, ("replace", "annotate"), "block mode", field="--block-mode")
+        if self.context_cache_bytes < 0:
+            raise InputError(f"must be >= 0, got {self.context_cache_bytes}", field=self.flag("context_cache_bytes"))
         if self.max_queue < self.max_items:
             raise InputError(f"--max-queue {self.max_queue} is smaller than --max-items {self.max_items}: a request "
                              "of that many items could never be queued (it would get 503 forever); raise --max-queue "
@@ -161,9 +211,12 @@ class ServeSettings:
         return (field.metadata.get("flag") or f"--{name.replace('_', '-')}").split("/")[0]
 
     def public(self) -> dict[str, Any]:
-        """The settings a client may see (``/v1/model``): all but the API key, and whether there is one.
+        """The settings a client may see (``/v1/model``): all but the API keys and the upstream's URL, whether
+        there is a key and whether the gate is on.
 
         >>> ServeSettings(api_key="k").public()["auth"]
         True
         """
-        return {k: v for k, v in asdict(self).items() if k != "api_key"} | {"auth": self.api_key is not None}
+        hidden = ("api_key", "upstream_api_key", "upstream")
+        return {k: v for k, v in asdict(self).items() if k not in hidden} | {
+            "auth": self.api_key is not None, "gate": self.upstream is not None}

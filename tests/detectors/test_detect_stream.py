@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from ragtruth_spans import Detection, Detector, DetectItem, Span
+from ragtruth_spans import Detection, DetectItem, Detector, Span
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.stream import SentenceTracker
 
