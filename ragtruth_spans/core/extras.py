@@ -19,7 +19,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "detect": ("torch", "transformers", "sentence_transformers", "peft", "accelerate", "pysbd", "yake",
                "rapidfuzz", "matplotlib", "lightgbm"),
     "train": ("torch", "transformers", "peft", "trl", "datasets", "accelerate"),
-    "serve": ("fastapi", "uvicorn"),
+    "serve": ("fastapi", "uvicorn", "httpx"),
     "judge": ("httpx", "pysbd"),
     "ray": ("ray", "pyarrow"),
 }
