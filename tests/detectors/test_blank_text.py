@@ -128,6 +128,18 @@ def test_the_shipped_detector_refuses_blank_and_judges_the_barely_visible(runtim
     assert alone.ok
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", ["auto", "torch"])
+def test_the_sentence_encoder_encodes_no_text_on_either_runtime(runtime):
+    """The root of the crash: a response with no sentence gave the encoder an empty batch."""
+    from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
+
+    encoder = SentenceEncoder(runtime=runtime)
+    sentences, tokens = encoder.encode_with_tokens([])
+    assert sentences.shape == (0, encoder.dimension()) and tokens == []
+    assert encoder.token_embeddings([]) == [] and encoder.encode([]).shape == (0, encoder.dimension())
+
+
 # --- every entry point ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("blank", ["   ", "\u00a0", "\u2028", "\u3000", "\u200b"])

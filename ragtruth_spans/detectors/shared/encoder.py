@@ -151,7 +151,10 @@ class SentenceEncoder:
         (:func:`length_batches`, each batch cut to its longest text): per text, ``(index, sentence, offsets,
         tokens)`` — its mean-pooled unit-length embedding, the character interval ``[start, end)`` of each word
         piece (special tokens left out) and their unit-length contextual embeddings (both None without
-        ``with_tokens``); texts cut at the model's ``max_seq_length``."""
+        ``with_tokens``); texts cut at the model's ``max_seq_length``. No text, no pass (a tokenizer cannot batch
+        nothing: ONNX's arrays would not reshape, torch's would have no row)."""
+        if not texts:
+            return
         tokenized = self._tokenize(texts)
         lengths = tokenized["attention_mask"].sum(1)
         for chunk in length_batches(lengths.tolist(), self.batch_size):
