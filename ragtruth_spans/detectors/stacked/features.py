@@ -131,6 +131,9 @@ class ContextIndex:
     """Per stem of a JSON key's words, the numbers under such keys (:func:`.structured.json_key_numbers`)."""
     hours: dict[int, str | None] = field(default_factory=dict)
     """A JSON record's opening hours per weekday (:func:`ragtruth_spans.data.hours.record_hours`)."""
+    layouts: dict[int, object] = field(default_factory=dict, compare=False, repr=False)
+    """Context sentences as :func:`~.polarity.restated_signals` reads them, built on first use and kept with the
+    index (every response to this context reads the same ones)."""
 
     @classmethod
     def build(cls, context: str, question: str | None = None) -> ContextIndex:

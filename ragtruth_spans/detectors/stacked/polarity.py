@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -209,6 +210,7 @@ def _neighbours(order: Sequence[int], stems: Sequence[str]) -> dict[int, frozens
                          if q is not None) for k, p in enumerate(order)}
 
 
+@lru_cache(maxsize=65536)
 def _bare(word: str) -> str:
     return text.stem(word.replace("-", ""))
 
@@ -274,7 +276,7 @@ def restated_signals(tokens: Sequence[str], stems: Sequence[str], names: Sequenc
     out = {name: np.zeros(len(tokens), dtype=np.float32) for name in RESTATED_COLUMNS}
     if not len(tokens) or not index.sentence_spans:
         return out
-    layout: dict[int, Sentence] = {}
+    layout: dict[int, Sentence] = index.layouts  # kept with the index: shared by the responses to one context
 
     def sentence(c: int) -> Sentence:
         if c not in layout:
