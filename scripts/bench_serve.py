@@ -1,10 +1,13 @@
-"""Bounded load test of ``ragtruth-spans serve``: requests/s and p50/p99 latency at several client concurrencies.
+"""Bounded load test of ``ragtruth-spans serve``: requests/s and p50/p95/p99 latency at several client
+concurrencies, the context cache's hit rate, the cost of ``/v1/select`` against one ``/v1/detect``, and the gate's
+added latency over its upstream's own.
 
 Usage::
 
-    python scripts/bench_serve.py --model RUN_OR_NAME [--requests 400] [--concurrency 1,8,32]
+    python scripts/bench_serve.py --model RUN_OR_NAME [--requests 400] [--concurrency 1,4,16]
                                   [--max-batch 32] [--max-wait-ms 10] [--data TEST.jsonl] [--device cpu]
-                                  [--batch-size N] [--max-new-tokens N] [--markdown] [--json OUT]
+                                  [--batch-size N] [--max-new-tokens N] [--select 6] [--gate]
+                                  [--token-rate 50] [--markdown] [--json OUT]
 
 It starts the server as a subprocess on 127.0.0.1 (loopback only, a free port), waits for ``/health``, sends a
 warm-up pass, then for each concurrency level sends exactly ``--requests`` requests (one item each, a unique id
@@ -15,8 +18,18 @@ differ from the single-client warm-up answer of the same response are counted (`
 floating-point results). Server-side batching totals (batches, mean and largest batch, longest ``detect_batch``
 call) come from ``/health``.
 
-Targets: throughput at 32 clients >= 1.5x the single-client figure, and p99 latency bounded by the
-configured max wait plus one batch (reported as ``p99 / (max wait + longest batch)``).
+The context cache's hit rate per level comes from ``/health`` (lookups of context encodings that found them).
+With ``--select N``, each of ``--select-rounds`` contexts never seen before (a fresh first line makes each one new,
+so nothing comes from the cache) is sent once as one ``/v1/detect`` and once, made new again, as a ``/v1/select``
+of N candidates; the ratio of their median times is the cost of N candidates in detects. With ``--gate``, a fake
+OpenAI-compatible upstream runs in this process on 127.0.0.1, streaming a fixed answer at ``--token-rate`` words
+per second; the server runs with ``--upstream`` pointing at it, and ``--gate-requests`` streamed and plain chat
+completions are sent to the upstream directly and through the gate (each with a context): the gate's added time to
+the first content byte and to the last byte (``[DONE]``) is the difference of their medians.
+
+Targets: throughput at the highest concurrency >= 1.5x the single-client figure, p99 latency bounded by the
+configured max wait plus one batch (reported as ``p99 / (max wait + longest batch)``), six candidates under two
+detects.
 """
 
 from __future__ import annotations
@@ -66,6 +79,8 @@ def start_server(args: argparse.Namespace, port: int) -> subprocess.Popen:
         command += ["--max-new-tokens", str(args.max_new_tokens)]
     if args.batch_size:
         command += ["--batch-size", str(args.batch_size)]
+    if args.upstream:
+        command += ["--upstream", args.upstream]
     log = open(args.server_log, "w", encoding="utf-8")  # noqa: SIM115 (closed with the process)
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
 
@@ -139,16 +154,29 @@ def run_level(url: str, items: list[dict[str, Any]], reference: list[list[tuple[
         thread.join()
     wall = time.perf_counter() - started
     expected = {f"{tag}-{i}" for i in range(n_requests)}
-    latencies.sort()
     return {"clients": clients, "requests": n_requests, "seconds": wall, "requests_per_s": n_requests / wall,
-            "p50_ms": 1000 * latencies[len(latencies) // 2],
-            "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+            "p50_ms": 1000 * quantile(latencies, 0.5), "p95_ms": 1000 * quantile(latencies, 0.95),
+            "p99_ms": 1000 * quantile(latencies, 0.99),
             "lost": len(expected - set(answered)), "answered_twice": sum(1 for n in answered.values() if n > 1),
             "failures": {k: v for k, v in failures.items() if v}, "changed": changed}
 
 
+def quantile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
 def stats(url: str) -> dict[str, Any]:
-    return httpx.get(f"{url}/health", timeout=10).json()["stats"]
+    health = httpx.get(f"{url}/health", timeout=10).json()
+    return health["stats"] | {"cache": health.get("context_cache") or {}}
+
+
+def hit_rate(before: dict[str, Any], after: dict[str, Any]) -> float | None:
+    """The context cache's hit rate between two ``/health`` readings (None without a cache or lookups)."""
+    hits = after["cache"].get("hits", 0) - before["cache"].get("hits", 0)
+    misses = after["cache"].get("misses", 0) - before["cache"].get("misses", 0)
+    return hits / (hits + misses) if hits + misses else None
 
 
 def measure(args: argparse.Namespace, url: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -163,6 +191,7 @@ def measure(args: argparse.Namespace, url: str, items: list[dict[str, Any]]) -> 
             after = stats(url)
             run["batches"] = after["batches"] - before["batches"]
             run["mean_batch"] = (after["items"] - before["items"]) / run["batches"] if run["batches"] else 0.0
+            run["cache_hit_rate"] = hit_rate(before, after)
             runs.append(run)
         runs.sort(key=lambda r: r["requests_per_s"])
         row = runs[len(runs) // 2]  # the median run by throughput
@@ -175,21 +204,170 @@ def measure(args: argparse.Namespace, url: str, items: list[dict[str, Any]]) -> 
         row["p99_bound_ratio"] = row["p99_ms"] / (args.max_wait_ms + row["longest_batch_ms"])
         rows.append(row)
         print(f"{clients:>3} clients: {row['requests_per_s']:8.1f} req/s  p50 {row['p50_ms']:7.1f} ms  "
-              f"p99 {row['p99_ms']:7.1f} ms  mean batch {row['mean_batch']:5.1f}  lost {row['lost']}  "
+              f"p95 {row['p95_ms']:7.1f} ms  p99 {row['p99_ms']:7.1f} ms  mean batch {row['mean_batch']:5.1f}  "
+              f"cache hits {fmt_rate(row['cache_hit_rate'])}  lost {row['lost']}  "
               f"twice {row['answered_twice']}  failures {row['failures'] or 0}  changed {row['changed']}",
               flush=True)
     return rows
 
 
+def fmt_rate(rate: float | None) -> str:
+    return "–" if rate is None else f"{100 * rate:.0f} %"
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["| clients | requests | req/s | p50 ms | p99 ms | mean batch | longest batch ms | "
+    lines = ["| clients | requests | req/s | p50 ms | p95 ms | p99 ms | cache hits | mean batch | longest batch ms | "
              "p99 / (max wait + longest batch) | lost | answered twice | non-200 | req/s of each run |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         lines.append(f"| {r['clients']} | {r['requests']} | {r['requests_per_s']:.1f} | {r['p50_ms']:.1f} | "
-                     f"{r['p99_ms']:.1f} | {r['mean_batch']:.1f} | {r['longest_batch_ms']:.1f} | "
+                     f"{r['p95_ms']:.1f} | {r['p99_ms']:.1f} | {fmt_rate(r['cache_hit_rate'])} | "
+                     f"{r['mean_batch']:.1f} | {r['longest_batch_ms']:.1f} | "
                      f"{r['p99_bound_ratio']:.2f} | {r['lost']} | {r['answered_twice']} | "
                      f"{sum(r['failures'].values())} | {', '.join(map(str, r['runs_requests_per_s']))} |")
+    return "\n".join(lines)
+
+
+# --- /v1/select of N candidates against one /v1/detect, on contexts never seen before ---------------------------
+
+
+def fresh_context(item: dict[str, Any], tag: str) -> str:
+    """``item``'s context with a first line of its own: a context no cache has seen."""
+    return f"Reference {tag}.\n{item['context']}"
+
+
+def measure_select(url: str, items: list[dict[str, Any]], n: int, rounds: int) -> dict[str, Any]:
+    """Median time of one ``/v1/detect`` and of one ``/v1/select`` of ``n`` candidates (the responses written
+    from the same context, cycled to ``n``), each on a new context, over ``rounds`` contexts."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        groups.setdefault(item["context"], []).append(item)
+    chosen = sorted(groups.values(), key=len, reverse=True)
+    detect_s, select_s = [], []
+    with httpx.Client(base_url=url, timeout=600) as client:
+        for r in range(rounds):
+            group = chosen[r % len(chosen)]
+            item = group[0]
+            started = time.perf_counter()
+            answer = client.post("/v1/detect", json=item | {"context": fresh_context(item, f"d{r}")})
+            detect_s.append(time.perf_counter() - started)
+            body = {"context": fresh_context(item, f"s{r}"), "task": item["task"], "question": item["question"],
+                    "candidates": [group[k % len(group)]["response"] for k in range(n)]}
+            started = time.perf_counter()
+            chosen_answer = client.post("/v1/select", json=body)
+            select_s.append(time.perf_counter() - started)
+            if answer.status_code != 200 or chosen_answer.status_code != 200:
+                raise SystemExit(f"/v1/detect answered {answer.status_code}, /v1/select {chosen_answer.status_code}")
+    out = {"candidates": n, "rounds": rounds, "detect_ms": 1000 * quantile(detect_s, 0.5),
+           "select_ms": 1000 * quantile(select_s, 0.5)}
+    out["ratio"] = out["select_ms"] / out["detect_ms"]
+    print(f"/v1/select of {n} candidates: {out['select_ms']:.0f} ms median against {out['detect_ms']:.0f} ms for "
+          f"one /v1/detect ({out['ratio']:.2f} detects; new contexts, {rounds} rounds; target < 2)", flush=True)
+    return out
+
+
+# --- the gate against its upstream --------------------------------------------------------------------------------
+
+
+def fake_upstream(answer: str, words_per_s: float) -> Any:
+    """An OpenAI-compatible server answering ``answer``, a word every ``1 / words_per_s`` seconds (streamed
+    word by word, or all at once after the same time)."""
+    import asyncio
+    import re
+
+    from fastapi import FastAPI, Request
+    from fastapi.responses import StreamingResponse
+
+    app, pieces = FastAPI(), re.findall(r"\S+\s*", answer)
+
+    async def chat(request: Request) -> Any:
+        body = await request.json()
+        head = {"id": "chatcmpl-bench", "created": 0, "model": body.get("model", "bench")}
+        if not body.get("stream"):
+            await asyncio.sleep(len(pieces) / words_per_s)
+            return head | {"object": "chat.completion", "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer}}]}
+
+        async def events() -> Any:
+            for piece in pieces:
+                await asyncio.sleep(1 / words_per_s)
+                chunk = head | {"object": "chat.completion.chunk",
+                                "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                yield f"data: {json.dumps(chunk)}\n\n"
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    chat.__annotations__["request"] = Request  # this module's annotations are strings; FastAPI needs the class
+    app.post("/v1/chat/completions")(chat)
+    return app
+
+
+def start_upstream(app: Any) -> tuple[Any, str]:
+    """``app`` on uvicorn at 127.0.0.1 in a thread of this process: the server and its base URL."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="warning"))
+    threading.Thread(target=server.run, daemon=True).start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise SystemExit("the fake upstream did not start")
+        time.sleep(0.02)
+    return server, f"http://{HOST}:{port}/v1"
+
+
+def timed_completion(client: httpx.Client, url: str, body: dict[str, Any]) -> tuple[float, float]:
+    """Seconds to the first content byte and to the last byte of one chat completion (streamed or not)."""
+    started = time.perf_counter()
+    first = None
+    with client.stream("POST", f"{url}/chat/completions", json=body) as response:
+        if response.status_code != 200:
+            raise SystemExit(f"{url} answered {response.status_code}")
+        for line in response.iter_lines():
+            if first is None and '"content"' in line:
+                first = time.perf_counter() - started
+    last = time.perf_counter() - started
+    return (last if first is None else first), last
+
+
+def measure_gate(args: argparse.Namespace, url: str, item: dict[str, Any]) -> list[dict[str, Any]]:
+    """The upstream directly and through the gate, streamed and not: median time to first and last byte."""
+    rows = []
+    with httpx.Client(timeout=600) as client:
+        warm = {"model": "bench", "messages": [], "context": item["context"], "stream": True}
+        timed_completion(client, f"{url}/v1", warm)  # untimed: the gate's first request opens its client
+        for stream in (True, False):
+            times: dict[str, list[tuple[float, float]]] = {"upstream": [], "gate": []}
+            for i in range(args.gate_requests):
+                body = {"model": "bench", "stream": stream, "messages": [{"role": "user", "content": "?"}]}
+                times["upstream"].append(timed_completion(client, args.upstream, body))
+                checked = body | {"context": fresh_context(item, f"g{i}{stream}"), "question": item["question"],
+                                  "task": item["task"]}
+                times["gate"].append(timed_completion(client, f"{url}/v1", checked))
+            row = {"stream": stream, "requests": args.gate_requests}
+            for who, pairs in times.items():
+                row[f"{who}_first_ms"] = 1000 * quantile([p[0] for p in pairs], 0.5)
+                row[f"{who}_last_ms"] = 1000 * quantile([p[1] for p in pairs], 0.5)
+            row["added_first_ms"] = row["gate_first_ms"] - row["upstream_first_ms"]
+            row["added_last_ms"] = row["gate_last_ms"] - row["upstream_last_ms"]
+            rows.append(row)
+            print(f"gate, {'streamed' if stream else 'not streamed'}: first byte +{row['added_first_ms']:.0f} ms "
+                  f"({row['upstream_first_ms']:.0f} -> {row['gate_first_ms']:.0f}), last byte "
+                  f"+{row['added_last_ms']:.0f} ms ({row['upstream_last_ms']:.0f} -> {row['gate_last_ms']:.0f})",
+                  flush=True)
+    return rows
+
+
+def gate_markdown(rows: list[dict[str, Any]], words_per_s: float) -> str:
+    lines = ["| answer | requests | upstream first byte ms | gate first byte ms | added | upstream last byte ms | "
+             "gate last byte ms | added |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        kind = f"streamed ({words_per_s:g} words/s)" if r["stream"] else f"not streamed ({words_per_s:g} words/s)"
+        lines.append(f"| {kind} | {r['requests']} | {r['upstream_first_ms']:.0f} | {r['gate_first_ms']:.0f} | "
+                     f"{r['added_first_ms']:+.0f} | {r['upstream_last_ms']:.0f} | {r['gate_last_ms']:.0f} | "
+                     f"{r['added_last_ms']:+.0f} |")
     return "\n".join(lines)
 
 
@@ -199,7 +377,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=400, help="Requests per concurrency level and run.")
     parser.add_argument("--repeats", type=int, default=1, help="Runs per level; the median run (by requests/s) is "
                         "reported, with every run's requests/s.")
-    parser.add_argument("--concurrency", default="1,8,32")
+    parser.add_argument("--concurrency", default="1,4,16")
     parser.add_argument("--max-batch", type=int, default=32)
     parser.add_argument("--max-wait-ms", type=float, default=10.0)
     parser.add_argument("--data", type=Path, default=None, help="Prepared records to send (default: the sample).")
@@ -209,30 +387,52 @@ def main() -> None:
                         "--batch-size), e.g. equal to --max-batch.")
     parser.add_argument("--startup-timeout", type=float, default=600.0)
     parser.add_argument("--server-log", type=Path, default=Path("bench_serve_server.log"))
+    parser.add_argument("--select", type=int, default=0, help="Also time /v1/select of this many candidates "
+                        "against one /v1/detect, on new contexts (0: not).")
+    parser.add_argument("--select-rounds", type=int, default=10)
+    parser.add_argument("--gate", action="store_true", help="Also time the gate (serve --upstream) against a fake "
+                        "upstream in this process.")
+    parser.add_argument("--token-rate", type=float, default=50.0, help="The fake upstream's words per second.")
+    parser.add_argument("--gate-requests", type=int, default=10)
     parser.add_argument("--markdown", action="store_true", help="Also print a Markdown table.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the results here.")
     args = parser.parse_args()
     args.levels = [int(c) for c in args.concurrency.split(",")]
 
     items = load_items(args.data)
+    args.upstream = None
+    if args.gate:
+        _, args.upstream = start_upstream(fake_upstream(items[0]["response"], args.token_rate))
     port = free_port()
     url = f"http://{HOST}:{port}"
     process = start_server(args, port)
+    extra: dict[str, Any] = {}
     try:
         wait_ready(url, process, args.startup_timeout)
         rows = measure(args, url, items)
+        if args.select:
+            extra["select"] = measure_select(url, items, args.select, args.select_rounds)
+        if args.gate:
+            extra["gate"] = measure_gate(args, url, items[0])
     finally:
         process.terminate()
         process.wait(60)
+    report(args, rows, extra, len(items))
+
+
+def report(args: argparse.Namespace, rows: list[dict[str, Any]], extra: dict[str, Any], n_items: int) -> None:
+    """Print the summary (and the tables with ``--markdown``); write ``--json``."""
     ratio = rows[-1]["requests_per_s"] / rows[0]["requests_per_s"]
     print(f"throughput at {args.levels[-1]} clients / at {args.levels[0]}: {ratio:.2f}x (target >= 1.5x)")
     if args.markdown:
         print(markdown(rows))
+        if "gate" in extra:
+            print(gate_markdown(extra["gate"], args.token_rate))
     if args.json:
         args.json.write_text(json.dumps({"model": args.model, "max_batch": args.max_batch, "max_wait_ms":
                                          args.max_wait_ms, "machine": platform.platform(), "cpus": os.cpu_count(),
-                                         "items": len(items), "rows": rows, "scaling": ratio}, indent=2) + "\n",
-                             encoding="utf-8")
+                                         "items": n_items, "rows": rows, "scaling": ratio, **extra}, indent=2)
+                             + "\n", encoding="utf-8")
     if any(r["lost"] or r["answered_twice"] or r["failures"] for r in rows):
         raise SystemExit("some requests were lost, answered twice or failed")
 

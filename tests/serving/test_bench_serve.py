@@ -18,6 +18,8 @@ def test_bench_serve_counts_every_request_once(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_serve.py"), "--model", "numbers",
                              "--requests", "12", "--concurrency", "1,4", "--max-wait-ms", "2", "--json", str(out),
+                             "--select", "3", "--select-rounds", "2", "--gate", "--gate-requests", "2",
+                             "--token-rate", "400",
                              "--server-log", str(tmp_path / "server.log")],
                             capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -27,3 +29,6 @@ def test_bench_serve_counts_every_request_once(tmp_path: Path) -> None:
         assert row["requests"] == 12 and row["lost"] == 0 and row["answered_twice"] == 0 and row["failures"] == {}
         assert row["changed"] == 0 and row["p50_ms"] <= row["p99_ms"] and row["batches"] >= 1
     assert "throughput at 4 clients / at 1" in result.stdout
+    assert report["select"]["candidates"] == 3 and report["select"]["ratio"] > 0
+    assert [r["stream"] for r in report["gate"]] == [True, False]
+    assert all(r["gate_last_ms"] > 0 and r["upstream_last_ms"] > 0 for r in report["gate"])
