@@ -172,6 +172,18 @@ class OverfitRun:
         self.records = records
 
 
+SLOW_FIXTURES = frozenset({"overfit_run"})
+"""Fixtures that train a model for minutes on 2 cores: every test that uses one is ``slow`` (``-m "not slow"``
+skips it; the full suite runs it)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test that uses a fixture of :data:`SLOW_FIXTURES`."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def overfit_run(tmp_path_factory) -> OverfitRun:
     """Tiny Llama, 4-bit NF4 + LoRA, trained for 100 steps on :func:`overfit_records` until it memorises them (60

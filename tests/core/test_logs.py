@@ -103,6 +103,7 @@ def test_global_quiet_and_verbose_options(tmp_path):
     assert both.exit_code == 2 and "exclude each other" in both.output
 
 
+@pytest.mark.slow
 def test_the_python_api_leaves_its_host_as_it_found_it(tmp_path):
     """In a fresh interpreter (no command line imported): importing the package, loading, detecting, training and
     evaluating change neither ``os.environ`` nor any logger's level, handlers or filters (the package's own

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from ragtruth_spans.cli import app
@@ -32,6 +33,7 @@ def twenty_lines(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_own_data_from_import_to_evaluation_with_a_retry_after_bad_data(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cli = CliRunner()

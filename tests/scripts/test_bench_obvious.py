@@ -240,6 +240,7 @@ def test_an_insertion_restores_its_twin_less_one_space_and_a_missing_twin_is_all
     assert result["by_kind"]["count"]["pair_order"] is None  # no twin in the file: no pair
 
 
+@pytest.mark.slow
 def test_a_stacked_run_exposes_the_word_score_of_the_changed_text(tmp_path):
     """A tiny stacked run trained on changed years: the bench reads its word probabilities."""
     from ragtruth_spans.core.jsonl import write_records
