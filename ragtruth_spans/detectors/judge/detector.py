@@ -12,7 +12,8 @@ factual sentences (all but ``no claim``) that were not supported; 0.0 when none 
 
 Neither score is calibrated: it is what the judge said, not a probability. Spans carry no score.
 
-A response that is empty (or, in claims mode, has no sentence) is not sent: no spans, score 0.0. A request that
+A blank response never reaches the judge (:class:`~ragtruth_spans.detectors.base.DetectItem` refuses it); one
+that has no sentence in claims mode is not sent: no spans, score 0.0. A request that
 failed after its retries, or an answer that cannot be read, gives ``Detection.error`` (no spans: "could not
 tell") and is counted in the diagnostics (``failed_requests``, ``malformed``).
 
@@ -31,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragtruth_spans.core.fields import is_blank
 from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.detectors.judge import prompts
@@ -115,7 +117,7 @@ class JudgeDetector(Detector):
         return results
 
     def _plan(self, item: DetectItem) -> _Plan:
-        if not item.response.strip():
+        if is_blank(item.response):  # refused at the boundary; kept so that a blank text is never sent
             return _Plan()
         if self.settings.mode == "span":
             return _Plan(messages=[prompts.span_messages(item.task, item.context, item.response, item.question)])

@@ -228,7 +228,8 @@ def test_unwritable_cache_is_one_input_error(judge_server, tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["span", "claims"])
-def test_empty_response_is_not_sent(judge_server, tmp_path, mode):
-    result = make_judge(judge_server, tmp_path, mode=mode).detect_batch([dict(ITEMS[0], response="  \n")])[0]
-    assert result.ok and result.spans == [] and result.score == 0.0 and result.diagnostics["requests"] == 0
+@pytest.mark.parametrize("blank", ["  \n", "\u3000", "\u200b"])
+def test_a_blank_response_is_refused_and_not_sent(judge_server, tmp_path, mode, blank):
+    with pytest.raises(InputError, match="field 'response': is empty or blank"):
+        make_judge(judge_server, tmp_path, mode=mode).detect_batch([ITEMS[0], dict(ITEMS[0], response=blank)])
     assert judge_server.requests() == []
