@@ -26,6 +26,14 @@ requests. Reported: the heavy requests' statuses and seconds, the small requests
 before and while the heavy ones run. Exit status 1 also when a small
 request took longer than ``--small-latency-limit`` seconds (default 2) while heavy ones ran.
 
+Connection attacks (``--attack-connections N``, default 60, 0 skips them), on a third server with the default
+limits but ``--header-timeout``/``--body-read-timeout`` of ``--attack-timeout`` seconds (default 2): a body of
+``--attack-keys`` unknown keys (default 300,000, about 4 MB: within the byte limit) while ``/health`` is polled (422,
+a small answer, ``/health`` within ``--small-latency-limit``); N requests whose body stops after a few bytes and N
+whose headers stop halfway (each answered 408 and closed within the timeout plus 3 s, ``/health`` answering
+meanwhile); N clients that close the connection mid-body (each counted in ``/health``'s ``connections``, and no
+``ERROR`` line or traceback in the server's log). Exit status 1 when any of these fails.
+
 Reported: requests sent, answered, lost (no answer: a transport error or timeout), duplicated (an answer carrying
 another request's id, or one id answered twice), wrongly failed (a valid request not answered 200 with the spans
 the detector gives that item alone), hostile answered 4xx as expected, hostile answered 5xx or 200 (mishandled),
@@ -277,6 +285,130 @@ def heavy_phase(args: argparse.Namespace) -> dict[str, Any]:
             "small_select_during": _latencies(during_select) | {"statuses": dict(select_status)}}
 
 
+def _health_waits(url: str, running: threading.Event) -> list[float]:
+    """Seconds each ``/health`` took, polled back to back while ``running`` is set (bounded: 2,000 polls)."""
+    waits: list[float] = []
+    with httpx.Client(base_url=url, timeout=30) as client:
+        while running.is_set() and len(waits) < 2000:
+            started = time.perf_counter()
+            client.get("/health")
+            waits.append(time.perf_counter() - started)
+    return waits
+
+
+def _closed_after(sock: socket.socket, limit: float) -> tuple[bytes, float]:
+    """What the server sent on ``sock`` until it closed it, and after how many seconds (``limit`` at most)."""
+    started, data = time.monotonic(), b""
+    sock.settimeout(limit)
+    while time.monotonic() - started < limit:
+        try:
+            chunk = sock.recv(65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data, time.monotonic() - started
+
+
+def attack_many_keys(url: str, keys: int) -> dict[str, Any]:
+    """A body of ``keys`` unknown keys (within the byte limit) while ``/health`` is polled."""
+    body = json.dumps({"context": CONTEXT, "response": "r", "task": "QA"} | {f"k{i}": 1 for i in range(keys)})
+    running = threading.Event()
+    running.set()
+    waits: list[float] = []
+    poller = threading.Thread(target=lambda: waits.extend(_health_waits(url, running)))
+    poller.start()
+    started = time.perf_counter()
+    answer = httpx.post(f"{url}/v1/detect", content=body.encode(), headers=JSON_TYPE, timeout=120)
+    seconds = time.perf_counter() - started
+    running.clear()
+    poller.join(60)
+    return {"keys": keys, "body_bytes": len(body), "status": answer.status_code, "answer_bytes": len(answer.content),
+            "seconds": round(seconds, 2), "health": _latencies(waits)}
+
+
+def attack_stalled(url: str, port: int, connections: int, timeout: float) -> dict[str, Any]:
+    """``connections`` requests whose body stops after a few bytes, and as many whose headers stop halfway: each
+    must be answered 408 and closed within the timeout (plus 3 s), while ``/health`` answers."""
+    head = (b"POST /v1/detect HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 500\r\n"
+            b"\r\n{\"context\": \"")
+    socks = []
+    for i in range(connections * 2):
+        sock = socket.create_connection((HOST, port), timeout=10)
+        sock.sendall(head if i < connections else b"POST /v1/detect HTTP/1.1\r\nhost: x\r\n")
+        socks.append(sock)
+    running = threading.Event()
+    running.set()
+    waits: list[float] = []
+    poller = threading.Thread(target=lambda: waits.extend(_health_waits(url, running)))
+    poller.start()
+    outcomes = [_closed_after(sock, timeout + 3) for sock in socks]
+    running.clear()
+    poller.join(60)
+    for sock in socks:
+        sock.close()
+    closed_408 = [data.startswith(b"HTTP/1.1 408") and seconds < timeout + 3 for data, seconds in outcomes]
+    return {"stalled_bodies": connections, "stalled_headers": connections, "answered_408_and_closed":
+            sum(closed_408), "slowest_close_s": round(max(s for _, s in outcomes), 2), "health": _latencies(waits)}
+
+
+def attack_vanishing(url: str, port: int, connections: int) -> dict[str, Any]:
+    """``connections`` clients that close mid-body: each counted in ``/health``, none an internal error."""
+    before = httpx.get(f"{url}/health", timeout=10).json()["connections"]["client_disconnects"]
+    for _ in range(connections):
+        with socket.create_connection((HOST, port), timeout=10) as sock:
+            sock.sendall(b"POST /v1/detect HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                         b"content-length: 500\r\n\r\n{\"context\": \"")
+    counted, deadline = 0, time.monotonic() + 10
+    while counted < connections and time.monotonic() < deadline:
+        counted = httpx.get(f"{url}/health", timeout=10).json()["connections"]["client_disconnects"] - before
+        time.sleep(0.1)
+    return {"clients": connections, "counted": counted}
+
+
+def attack_phase(args: argparse.Namespace) -> dict[str, Any]:
+    """The three connection attacks on a server of its own (default limits, ``--attack-timeout`` for the header
+    and body read times), its log read afterwards for internal errors."""
+    import tempfile
+
+    port = free_port()
+    url = f"http://{HOST}:{port}"
+    command = [sys.executable, "-m", "ragtruth_spans", "serve", "--model", args.model, "--host", HOST, "--port",
+               str(port), "--header-timeout", str(args.attack_timeout), "--body-read-timeout",
+               str(args.attack_timeout), "--log-level", "info"]
+    with tempfile.TemporaryFile() as log:
+        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            wait_ready(url, server, 120)
+            result = {"many_keys": attack_many_keys(url, args.attack_keys),
+                      "stalled": attack_stalled(url, port, args.attack_connections, args.attack_timeout),
+                      "vanishing": attack_vanishing(url, port, args.attack_connections),
+                      "server_alive": httpx.get(f"{url}/health", timeout=10).status_code == 200}
+        finally:
+            server.terminate()
+            try:
+                server.wait(30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(10)
+        log.seek(0)
+        lines = log.read().decode("utf-8", "replace").splitlines()
+    result["error_log_lines"] = sum(" ERROR " in line or "Traceback" in line for line in lines)
+    return result
+
+
+def attacks_failed(phase: dict[str, Any], args: argparse.Namespace) -> bool:
+    """Whether an attack got through: a large or slow 422, ``/health`` slower than the limit, a stalled connection
+    left open, a vanished client not counted, an error in the server's log."""
+    keys, stalled = phase["many_keys"], phase["stalled"]
+    return (keys["status"] != 422 or keys["answer_bytes"] > 10_000
+            or max(keys["health"]["max_s"] or 0, stalled["health"]["max_s"] or 0) > args.small_latency_limit
+            or stalled["answered_408_and_closed"] != 2 * args.attack_connections
+            or phase["vanishing"]["counted"] != args.attack_connections or phase["error_log_lines"] > 0
+            or not phase["server_alive"])
+
+
 def _check_valid(item: dict[str, Any], response: httpx.Response, reference: dict[str, list[list[int]]],
                  counts: Counter[str], seen_ids: Counter[str]) -> None:
     counts["valid"] += 1
@@ -304,7 +436,13 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="Also write the result here.")
     parser.add_argument("--heavy", type=int, default=3, help="Heavy evidence requests beside small ones (0: skip).")
     parser.add_argument("--small-latency-limit", type=float, default=2.0,
-                        help="Seconds a small request may take while heavy ones run.")
+                        help="Seconds a small request (or /health) may take while heavy ones or attacks run.")
+    parser.add_argument("--attack-connections", type=int, default=60,
+                        help="Connections of each connection attack: stalled bodies, stalled headers, clients that "
+                        "vanish mid-body (0: skip the attacks).")
+    parser.add_argument("--attack-keys", type=int, default=300_000, help="Unknown keys of the many-keys body.")
+    parser.add_argument("--attack-timeout", type=float, default=2.0,
+                        help="--header-timeout and --body-read-timeout of the attacked server.")
     args = parser.parse_args()
     from ragtruth_spans.core.logs import configure
 
@@ -325,6 +463,8 @@ def main() -> None:
     result["server_exit_status"] = server.returncode
     if args.heavy:
         result["heavy_evidence"] = heavy_phase(args)
+    if args.attack_connections:
+        result["connection_attacks"] = attack_phase(args)
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:
@@ -338,6 +478,8 @@ def main() -> None:
         over_budget = [h for h in phase["heavy_requests"] if h["items"] > 1 and h["status"] != 413]
         refused_small = {status for kind in small_kinds for status in phase[kind]["statuses"]} - {200}
         bad = bad or slowest > args.small_latency_limit or over_budget or refused_small
+    if args.attack_connections:
+        bad = bad or attacks_failed(result["connection_attacks"], args)
     sys.exit(1 if bad or not result["server_alive"] else 0)
 
 

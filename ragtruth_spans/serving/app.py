@@ -43,8 +43,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from ragtruth_spans import __version__
 from ragtruth_spans.core.errors import InputError
@@ -53,15 +54,24 @@ from ragtruth_spans.serving.batcher import MicroBatcher, Overloaded, ShuttingDow
 from ragtruth_spans.serving.body import (
     DETECT_BODY,
     SELECT_BODY,
+    InvalidBody,
     ServiceError,
-    json_body,
+    model_body,
     raw_chars,
     request_schema,
-    validated,
     without_server_paths,
 )
-from ragtruth_spans.serving.limits import BearerAuth, BodySizeLimit, InFlight, validation_errors
-from ragtruth_spans.serving.schemas import DetectionOut, DetectMany, DetectOne, DetectorRef, ErrorOut, SelectRequest
+from ragtruth_spans.serving.limits import BearerAuth, BodyReader, ConnectionStats, InFlight, validation_errors
+from ragtruth_spans.serving.schemas import (
+    DetectionOut,
+    DetectMany,
+    DetectOne,
+    DetectorRef,
+    ErrorOut,
+    HealthOut,
+    SelectOut,
+    SelectRequest,
+)
 from ragtruth_spans.serving.settings import ServeSettings
 
 logger = logging.getLogger(__name__)
@@ -94,6 +104,18 @@ def _error(status: int, message: str, **extra: Any) -> JSONResponse:
                         status_code=status, headers=extra.get("headers"))
 
 
+MAX_ERRORS_SHOWN = 5
+"""Problems named in a 422's ``error`` line at most (``detail`` holds up to ``ServeSettings.max_errors``)."""
+
+
+def _invalid(detail: list[dict[str, Any]], total: int) -> JSONResponse:
+    """422: the problems in ``detail`` (the first ones found), ``error_count`` of them in all."""
+    summary = "; ".join(f"{d['field']}: {d['message']}" for d in detail[:MAX_ERRORS_SHOWN])
+    more = total - min(len(detail), MAX_ERRORS_SHOWN)
+    return _error(422, f"invalid request: {summary}" + (f" (and {more} more)" if more > 0 else ""), detail=detail,
+                  error_count=total)
+
+
 def _unavailable(exc: Overloaded | ShuttingDown) -> ServiceError:
     """503: the queue is full (retry in a second) or the server is shutting down."""
     if isinstance(exc, Overloaded):
@@ -116,6 +138,7 @@ class Service:
         self.ref = DetectorRef(kind=detector.kind, name=described.get("name"),
                                fingerprint=(run_info or {}).get("fingerprint"))
         self.in_flight = SimpleNamespace(count=0)  # detection requests being served (the InFlight middleware)
+        self.connections = ConnectionStats()  # requests that ended before a route saw them (/health)
         self.context_cache = detector.context_cache()  # its size is the service's (ServeSettings.context_cache_bytes)
         if self.context_cache is not None:
             self.context_cache.resize(settings.context_cache_bytes)
@@ -186,6 +209,24 @@ class Service:
             raise ServiceError(413, f"the items asking for evidence have {sum(evidence_chars)} characters of "
                                f"context; the limit is {s.max_evidence_chars} per request (--max-evidence-chars)")
 
+    def check_detect(self, raw: Any) -> None:
+        """The cost budget of a raw ``/v1/detect`` body (an empty list: 422)."""
+        if isinstance(raw, list) and not raw:
+            raise ServiceError(422, "invalid request: the list of items is empty")
+        rows = raw if isinstance(raw, list) else [raw]
+        self.check_size(len(rows), [raw_chars(row, ("context", "response", "question")) for row in rows],
+                        evidence_chars=[raw_chars(row, ("context",)) for row in rows
+                                        if isinstance(row, dict) and row.get("evidence") is True])
+
+    def check_select(self, raw: Any) -> None:
+        """The cost budget of a raw ``/v1/select`` body."""
+        candidates = raw.get("candidates") if isinstance(raw, dict) else None
+        if isinstance(candidates, list):
+            shared = raw_chars(raw, ("context", "question"))
+            own = [len(c) if isinstance(c, str) else raw_chars(c, ("response",)) for c in candidates]
+            self.check_size(len(candidates), [shared + n for n in own], what="candidate",
+                            parts="context + question + its response")
+
     async def detect(self, items: list[DetectItem]) -> list[Detection]:
         try:
             return await asyncio.wrap_future(self.batcher.submit(items))
@@ -222,14 +263,23 @@ def _install_handlers(app: FastAPI) -> None:
         return _error(exc.status, exc.message, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid_body(_: Request, exc: RequestValidationError) -> JSONResponse:
-        detail = validation_errors(exc.errors(), exc.body)
-        summary = "; ".join(f"{d['field']}: {d['message']}" for d in detail[:5])
-        return _error(422, f"invalid request: {summary}", detail=detail)
+    async def invalid_json(_: Request, exc: RequestValidationError) -> JSONResponse:
+        detail = validation_errors(exc.errors()[:MAX_ERRORS_SHOWN], exc.body)
+        return _invalid(detail, len(detail))
+
+    @app.exception_handler(InvalidBody)
+    async def invalid_body(_: Request, exc: InvalidBody) -> JSONResponse:
+        return _invalid(exc.detail, exc.total)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         return _error(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_left(request: Request, _: ClientDisconnect) -> Response:
+        request.app.state.service.connections.client_disconnects += 1
+        logger.debug("client disconnected (%s %s)", request.method, request.url.path)
+        return Response(status_code=499)  # nobody reads it: the connection is gone
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -264,14 +314,14 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
                               "points) of the response, half-open [start, end).")
     app.state.service = service
     app.add_middleware(InFlight, counter=service.in_flight)  # innermost: counts what passed the checks below
-    app.add_middleware(BodySizeLimit, max_bytes=service.settings.max_body_bytes)
+    app.add_middleware(BodyReader, max_bytes=service.settings.max_body_bytes, stats=service.connections,
+                       timeout=service.settings.body_timeout, read_timeout=service.settings.body_read_timeout)
     if service.settings.api_key is not None:
         app.add_middleware(BearerAuth, api_key=service.settings.api_key)  # added last: runs first
     _install_handlers(app)
     _add_routes(app, service)
     if service.settings.upstream is not None:
         gates.append(_add_gate(app, service))
-    return app
     return app
 
 
@@ -299,15 +349,16 @@ def _add_page(app: FastAPI, service: Service) -> None:
 
 
 def _add_routes(app: FastAPI, service: Service) -> None:
-    errors = {code: {"model": ErrorOut} for code in (401, 413, 422, 500, 503)}
+    errors = _error_responses(service, body=False)
     if service.settings.ui:
         _add_page(app, service)
 
-    @app.get("/health")
+    @app.get("/health", response_model=HealthOut, responses={500: {"model": ErrorOut}})
     async def health() -> dict[str, Any]:
         """Liveness and load: queue length and batching totals (no auth)."""
         return {"status": "shutting down" if service.batcher.closing else "ok", "detector": service.ref.model_dump(),
                 "pending_items": service.batcher.pending, "stats": service.batcher.stats.to_dict(),
+                "connections": service.connections.to_dict(),
                 "context_cache": None if service.context_cache is None else service.context_cache.stats.to_dict()}
 
     @app.get("/v1/model", responses=errors)
@@ -321,18 +372,16 @@ def _add_routes(app: FastAPI, service: Service) -> None:
                 "run_info": without_server_paths(service.run_info), "serving": service.settings.public(),
                 "version": __version__}
 
-    @app.post("/v1/detect", response_model=DetectOne | DetectMany, responses=errors | {415: {"model": ErrorOut}},
-              openapi_extra=request_schema(DETECT_BODY))
+    s = service.settings
+
+    @app.post("/v1/detect", response_model=DetectOne | DetectMany, responses=_error_responses(service),
+              openapi_extra=request_schema(DETECT_BODY, s.max_items, s.max_chars, budget=(
+                  f"Also at most {s.max_chars} characters per item (context + question + response), "
+                  f"{s.max_request_chars} over all items, {s.max_evidence_items} items asking for evidence and "
+                  f"{s.max_evidence_chars} characters of their contexts (413 beyond).")))
     async def detect(request: Request) -> DetectOne | DetectMany:
         """Hallucinated spans of one item (answer: one detection) or a list of items (answer: ``results``)."""
-        raw = await json_body(request)
-        if isinstance(raw, list) and not raw:
-            raise ServiceError(422, "invalid request: the list of items is empty")
-        rows = raw if isinstance(raw, list) else [raw]
-        service.check_size(len(rows), [raw_chars(row, ("context", "response", "question")) for row in rows],
-                           evidence_chars=[raw_chars(row, ("context",)) for row in rows
-                                           if isinstance(row, dict) and row.get("evidence") is True])
-        body = validated(DETECT_BODY, raw)
+        _, body = await model_body(request, DETECT_BODY, service.check_detect, service.settings.max_errors)
         items = body if isinstance(body, list) else [body]
         detect_items = [DetectItem(context=i.context, response=i.response, task=i.task, question=i.question)
                         for i in items]
@@ -343,24 +392,30 @@ def _add_routes(app: FastAPI, service: Service) -> None:
             return DetectMany(results=outs, detector=service.ref)
         return DetectOne(**outs[0].model_dump(), detector=service.ref)
 
-    _add_select_route(app, service, errors)
+    _add_select_route(app, service)
 
 
-def _add_select_route(app: FastAPI, service: Service, errors: dict[int, Any]) -> None:
+def _error_responses(service: Service, body: bool = True) -> dict[int | str, Any]:
+    """The error answers a ``/v1/*`` route may give (OpenAPI ``responses``): 400 and 401 with a bearer token,
+    408, 413, 415, 422 and 503 for a route that reads a body, 500 for all."""
+    codes = [500] + ([400, 401] if service.settings.api_key is not None else [])
+    codes += [408, 413, 415, 422, 503] if body else []
+    return {code: {"model": ErrorOut} for code in sorted(codes)}
+
+
+def _add_select_route(app: FastAPI, service: Service) -> None:
     """``POST /v1/select`` (best-of-N selection)."""
+    s = service.settings
+    budget = (f"Also at most {s.max_chars} characters per candidate (context + question + its response) and "
+              f"{s.max_request_chars} over all candidates (413 beyond). Candidate ids must differ; a candidate "
+              "without an id is known by its index (422 otherwise).")
 
-    @app.post("/v1/select", responses=errors | {415: {"model": ErrorOut}}, openapi_extra=request_schema(SELECT_BODY))
+    @app.post("/v1/select", response_model=SelectOut, responses=_error_responses(service),
+              openapi_extra=request_schema(SELECT_BODY, s.max_items, s.max_chars, budget=budget))
     async def select(request: Request) -> dict[str, Any]:
         """Best-of-N selection: the index of the least hallucinated candidate and each candidate's spans;
         ``no_judgement: true`` and ``index: null`` when the detector could judge no candidate."""
-        raw = await json_body(request)
-        candidates = raw.get("candidates") if isinstance(raw, dict) else None
-        if isinstance(candidates, list):
-            shared = raw_chars(raw, ("context", "question"))
-            own = [len(c) if isinstance(c, str) else raw_chars(c, ("response",)) for c in candidates]
-            service.check_size(len(candidates), [shared + n for n in own], what="candidate",
-                               parts="context + question + its response")
-        body = validated(SELECT_BODY, raw)
+        _, body = await model_body(request, SELECT_BODY, service.check_select, service.settings.max_errors)
         answer = (await service.select(body)).to_dict()
         given = [c.id for c in body.candidates]  # echoed as given: an integer id stays an integer
         for i, candidate in enumerate(answer.get("candidates") or []):

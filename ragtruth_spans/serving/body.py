@@ -6,17 +6,23 @@ server (no absolute paths)."""
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Callable
 from pathlib import PurePath
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import loads_json
+from ragtruth_spans.serving.limits import validation_errors
 from ragtruth_spans.serving.schemas import DetectItemIn, SelectRequest
+
+logger = logging.getLogger(__name__)
 
 
 class ServiceError(Exception):
@@ -27,7 +33,7 @@ class ServiceError(Exception):
         self.status, self.message, self.headers = status, message, headers
 
 
-DETECT_BODY: TypeAdapter[Any] = TypeAdapter(DetectItemIn | list[DetectItemIn])
+DETECT_BODY: TypeAdapter[Any] = TypeAdapter(DetectItemIn | Annotated[list[DetectItemIn], Field(min_length=1)])
 SELECT_BODY: TypeAdapter[Any] = TypeAdapter(SelectRequest)
 
 
@@ -36,8 +42,22 @@ def _is_json(content_type: str) -> bool:
     return not media or media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
-async def json_body(request: Request) -> Any:
-    """The request's JSON: 415 unless the content type is JSON (or absent), 422 for JSON the parser refuses."""
+class InvalidBody(Exception):
+    """A 422 for a body the request models refuse: the first ``detail`` entries (``{"field", "message"}``) and
+    ``total``, the number of problems found."""
+
+    def __init__(self, detail: list[dict[str, Any]], total: int) -> None:
+        super().__init__(f"{total} problem(s)")
+        self.detail, self.total = detail, total
+
+
+MAX_OBJECT_KEYS = 32
+"""Keys of one JSON object of a request at most: no request object has more than a handful of fields, so an object
+with more is refused by its key count before the models run (never one error per unknown key)."""
+
+
+async def body_bytes(request: Request) -> bytes:
+    """The request's body: 415 unless the content type is JSON (or absent), 422 when it is empty."""
     content_type = request.headers.get("content-type", "")
     if not _is_json(content_type):
         media = content_type.split(";")[0].strip()[:60]
@@ -45,6 +65,15 @@ async def json_body(request: Request) -> Any:
     raw = await request.body()
     if not raw.strip():
         raise ServiceError(422, "invalid request: body: the body is empty (send a JSON object or list)")
+    return raw
+
+
+def parse_json(raw: bytes) -> Any:
+    """``raw`` through the shared strict JSON parser; its refusal is a 422 (``RequestValidationError``).
+
+    >>> parse_json(b'{"a": [1]}')
+    {'a': [1]}
+    """
     try:
         return loads_json(raw, allow_surrogates=True)  # the request models name the field (422)
     except InputError as exc:
@@ -53,40 +82,129 @@ async def json_body(request: Request) -> Any:
                                      body=None) from None
 
 
+async def json_body(request: Request) -> Any:
+    """The request's JSON (:func:`body_bytes`, then :func:`parse_json` in a worker thread: never on the event
+    loop)."""
+    return await run_in_threadpool(parse_json, await body_bytes(request))
+
+
+def _objects(raw: Any) -> Any:
+    """``(field, object)`` for the JSON objects a request may hold: the body, its items, their lists' items."""
+    tops = list(enumerate(raw)) if isinstance(raw, list) else [(None, raw)]
+    for i, top in tops:
+        if not isinstance(top, dict):
+            continue
+        where = "body" if i is None else f"[{i}]"
+        yield where, top
+        for key, value in list(top.items())[:MAX_OBJECT_KEYS]:
+            if isinstance(value, list):
+                for j, inner in enumerate(value[:1024]):
+                    if isinstance(inner, dict):
+                        yield f"{'' if i is None else where + '.'}{key}[{j}]", inner
+
+
+def check_keys(raw: Any) -> None:
+    """Refuse (422) a request object with more than :data:`MAX_OBJECT_KEYS` keys, by its count alone.
+
+    >>> check_keys({"context": "c", "response": "r"})
+    >>> check_keys({str(i): i for i in range(40)})
+    Traceback (most recent call last):
+    ...
+    ragtruth_spans.serving.body.InvalidBody: 1 problem(s)
+    """
+    for where, obj in _objects(raw):
+        if len(obj) > MAX_OBJECT_KEYS:
+            raise InvalidBody([{"field": where, "message": f"has {len(obj)} keys; a request object has at most "
+                                f"{MAX_OBJECT_KEYS} (only the fields of the schema are accepted)"}], 1)
+
+
 def raw_chars(obj: Any, keys: tuple[str, ...]) -> int:
     """Characters of the string values of ``keys`` in a raw JSON object (0 for anything else): the size check
-    runs before the models."""
+    runs before the models.
+
+    >>> raw_chars({"context": "abc", "response": 1}, ("context", "response"))
+    3
+    """
     if not isinstance(obj, dict):
         return 0
     return sum(len(obj[k]) for k in keys if isinstance(obj.get(k), str))
 
 
-def validated(adapter: TypeAdapter[Any], raw: Any) -> Any:
-    """``raw`` through the request models; their errors become the usual 422 (fields named, text not echoed)."""
+def validated(adapter: TypeAdapter[Any], raw: Any, max_errors: int = 10) -> Any:
+    """``raw`` through the request models; their errors become :class:`InvalidBody` (a 422 naming the fields,
+    never echoing the text): the first ``max_errors`` of them and their count.
+
+    >>> validated(TypeAdapter(int), 3)
+    3
+    """
     try:
         return adapter.validate_python(raw)
     except ValidationError as exc:
         errors = [error | {"loc": ("body", *error.get("loc", ()))} for error in exc.errors(include_input=False,
                                                                                            include_url=False)]
-        raise RequestValidationError(errors, body=raw) from None
+        detail = validation_errors(errors, raw)
+        raise InvalidBody(detail[:max_errors], len(detail)) from None
 
 
-def request_schema(adapter: TypeAdapter[Any]) -> dict[str, Any]:
-    """The OpenAPI ``requestBody`` of a route that reads its body itself (``$defs`` inlined)."""
+async def model_body(request: Request, adapter: TypeAdapter[Any], check: Callable[[Any], None],
+                     max_errors: int) -> tuple[Any, Any]:
+    """``(raw JSON, validated body)`` of a request: the bytes read on the event loop, then the JSON parsed, its
+    objects' key counts checked (:func:`check_keys`), ``check(raw)`` (the cost budget, 413) and the models run,
+    in one worker thread, so a heavy body never holds up other requests."""
+
+    def parse_check_validate(data: bytes) -> tuple[Any, Any]:
+        raw = parse_json(data)
+        check_keys(raw)
+        check(raw)
+        return raw, validated(adapter, raw, max_errors)
+
+    return await run_in_threadpool(parse_check_validate, await body_bytes(request))
+
+
+TEXT_FIELDS = ("context", "response", "question", "candidates")
+"""The fields whose characters count in the cost budget (a candidate given as a string is its response)."""
+
+
+def request_schema(adapter: TypeAdapter[Any], max_items: int | None = None, max_chars: int | None = None,
+                   budget: str = "") -> dict[str, Any]:
+    """The OpenAPI ``requestBody`` of a route that reads its body itself (``$defs`` inlined), with the limits
+    JSON Schema can state: ``maxItems`` on every list, ``maxLength`` on every text of :data:`TEXT_FIELDS`; the
+    limits on sums (characters per item and per request) are in ``budget``, the schema's description.
+
+    Args:
+        adapter: the body's models.
+        max_items: items (candidates) per request at most.
+        max_chars: characters per item at most.
+        budget: a sentence on the limits no schema keyword states.
+
+    Returns:
+        ``{"requestBody": ...}`` for ``openapi_extra``.
+
+    >>> body = request_schema(TypeAdapter(list[int]), max_items=3)["requestBody"]
+    >>> body["content"]["application/json"]["schema"]["maxItems"]
+    3
+    """
     schema = adapter.json_schema()
     defs = schema.pop("$defs", {})
 
-    def inline(node: Any) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref", "")
-            if ref.startswith("#/$defs/"):
-                return inline(defs[ref.removeprefix("#/$defs/")])
-            return {k: inline(v) for k, v in node.items()}
+    def inline(node: Any, field: str | None = None) -> Any:
         if isinstance(node, list):
-            return [inline(v) for v in node]
-        return node
+            return [inline(v, field) for v in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref", "")
+        if ref.startswith("#/$defs/"):
+            return inline(defs[ref.removeprefix("#/$defs/")], field)
+        out = {k: ({name: inline(v, name) for name, v in node[k].items()} if k == "properties" else inline(v, field))
+               for k, v in node.items()}
+        if node.get("type") == "array" and max_items is not None:
+            out["maxItems"] = max_items
+        if node.get("type") == "string" and field in TEXT_FIELDS and max_chars is not None:
+            out["maxLength"] = max_chars
+        return out
 
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": inline(schema)}}}}
+    body = inline(schema) | ({"description": budget} if budget else {})
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": body}}}}
 
 
 _PATH = re.compile(r"file://[^\s'\"<>|,;()\[\]{}]*|(?<![\w.~:/\\-])(?:~(?=/)|[A-Za-z]:(?=\\))?[/\\][^\s'\"<>|,;()\[\]{}]*")

@@ -1,12 +1,17 @@
-"""The checks made before a request reaches a route — bearer token (401) and body size (413), as ASGI
-middlewares — and readable validation errors (422)."""
+"""The checks made before a request reaches a route — bearer token (401), the body read in full within its size
+(413) and time (408) limits — as ASGI middlewares, and readable validation errors (422)."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
+import logging
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 _UNION_TAGS = ("DetectItemIn", "list[DetectItemIn]")
 """Branch names pydantic puts in the location of errors in a one-item-or-a-list body."""
@@ -62,40 +67,81 @@ class InFlight:
             self.counter.count -= 1
 
 
-class BodySizeLimit:
-    """Refuse a request body over ``max_bytes`` with 413 before it is parsed: by its ``Content-Length``, or, for a
-    body sent without one (chunked), by counting while reading it."""
+@dataclass
+class ConnectionStats:
+    """Requests that ended before the app saw them, counted for ``/health`` (``connections``): the client went
+    away mid-body, a body or a request's headers too slow (408), a body too large (413).
 
-    def __init__(self, app: Any, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    >>> ConnectionStats(client_disconnects=2).to_dict()["client_disconnects"]
+    2
+    """
 
-    async def _reject(self, send: Any, size: str) -> None:
-        await _send_json(send, 413, {"error": f"request body of {size} bytes is over the limit of {self.max_bytes} "
-                                              "bytes"}, [(b"connection", b"close")])
+    client_disconnects: int = 0
+    body_timeouts: int = 0
+    header_timeouts: int = 0
+    too_large: int = 0
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("method") not in ("POST", "PUT", "PATCH"):
-            await self.app(scope, receive, send)
-            return
-        length = dict(scope.get("headers") or []).get(b"content-length")
-        if length is not None:
-            if length.isdigit() and int(length) > self.max_bytes:
-                await self._reject(send, length.decode())
-                return
-            await self.app(scope, receive, send)
-            return
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class _Ended(Exception):
+    """The body could not be read: ``status`` (413, 408) and a message, or ``status`` 0 when the client left."""
+
+    def __init__(self, status: int, message: str = "") -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class BodyReader:
+    """Read a request body in full before the app runs, bounded in size and time: over ``max_bytes`` (by its
+    ``Content-Length``, or counted as it arrives) 413; no byte for ``read_timeout`` seconds, or the whole body not
+    there after ``timeout`` seconds, 408; both close the connection. A client that leaves mid-body ends the request
+    with one debug line, counted in ``stats`` (never an error). The app gets the body as one message."""
+
+    METHODS = ("POST", "PUT", "PATCH")
+
+    def __init__(self, app: Any, max_bytes: int, timeout: float = 60.0, read_timeout: float = 10.0,
+                 stats: ConnectionStats | None = None) -> None:
+        self.app, self.max_bytes, self.timeout, self.read_timeout = app, max_bytes, timeout, read_timeout
+        self.stats = stats if stats is not None else ConnectionStats()
+
+    async def _read(self, receive: Any, declared: int | None) -> bytes:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
         chunks, size = [], 0
         while True:
-            message = await receive()
+            wait = min(self.read_timeout, deadline - loop.time())
+            try:
+                message = await asyncio.wait_for(receive(), max(wait, 0.0))
+            except TimeoutError:
+                whole = wait < self.read_timeout
+                raise _Ended(408, f"the request body was not complete after {self.timeout:g} s (--body-timeout)"
+                             if whole else f"no byte of the request body for {self.read_timeout:g} s "
+                             "(--body-read-timeout)") from None
             if message["type"] != "http.request":
-                return  # the client went away
+                raise _Ended(0)
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             if size > self.max_bytes:
-                await self._reject(send, f"more than {size}")
-                return
+                raise _Ended(413, f"request body of {declared or f'more than {size}'} bytes is over the limit "
+                             f"of {self.max_bytes} bytes")
             if not message.get("more_body"):
-                break
+                return b"".join(chunks)
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("method") not in self.METHODS:
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        declared = int(length) if length is not None and length.isdigit() else None
+        try:
+            if declared is not None and declared > self.max_bytes:
+                raise _Ended(413, f"request body of {declared} bytes is over the limit of {self.max_bytes} bytes")
+            body = await self._read(receive, declared)
+        except _Ended as ended:
+            await self._refuse(scope, send, ended)
+            return
         replayed = False
 
         async def replay() -> dict:
@@ -103,9 +149,22 @@ class BodySizeLimit:
             if replayed:
                 return await receive()
             replayed = True
-            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return {"type": "http.request", "body": body, "more_body": False}
 
         await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: dict, send: Any, ended: _Ended) -> None:
+        where = f"{scope.get('method')} {scope.get('path')}"
+        if ended.status == 0:
+            self.stats.client_disconnects += 1
+            logger.debug("client disconnected before its request body was complete (%s)", where)
+            return
+        if ended.status == 408:
+            self.stats.body_timeouts += 1
+        else:
+            self.stats.too_large += 1
+        logger.debug("%d for %s: %s", ended.status, where, ended.message)
+        await _send_json(send, ended.status, {"error": ended.message}, [(b"connection", b"close")])
 
 
 MAX_NAME_CHARS = 40

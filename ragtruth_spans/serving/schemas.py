@@ -10,11 +10,13 @@ mode: no coercion, so ``"id": true`` is refused rather than echoed as ``1``. Siz
 
 from __future__ import annotations
 
+import itertools
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PlainValidator,
@@ -52,11 +54,59 @@ def _filled(value: str) -> str:
     return value
 
 
-FilledText = Annotated[str, AfterValidator(_unicode), AfterValidator(_filled)]
-"""A :data:`Text` that is not blank (:func:`~ragtruth_spans.core.fields.is_blank`): contexts and responses."""
+NOT_BLANK_PATTERN = ("[^\\u0000-\\u0020\\u007f-\\u00a0\\u00ad\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890-\\u0891\\u08e2"
+                     "\\u1680\\u180e\\u2000-\\u200f\\u2028-\\u202f\\u205f-\\u2064\\u2066-\\u206f\\u3000\\ufeff"
+                     "\\ufff9-\\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+                     "\U000e0001\U000e0020-\U000e007f]")
+"""The JSON Schema ``pattern`` of a text that is not blank: one character that
+:func:`~ragtruth_spans.core.fields.is_blank` does not count as blank (control and format characters, whitespace;
+``\\u`` escapes for the basic plane, the characters themselves beyond). :func:`not_blank_pattern` computes it
+from the rule (over a second or two: a test checks that the two agree), so the schema and the service agree on
+every character."""
+
+
+def not_blank_pattern() -> str:
+    r""":data:`NOT_BLANK_PATTERN` computed from :func:`is_blank`, over the planes that hold characters (planes 4
+    to 13 are unassigned, 15 and 16 private use: none of their code points is blank).
+
+    >>> import re
+    >>> [bool(re.search(NOT_BLANK_PATTERN, t)) for t in (" ", "\n\t", "\u00a0", "\u200b\ufeff", " a ")]
+    [False, False, False, False, True]
+    """
+    ranges: list[tuple[int, int]] = []
+    for code in itertools.chain(range(0xD800), range(0xE000, 0x40000), range(0xE0000, 0xF0000)):
+        if not is_blank(chr(code)):
+            continue
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1] = (ranges[-1][0], code)
+        else:
+            ranges.append((code, code))
+
+    def char(code: int) -> str:
+        return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)
+
+    return "[^" + "".join(char(a) if a == b else f"{char(a)}-{char(b)}" for a, b in ranges) + "]"
+
+
+class _NotBlankSchema:
+    """Puts :data:`NOT_BLANK_PATTERN` into a text field's JSON Schema (the validator is :func:`_filled`)."""
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
+        return handler(core_schema) | {"pattern": NOT_BLANK_PATTERN}
+
+
+FilledText = Annotated[str, AfterValidator(_unicode), AfterValidator(_filled), _NotBlankSchema()]
+"""A :data:`Text` that is not blank (:func:`~ragtruth_spans.core.fields.is_blank`): contexts and responses; its
+JSON Schema says so (``pattern``: at least one character that is not blank)."""
+
+
+def _integral(value: Any) -> Any:
+    """A JSON number with no fraction (``10.0``) is the integer it equals, as JSON Schema's ``integer`` says."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _id(value: Any) -> Any:
+    value = _integral(value)
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise ValueError("must be a string or an integer")  # never coerced: true is not 1
     return _unicode(value) if isinstance(value, str) else value
@@ -171,6 +221,16 @@ class CandidateIn(_Strict):
     id: Id | None = None
 
 
+class _CandidatesSchema:
+    """The JSON Schema of ``candidates``: each one a response string or a :class:`CandidateIn` object (both are
+    accepted)."""
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
+        schema = handler(core_schema)
+        text = {"type": "string", "minLength": 1, "pattern": NOT_BLANK_PATTERN}
+        return schema | {"items": {"anyOf": [text, schema["items"]]}}
+
+
 class SelectRequest(_Strict):
     """Best-of-N selection: N candidate responses to one input (the task rule of :class:`DetectItemIn`)."""
 
@@ -182,11 +242,11 @@ class SelectRequest(_Strict):
     context: FilledText = Field(min_length=1)
     task: Task
     question: Text | None = None
-    candidates: list[CandidateIn] = Field(min_length=1, description="Responses: strings, or {response, id?} "
-                                          "objects.")
+    candidates: Annotated[list[CandidateIn], _CandidatesSchema()] = Field(
+        min_length=1, description="Responses: strings, or {response, id?} objects.")
     strategy: Strategy = DEFAULT_STRATEGY
     tie_break: TieBreak = "random"
-    seed: int = 0
+    seed: Annotated[int, BeforeValidator(_integral)] = 0
 
     @field_validator("candidates", mode="before")
     @classmethod
@@ -202,7 +262,59 @@ class SelectRequest(_Strict):
         return len(self.context) + len(self.question or "") + sum(len(c.response) for c in self.candidates)
 
 
+class CandidateSpanOut(BaseModel):
+    """A span of a candidate in ``/v1/select``'s answer (characters of its response, half-open; a detector's
+    other span keys kept)."""
+
+    model_config = ConfigDict(extra="allow")
+    start: int
+    end: int
+    type: str | None = None
+    score: float | None = None
+
+
+class CandidateOut(BaseModel):
+    """A candidate in ``/v1/select``'s answer: its score (lower is better) and spans (None: not judged)."""
+
+    id: str | int | None = None
+    response: str
+    score: float | None = None
+    spans: list[CandidateSpanOut] | None = None
+    error: str | None = None
+
+
+class SelectOut(BaseModel):
+    """``/v1/select``'s answer: the chosen candidate (``index``, ``id``, ``response``; None with ``no_judgement``)
+    and every candidate's score and spans."""
+
+    index: int | None
+    id: str | int | None = None
+    response: str | None = None
+    no_judgement: bool
+    strategy: str
+    scores: list[float | None]
+    tied: list[int]
+    tie_break: str | None = None
+    fallback: bool
+    detection_failed: list[int]
+    candidates: list[CandidateOut]
+    detector: DetectorRef
+
+
+class HealthOut(BaseModel):
+    """``/health``: liveness and load (queue, batching totals, requests ended before a route saw them)."""
+
+    status: Literal["ok", "shutting down"]
+    detector: DetectorRef
+    pending_items: int
+    stats: dict[str, Any]
+    connections: dict[str, int]
+    context_cache: dict[str, Any] | None = None
+
+
 class ErrorOut(BaseModel):
     error: str
-    detail: list[dict[str, Any]] | None = None
+    detail: list[dict[str, Any]] | None = Field(default=None, description="422: the first problems found (at most "
+                                                "--max-errors), each {field, message}.")
+    error_count: int | None = Field(default=None, description="422: how many problems were found in all.")
     error_id: str | None = None

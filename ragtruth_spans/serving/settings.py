@@ -90,6 +90,10 @@ def _mib(value: float) -> int:
     return int(value * MIB)
 
 
+def _kib(value: int) -> int:
+    return value * 1024
+
+
 def _upstream_url(url: str | None) -> str | None:
     """The gate's upstream URL, checked: http(s) with a host.
 
@@ -149,6 +153,21 @@ class ServeSettings:
     max_body_bytes: int = setting(16 * MIB, "Request body size at most (MiB); beyond, 413.", flag="--max-body-mb",
                                   min=0.001, cli_type=float, cli_default=16.0, convert=_mib)
     graceful_timeout: float = setting(30.0, "On shutdown, seconds to wait for requests in flight.", min=0)
+    max_errors: int = setting(10, "Problems listed in a 422 answer at most (then their count): a body with many "
+                              "errors never gets an answer larger than itself.", min=1)
+    header_timeout: float = setting(10.0, "Seconds a connection may take to send a request's headers (from its "
+                                    "opening, or from the previous answer); beyond, 408 and the connection "
+                                    "closes.", min=0.1)
+    body_timeout: float = setting(60.0, "Seconds a request may take to send its whole body; beyond, 408 and the "
+                                  "connection closes.", min=0.1)
+    body_read_timeout: float = setting(10.0, "Seconds without a byte of a body being sent; beyond, 408 and the "
+                                       "connection closes.", min=0.1)
+    keep_alive_timeout: float = setting(5.0, "Seconds an idle keep-alive connection stays open between requests.",
+                                        min=0.1)
+    max_connections: int = setting(200, "Open connections at most; beyond, a new request gets 503 (Service "
+                                   "Unavailable) and its connection closes.", min=1)
+    max_header_bytes: int = setting(16 * 1024, "Size of a request's headers at most (KiB); beyond, 400.",
+                                    flag="--max-header-kb", min=1, cli_type=int, cli_default=16, convert=_kib)
     docs: bool = setting(False, "Serve the interactive API docs at /docs and /redoc (their pages load Swagger UI / "
                          "ReDoc from a public CDN); /openapi.json is always served.")
     ui: bool | None = setting(False, "Serve a page to try the detector at GET / (self-contained; it calls "

@@ -3,6 +3,7 @@ and small detectors for the serving tests."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import threading
 import time
@@ -11,6 +12,8 @@ from typing import Any
 import uvicorn
 
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
+from ragtruth_spans.serving.server import server_config
+from ragtruth_spans.serving.settings import ServeSettings
 
 
 def free_port() -> int:
@@ -22,12 +25,13 @@ def free_port() -> int:
 class ServerThread:
     """``with ServerThread(app) as server: server.url``; leaving the block shuts the server down gracefully."""
 
-    def __init__(self, app: Any, graceful_timeout: float = 10.0) -> None:
+    def __init__(self, app: Any, graceful_timeout: float = 10.0, settings: ServeSettings | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                timeout_graceful_shutdown=graceful_timeout)
-        self.server = uvicorn.Server(config)
+        service = getattr(getattr(app, "state", None), "service", None)  # create_app's: its own settings
+        base = settings or (service.settings if service is not None else ServeSettings())
+        settings = dataclasses.replace(base, host="127.0.0.1", port=self.port, graceful_timeout=graceful_timeout)
+        self.server = uvicorn.Server(server_config(app, settings, "warning"))  # the limits `serve` applies
         self.thread = threading.Thread(target=self.server.run, name=f"uvicorn-{self.port}", daemon=True)
 
     def __enter__(self) -> ServerThread:
