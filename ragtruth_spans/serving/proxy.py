@@ -22,7 +22,8 @@ retrieved context.
   OpenAI clients already read at the end of a stream) and a ``hallucinations`` field, whose ``object`` is
   ``hallucinations.delta`` (a sentence event) or ``hallucinations`` (the final one): the OpenAI Python client
   yields them as ordinary chunks, with the field in ``chunk.model_extra``. At most one sentence check per stream
-  runs at a time; sentences completed meanwhile are checked together.
+  runs at a time; sentences completed meanwhile are checked together; a check still pending when the answer ends
+  is dropped (the final event covers its sentences and need not wait behind it).
 - **Errors**: an upstream answer other than 200 is passed through with its status and body; no answer within
   ``timeout`` seconds is a 504, an unreachable upstream a 502, an upstream answer over ``max_response_bytes`` a
   502 (errors of the gate itself in OpenAI's shape: ``{"error": {"message", "type"}}``). An error after a stream
@@ -451,6 +452,16 @@ class CheckedStream:
             self.running = None
         self._start()
 
+    async def _last_sentences(self) -> AsyncIterator[bytes]:
+        """At the answer's end: the sentence event of a check already done; one still queued or running is
+        dropped (its sentences are in the final event, which then need not wait behind it)."""
+        self.waiting = []
+        if self.running is not None and self.running.done():
+            yield _chunk(self.last, self.running.result())
+        elif self.running is not None:
+            self.running.cancel()
+        self.running = None
+
     async def run(self, events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         held: list[bytes] = []  # replace mode: nothing is shown before the answer is checked
         done = None
@@ -470,7 +481,7 @@ class CheckedStream:
                 self.waiting += self.tracker.feed(content)
                 async for out in self._finished(wait=False):
                     yield out
-            async for out in self._finished(wait=True):
+            async for out in self._last_sentences():
                 yield out
             async for out in self._final(held, done):
                 yield out
