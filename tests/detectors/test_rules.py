@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.loader import load_detector
 from ragtruth_spans.detectors.rules import number_value, numbers_in
 
@@ -29,7 +32,8 @@ def test_flag_all_and_flag_none():
     response = "  Paris is the capital.\n"
     [all_] = load_detector("flag-all").detect_batch([{"context": "c", "response": response, "task": "Summary"}])
     assert [(s.start, s.end) for s in all_.spans] == [(2, 23)] and response[2:23] == "Paris is the capital."
-    assert load_detector("flag-all").detect(context="c", response="   ", task="Summary").spans == []
+    with pytest.raises(InputError, match="field 'response': is empty or blank"):  # nothing to flag: refused
+        load_detector("flag-all").detect(context="c", response="   ", task="Summary")
     none = load_detector("flag-none").detect(context="c", response=response, task="Summary")
     assert none.spans == [] and none.score == 0.0
 

@@ -53,8 +53,8 @@ def test_the_soft_support_of_content_words_is_aggregated():
     assert row["sentence_soft_min"] == pytest.approx(0.4)
 
 
-def test_an_empty_response_has_only_its_task():
-    cols = ColumnBuilder().build([DetectItem(context="x", response="", task="QA")])[0]
+def test_a_response_without_words_has_only_its_task():
+    cols = ColumnBuilder().build([DetectItem(context="x", response="...", task="QA")])[0]  # a blank one is refused
     row = response_features(cols, np.zeros(0), ColumnBuilder().names, threshold=0.5, spans=0, flagged_chars=0,
                             response_chars=0, task="QA")
     assert row.sum() == 1 and row[RESPONSE_FEATURES.index("task_QA")] == 1
