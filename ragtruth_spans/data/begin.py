@@ -32,7 +32,7 @@ import re
 from pathlib import Path
 
 from ragtruth_spans.core.errors import InputError, check_choice
-from ragtruth_spans.core.fields import check_text
+from ragtruth_spans.core.fields import check_text, is_blank
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.data.imported import ImportReport, read_csv_strict, stable_id
 
@@ -109,7 +109,7 @@ def _record(row: dict[str, str], path: Path, line: int, split: str, report: Impo
     if hallucinated is None:
         report.skip("generic response (no claim to attribute)")
         return None
-    if not knowledge.strip() or not response.strip():
+    if is_blank(knowledge) or is_blank(response):
         report.skip("empty knowledge or response")
         return None
     key = stable_id(knowledge, message, response, length=32)

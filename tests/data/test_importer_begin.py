@@ -126,3 +126,14 @@ def test_unlocated_records_are_hallucinated_responses_to_the_evaluator():
     report = evaluate(gold, {"a": [Span(3, 9, score=0.9)], "b": []}, response_scores={"a": 0.9, "b": 0.2})
     assert report.overall["response"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
     assert report.to_dict()["auroc"] == 1.0
+
+
+@pytest.mark.parametrize("blank", ["   ", "\u00a0", "\u3000", "\u200b", "\ufeff\u2028"])
+def test_a_blank_response_or_snippet_is_skipped_so_the_split_reads_back(tmp_path, blank):
+    """The one blank rule (``core.fields.is_blank``): what the importer writes, every reader reads."""
+    folder = _folder(tmp_path / "in", [_row(blank, "Fully attributable"),
+                                       _row("it reaches 330 metres", "Fully attributable", knowledge=blank),
+                                       _row("it reaches 330 metres", "Fully attributable")])
+    records, report = read_begin(folder)
+    assert [r.response for r in records] == ["it reaches 330 metres"]
+    assert report.skipped["empty knowledge or response"] == 2

@@ -145,3 +145,14 @@ def test_import_jsonl_keeps_identical_contexts_in_one_source(tmp_path):
         for record in read_records(tmp_path / "out" / f"{name}.jsonl"):
             split_of.setdefault(record.context, set()).add(name)
     assert all(len(names) == 1 for names in split_of.values()), split_of
+
+
+@pytest.mark.parametrize("field", ["response", "context"])
+@pytest.mark.parametrize("blank", [" ", "\u00a0", "\u2028", "\u3000", "\u200b"])
+def test_import_jsonl_refuses_a_blank_response_or_context(tmp_path, field, blank):
+    good = {"context": "The museum opened in 1999.", "response": "It opened in 1998.", "spans": []}
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(good | {field: blank}) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="is empty or blank") as error:
+        read_own_jsonl(path)
+    assert (error.value.line, error.value.field) == (2, field)
