@@ -1,6 +1,6 @@
 """One input schema for a detection item: stdin ``detect``, HTTP and ``DetectItem.of`` accept and refuse the same
 items, with the same task rule (``task_type`` for ``task``; QA only when a question is given) and the same
-empty-text rule (context and response must not be empty)."""
+blank-text rule (context and response must not be empty, nor only whitespace and invisible characters)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,11 @@ CASES: list[tuple[dict[str, Any], str | None]] = [
     ({**BASE, "task": "Poem"}, None),
     ({**BASE, "task": "QA", "response": ""}, None),             # empty response
     ({**BASE, "task": "QA", "context": ""}, None),              # empty context
+    ({**BASE, "task": "QA", "response": " \n"}, None),          # blank: whitespace ...
+    ({**BASE, "task": "QA", "response": "\u00a0\u2028"}, None),
+    ({**BASE, "task": "QA", "response": "\u200b"}, None),       # ... or invisible characters
+    ({**BASE, "task": "QA", "context": "\u3000"}, None),
+    ({**BASE, "task": "QA", "response": "\u0301"}, "QA"),      # a combining mark alone is text
     ({**BASE, "task": "QA", "response": 3}, None),
 ]
 
