@@ -343,7 +343,11 @@ def attack_stalled(url: str, port: int, connections: int, timeout: float) -> dic
     waits: list[float] = []
     poller = threading.Thread(target=lambda: waits.extend(_health_waits(url, running)))
     poller.start()
-    outcomes = [_closed_after(sock, timeout + 3) for sock in socks]
+    deadline = time.monotonic() + timeout + 3  # one deadline for all: the server closes them in parallel
+    outcomes = []
+    for sock in socks:
+        data, _ = _closed_after(sock, max(0.01, deadline - time.monotonic()))
+        outcomes.append((data, time.monotonic() - (deadline - timeout - 3)))
     running.clear()
     poller.join(60)
     for sock in socks:

@@ -62,6 +62,7 @@ from ragtruth_spans.serving.body import (
     without_server_paths,
 )
 from ragtruth_spans.serving.limits import BearerAuth, BodyReader, ConnectionStats, InFlight, validation_errors
+from ragtruth_spans.serving.parse import BodyParser, max_values
 from ragtruth_spans.serving.schemas import (
     DetectionOut,
     DetectMany,
@@ -139,6 +140,7 @@ class Service:
                                fingerprint=(run_info or {}).get("fingerprint"))
         self.in_flight = SimpleNamespace(count=0)  # detection requests being served (the InFlight middleware)
         self.connections = ConnectionStats()  # requests that ended before a route saw them (/health)
+        self.parser = BodyParser()  # bodies parsed off the event loop (a large one in another process)
         self.context_cache = detector.context_cache()  # its size is the service's (ServeSettings.context_cache_bytes)
         if self.context_cache is not None:
             self.context_cache.resize(settings.context_cache_bytes)
@@ -304,6 +306,7 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
             await gate.aclose()
         logger.info("shutting down: finishing %d queued item(s)", service.batcher.pending)
         await run_in_threadpool(service.batcher.close)
+        await run_in_threadpool(service.parser.close)
         for pool, _ in service.evidence_pools.values():
             await run_in_threadpool(pool.shutdown, True)
 
@@ -381,7 +384,8 @@ def _add_routes(app: FastAPI, service: Service) -> None:
                   f"{s.max_evidence_chars} characters of their contexts (413 beyond).")))
     async def detect(request: Request) -> DetectOne | DetectMany:
         """Hallucinated spans of one item (answer: one detection) or a list of items (answer: ``results``)."""
-        _, body = await model_body(request, DETECT_BODY, service.check_detect, service.settings.max_errors)
+        _, body = await model_body(request, DETECT_BODY, service.check_detect, service.settings.max_errors,
+                                   service.parser, max_values(service.settings.max_items))
         items = body if isinstance(body, list) else [body]
         detect_items = [DetectItem(context=i.context, response=i.response, task=i.task, question=i.question)
                         for i in items]
@@ -415,7 +419,8 @@ def _add_select_route(app: FastAPI, service: Service) -> None:
     async def select(request: Request) -> dict[str, Any]:
         """Best-of-N selection: the index of the least hallucinated candidate and each candidate's spans;
         ``no_judgement: true`` and ``index: null`` when the detector could judge no candidate."""
-        _, body = await model_body(request, SELECT_BODY, service.check_select, service.settings.max_errors)
+        _, body = await model_body(request, SELECT_BODY, service.check_select, service.settings.max_errors,
+                                   service.parser, max_values(service.settings.max_items))
         answer = (await service.select(body)).to_dict()
         given = [c.id for c in body.candidates]  # echoed as given: an integer id stays an integer
         for i, candidate in enumerate(answer.get("candidates") or []):

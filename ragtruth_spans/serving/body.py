@@ -1,8 +1,10 @@
 """Request bodies, read in a fixed order so that no work scales past the limits: the content type (415), the bytes
-(bounded by :class:`~ragtruth_spans.serving.limits.BodySizeLimit` before this runs), the JSON (the shared strict
-parser: huge integers, deep nesting and ``NaN`` are a 422, never a 500), then the item and character limits on the
-raw JSON (413, by the caller), and only then the request models (422). Also: what ``/v1/model`` may say about the
-server (no absolute paths)."""
+(read in full within their size and time limits by :class:`~ragtruth_spans.serving.limits.BodyReader` before this
+runs), the JSON (the shared strict parser: huge integers, deep nesting and ``NaN`` are a 422, never a 500) with its
+structural bounds (:mod:`~ragtruth_spans.serving.parse`: keys per object, values per body), then the item and
+character limits on the raw JSON (413, by the caller), and only then the request models (422, the first
+``max_errors`` problems and their count). Parsing and validation run off the event loop (a large body's parse in
+another process). Also: what ``/v1/model`` may say about the server (no absolute paths)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import loads_json
 from ragtruth_spans.serving.limits import validation_errors
+from ragtruth_spans.serving.parse import BodyParser
 from ragtruth_spans.serving.schemas import DetectItemIn, SelectRequest
 
 logger = logging.getLogger(__name__)
@@ -49,11 +52,6 @@ class InvalidBody(Exception):
     def __init__(self, detail: list[dict[str, Any]], total: int) -> None:
         super().__init__(f"{total} problem(s)")
         self.detail, self.total = detail, total
-
-
-MAX_OBJECT_KEYS = 32
-"""Keys of one JSON object of a request at most: no request object has more than a handful of fields, so an object
-with more is refused by its key count before the models run (never one error per unknown key)."""
 
 
 async def body_bytes(request: Request) -> bytes:
@@ -88,36 +86,6 @@ async def json_body(request: Request) -> Any:
     return await run_in_threadpool(parse_json, await body_bytes(request))
 
 
-def _objects(raw: Any) -> Any:
-    """``(field, object)`` for the JSON objects a request may hold: the body, its items, their lists' items."""
-    tops = list(enumerate(raw)) if isinstance(raw, list) else [(None, raw)]
-    for i, top in tops:
-        if not isinstance(top, dict):
-            continue
-        where = "body" if i is None else f"[{i}]"
-        yield where, top
-        for key, value in list(top.items())[:MAX_OBJECT_KEYS]:
-            if isinstance(value, list):
-                for j, inner in enumerate(value[:1024]):
-                    if isinstance(inner, dict):
-                        yield f"{'' if i is None else where + '.'}{key}[{j}]", inner
-
-
-def check_keys(raw: Any) -> None:
-    """Refuse (422) a request object with more than :data:`MAX_OBJECT_KEYS` keys, by its count alone.
-
-    >>> check_keys({"context": "c", "response": "r"})
-    >>> check_keys({str(i): i for i in range(40)})
-    Traceback (most recent call last):
-    ...
-    ragtruth_spans.serving.body.InvalidBody: 1 problem(s)
-    """
-    for where, obj in _objects(raw):
-        if len(obj) > MAX_OBJECT_KEYS:
-            raise InvalidBody([{"field": where, "message": f"has {len(obj)} keys; a request object has at most "
-                                f"{MAX_OBJECT_KEYS} (only the fields of the schema are accepted)"}], 1)
-
-
 def raw_chars(obj: Any, keys: tuple[str, ...]) -> int:
     """Characters of the string values of ``keys`` in a raw JSON object (0 for anything else): the size check
     runs before the models.
@@ -146,19 +114,24 @@ def validated(adapter: TypeAdapter[Any], raw: Any, max_errors: int = 10) -> Any:
         raise InvalidBody(detail[:max_errors], len(detail)) from None
 
 
-async def model_body(request: Request, adapter: TypeAdapter[Any], check: Callable[[Any], None],
-                     max_errors: int) -> tuple[Any, Any]:
-    """``(raw JSON, validated body)`` of a request: the bytes read on the event loop, then the JSON parsed, its
-    objects' key counts checked (:func:`check_keys`), ``check(raw)`` (the cost budget, 413) and the models run,
-    in one worker thread, so a heavy body never holds up other requests."""
+async def model_body(request: Request, adapter: TypeAdapter[Any], check: Callable[[Any], None], max_errors: int,
+                     parser: BodyParser, limit: int) -> tuple[Any, Any]:
+    """``(raw JSON, validated body)`` of a request: the bytes read on the event loop; the JSON parsed with its
+    structural bounds (``limit`` values, see :func:`~ragtruth_spans.serving.parse.parse_checked`) by ``parser``,
+    in a worker thread or, for a large body, another process; then ``check(raw)`` (the cost budget, 413) and the
+    models in a worker thread: a heavy body never holds up other requests."""
+    outcome = await parser.parse(await body_bytes(request), limit)
+    if outcome[0] == "json":
+        raise RequestValidationError([{"loc": ("body",), "msg": outcome[1], "type": "json_invalid",
+                                       "ctx": {"error": outcome[1].removeprefix("invalid JSON: ")}}], body=None)
+    if outcome[0] == "invalid":
+        raise InvalidBody([{"field": outcome[1], "message": outcome[2]}], 1)
 
-    def parse_check_validate(data: bytes) -> tuple[Any, Any]:
-        raw = parse_json(data)
-        check_keys(raw)
+    def check_validate(raw: Any) -> tuple[Any, Any]:
         check(raw)
         return raw, validated(adapter, raw, max_errors)
 
-    return await run_in_threadpool(parse_check_validate, await body_bytes(request))
+    return await run_in_threadpool(check_validate, outcome[1])
 
 
 TEXT_FIELDS = ("context", "response", "question", "candidates")

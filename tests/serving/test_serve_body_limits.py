@@ -129,3 +129,17 @@ def test_parsing_and_validation_run_off_the_event_loop(monkeypatch: pytest.Monke
         assert client.post("/v1/select", json={"context": "c", "task": "QA", "candidates": ["a b"]}).status_code \
             == 200
     assert where == [False, False]  # both routes validated in a worker thread
+
+
+def test_a_large_body_is_parsed_in_another_process_with_the_same_outcome() -> None:
+    from ragtruth_spans.serving.parse import BodyParser, max_values
+
+    parser = BodyParser(process_bytes=100)
+    small, large = json.dumps(ITEM).encode(), json.dumps([ITEM] * 4).encode()
+    try:
+        assert asyncio.run(parser.parse(small, max_values(4))) == ("ok", ITEM) and parser._pool is None
+        assert asyncio.run(parser.parse(large, max_values(4))) == ("ok", [ITEM] * 4) and parser._pool is not None
+        assert asyncio.run(parser.parse(json.dumps(list(range(1000))).encode(), max_values(4)))[0] == "invalid"
+        assert asyncio.run(parser.parse(b"[" * 50 + b"x", max_values(4)))[0] == "json"
+    finally:
+        parser.close()

@@ -139,7 +139,7 @@ def test_a_client_that_leaves_mid_body_is_counted_not_logged_as_an_error(server,
 
 
 def test_health_stays_fast_while_a_heavy_body_is_validated(server) -> None:
-    body = json.dumps({"context": "c", "response": "r", "task": "QA"} | {f"k{i}": 1 for i in range(100_000)})
+    body = json.dumps({"context": "c", "response": "r", "task": "QA"} | {f"k{i}": 1 for i in range(300_000)})
     answer: dict[str, httpx.Response] = {}
     heavy = threading.Thread(target=lambda: answer.update(r=httpx.post(
         f"{server.url}/v1/detect", content=body, headers={"content-type": "application/json"}, timeout=30)))
@@ -151,4 +151,4 @@ def test_health_stays_fast_while_a_heavy_body_is_validated(server) -> None:
         waits.append(time.monotonic() - started)
     heavy.join(30)
     assert answer["r"].status_code == 422 and len(answer["r"].content) < 1000
-    assert max(waits) < 0.8, waits  # the loop never waits on validation (before: over 1 s at this size)
+    assert max(waits) < 0.5, waits  # parsed in another process (before: /health waited 8.9 s at this size)
