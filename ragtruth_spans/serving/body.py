@@ -22,7 +22,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import loads_json
 from ragtruth_spans.serving.limits import validation_errors
-from ragtruth_spans.serving.parse import BodyParser
+from ragtruth_spans.serving.parse import BodyParser, parse_checked
 from ragtruth_spans.serving.schemas import DetectItemIn, SelectRequest
 
 logger = logging.getLogger(__name__)
@@ -114,24 +114,31 @@ def validated(adapter: TypeAdapter[Any], raw: Any, max_errors: int = 10) -> Any:
         raise InvalidBody(detail[:max_errors], len(detail)) from None
 
 
-async def model_body(request: Request, adapter: TypeAdapter[Any], check: Callable[[Any], None], max_errors: int,
-                     parser: BodyParser, limit: int) -> tuple[Any, Any]:
-    """``(raw JSON, validated body)`` of a request: the bytes read on the event loop; the JSON parsed with its
-    structural bounds (``limit`` values, see :func:`~ragtruth_spans.serving.parse.parse_checked`) by ``parser``,
-    in a worker thread or, for a large body, another process; then ``check(raw)`` (the cost budget, 413) and the
-    models in a worker thread: a heavy body never holds up other requests."""
-    outcome = await parser.parse(await body_bytes(request), limit)
+def _outcome(outcome: tuple[Any, ...]) -> Any:
+    """The value of :func:`~ragtruth_spans.serving.parse.parse_checked`'s outcome, or its refusal (422)."""
     if outcome[0] == "json":
         raise RequestValidationError([{"loc": ("body",), "msg": outcome[1], "type": "json_invalid",
                                        "ctx": {"error": outcome[1].removeprefix("invalid JSON: ")}}], body=None)
     if outcome[0] == "invalid":
         raise InvalidBody([{"field": outcome[1], "message": outcome[2]}], 1)
+    return outcome[1]
 
-    def check_validate(raw: Any) -> tuple[Any, Any]:
+
+async def model_body(request: Request, adapter: TypeAdapter[Any], check: Callable[[Any], None], max_errors: int,
+                     parser: BodyParser, limit: int) -> tuple[Any, Any]:
+    """``(raw JSON, validated body)`` of a request: the bytes read on the event loop; then, in one worker thread,
+    the JSON parsed with its structural bounds (``limit`` values, see
+    :func:`~ragtruth_spans.serving.parse.parse_checked`; a large body's parse by ``parser`` in another process),
+    ``check(raw)`` (the cost budget, 413) and the models: a heavy body never holds up other requests."""
+    data = await body_bytes(request)
+    parsed = await parser.parse(data, limit) if len(data) > parser.process_bytes else None
+
+    def parse_check_validate() -> tuple[Any, Any]:
+        raw = _outcome(parsed if parsed is not None else parse_checked(data, limit))
         check(raw)
         return raw, validated(adapter, raw, max_errors)
 
-    return await run_in_threadpool(check_validate, outcome[1])
+    return await run_in_threadpool(parse_check_validate)
 
 
 TEXT_FIELDS = ("context", "response", "question", "candidates")
