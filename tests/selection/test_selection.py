@@ -463,6 +463,7 @@ def test_cli_select_best_with_a_patched_detector(online_files, tmp_path: Path, m
     assert result.exit_code == 2 and "bad.jsonl:2, field 'response'" in flat(result.output)
 
 
+@pytest.mark.slow  # asks for overfit_run (a tiny Llama trained 100 steps) at run time
 def test_cli_select_best_with_a_trained_tiny_detector(request, online_files, tmp_path: Path):
     try:
         run = request.getfixturevalue("overfit_run")
