@@ -104,10 +104,15 @@ def test_bench_evidence(prepared: Path, tmp_path: Path) -> None:
 def test_fault_inject_serve(tmp_path: Path) -> None:
     out = tmp_path / "faults.json"
     run_script("fault_inject_serve.py", "--model", "numbers", "--requests", "40", "--concurrency", "4",
-               "--deadline", "120", "--heavy", "0", "--json", str(out), cwd=tmp_path)
+               "--deadline", "120", "--heavy", "0", "--attack-connections", "10", "--attack-keys", "50000",
+               "--attack-timeout", "1", "--json", str(out), cwd=tmp_path)
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["sent"] == report["answered"] == 40 and report["server_alive"]
     assert report["lost"] == report["duplicated"] == report["wrongly_failed"] == report["hostile_mishandled"] == 0
+    attacks = report["connection_attacks"]
+    assert attacks["many_keys"]["status"] == 422 and attacks["many_keys"]["answer_bytes"] < 1000
+    assert attacks["stalled"]["answered_408_and_closed"] == 20 and attacks["vanishing"]["counted"] == 10
+    assert attacks["error_log_lines"] == 0 and attacks["server_alive"]
 
 
 @pytest.mark.slow
