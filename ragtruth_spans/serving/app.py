@@ -61,7 +61,14 @@ from ragtruth_spans.serving.body import (
     request_schema,
     without_server_paths,
 )
-from ragtruth_spans.serving.limits import BearerAuth, BodyReader, ConnectionStats, InFlight, validation_errors
+from ragtruth_spans.serving.limits import (
+    BearerAuth,
+    BodyReader,
+    ConnectionStats,
+    HeadSizeLimit,
+    InFlight,
+    validation_errors,
+)
 from ragtruth_spans.serving.parse import BodyParser, max_values
 from ragtruth_spans.serving.schemas import (
     DetectionOut,
@@ -320,7 +327,9 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
     app.add_middleware(BodyReader, max_bytes=service.settings.max_body_bytes, stats=service.connections,
                        timeout=service.settings.body_timeout, read_timeout=service.settings.body_read_timeout)
     if service.settings.api_key is not None:
-        app.add_middleware(BearerAuth, api_key=service.settings.api_key)  # added last: runs first
+        app.add_middleware(BearerAuth, api_key=service.settings.api_key)
+    app.add_middleware(HeadSizeLimit, max_bytes=service.settings.max_header_bytes,  # added last: runs first
+                       stats=service.connections)
     _install_handlers(app)
     _add_routes(app, service)
     if service.settings.upstream is not None:
@@ -336,7 +345,7 @@ def _add_gate(app: FastAPI, service: Service) -> Any:
     upstream = Upstream(url=s.upstream or "", timeout=s.upstream_timeout, require_context=s.require_context,
                         block_above=s.block_above, block_mode=s.block_mode, max_response_bytes=s.max_body_bytes,
                         api_key=s.upstream_api_key)
-    return add_gate_route(app, service, upstream)
+    return add_gate_route(app, service, upstream, detection_out)
 
 
 def _add_page(app: FastAPI, service: Service) -> None:
@@ -356,7 +365,7 @@ def _add_routes(app: FastAPI, service: Service) -> None:
     if service.settings.ui:
         _add_page(app, service)
 
-    @app.get("/health", response_model=HealthOut, responses={500: {"model": ErrorOut}})
+    @app.get("/health", response_model=HealthOut, responses={431: {"model": ErrorOut}, 500: {"model": ErrorOut}})
     async def health() -> dict[str, Any]:
         """Liveness and load: queue length and batching totals (no auth)."""
         return {"status": "shutting down" if service.batcher.closing else "ok", "detector": service.ref.model_dump(),
@@ -401,8 +410,8 @@ def _add_routes(app: FastAPI, service: Service) -> None:
 
 def _error_responses(service: Service, body: bool = True) -> dict[int | str, Any]:
     """The error answers a ``/v1/*`` route may give (OpenAPI ``responses``): 400 and 401 with a bearer token,
-    408, 413, 415, 422 and 503 for a route that reads a body, 500 for all."""
-    codes = [500] + ([400, 401] if service.settings.api_key is not None else [])
+    408, 413, 415, 422 and 503 for a route that reads a body, 431 and 500 for all."""
+    codes = [431, 500] + ([400, 401] if service.settings.api_key is not None else [])
     codes += [408, 413, 415, 422, 503] if body else []
     return {code: {"model": ErrorOut} for code in sorted(codes)}
 

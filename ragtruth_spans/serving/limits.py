@@ -70,7 +70,8 @@ class InFlight:
 @dataclass
 class ConnectionStats:
     """Requests that ended before the app saw them, counted for ``/health`` (``connections``): the client went
-    away mid-body, a body or a request's headers too slow (408), a body too large (413).
+    away mid-body, a body or a request's headers too slow (408), a body too large (413), a request refused over the
+    connection cap (503) or with a malformed or oversized head (400).
 
     >>> ConnectionStats(client_disconnects=2).to_dict()["client_disconnects"]
     2
@@ -80,9 +81,37 @@ class ConnectionStats:
     body_timeouts: int = 0
     header_timeouts: int = 0
     too_large: int = 0
+    refused_connections: int = 0
+    bad_requests: int = 0
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
+
+
+class HeadSizeLimit:
+    """Refuse a request whose head (target and headers) is over ``max_bytes`` with 431 and close the connection:
+    h11 bounds only a head still arriving (``--max-header-kb`` as its incomplete-event size), not one that comes
+    whole in one read, so the bound is checked again here, on every request.
+
+    >>> HeadSizeLimit(None, 16).max_bytes
+    16
+    """
+
+    def __init__(self, app: Any, max_bytes: int, stats: ConnectionStats | None = None) -> None:
+        self.app, self.max_bytes = app, max_bytes
+        self.stats = stats if stats is not None else ConnectionStats()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            size = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"") + sum(
+                len(k) + len(v) + 4 for k, v in scope.get("headers") or [])
+            if size > self.max_bytes:
+                self.stats.bad_requests += 1
+                await _send_json(send, 431, {"error": f"request headers of {size} bytes are over the limit of "
+                                                      f"{self.max_bytes} bytes (--max-header-kb)"},
+                                 [(b"connection", b"close")])
+                return
+        await self.app(scope, receive, send)
 
 
 class _Ended(Exception):

@@ -12,7 +12,7 @@ sends nothing, would be held for ever). The body's own size and time limits are 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, ClassVar
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -26,6 +26,29 @@ _TIMEOUT_408 = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json
                 b"content-length: %d\r\n\r\n%s")
 
 
+class _CountingLog:
+    """uvicorn's per-connection logger, with the two warnings any client can cause at will (a request refused over
+    the connection cap, a malformed or oversized request head) turned into a count in ``stats`` and a debug line,
+    so that no client can fill the log; everything else as uvicorn logs it."""
+
+    COUNTED: ClassVar[dict[str, str]] = {"Exceeded concurrency limit.": "refused_connections",
+                                         "Invalid HTTP request received.": "bad_requests"}
+
+    def __init__(self, logger: logging.Logger, stats: ConnectionStats) -> None:
+        self._logger, self._stats = logger, stats
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._logger, name)
+
+    def warning(self, msg: Any, *args: Any, **kwargs: Any) -> None:
+        counter = self.COUNTED.get(msg) if isinstance(msg, str) else None
+        if counter is None:
+            self._logger.warning(msg, *args, **kwargs)
+            return
+        setattr(self._stats, counter, getattr(self._stats, counter) + 1)
+        self._logger.debug(msg, *args, **kwargs)
+
+
 class HeaderDeadline(H11Protocol):
     """uvicorn's h11 protocol with a deadline on each request's head: ``header_timeout`` seconds from the
     connection's opening, or from the previous answer on a keep-alive connection; past it, a connection that sent
@@ -37,6 +60,7 @@ class HeaderDeadline(H11Protocol):
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
         self._header_timer: Any = None
+        self.logger = _CountingLog(self.logger, self.stats)  # type: ignore[assignment]
         super().connection_made(transport)
         self._arm()
 

@@ -166,7 +166,8 @@ class ServeSettings:
                                         min=0.1)
     max_connections: int = setting(200, "Open connections at most; beyond, a new request gets 503 (Service "
                                    "Unavailable) and its connection closes.", min=1)
-    max_header_bytes: int = setting(16 * 1024, "Size of a request's headers at most (KiB); beyond, 400.",
+    max_header_bytes: int = setting(16 * 1024, "Size of a request's head (target and headers) at most "
+                                    "(KiB); beyond, 431 (400 while it is still arriving).",
                                     flag="--max-header-kb", min=1, cli_type=int, cli_default=16, convert=_kib)
     docs: bool = setting(False, "Serve the interactive API docs at /docs and /redoc (their pages load Swagger UI / "
                          "ReDoc from a public CDN); /openapi.json is always served.")

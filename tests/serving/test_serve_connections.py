@@ -122,7 +122,8 @@ def test_over_the_connection_cap_a_request_gets_503_and_later_ones_are_served() 
         for sock in idle:
             _read_until_closed(sock)  # the header deadline frees their slots
             sock.close()
-        assert httpx.get(f"{capped.url}/health", timeout=5).status_code == 200
+        health = httpx.get(f"{capped.url}/health", timeout=5).json()["connections"]
+        assert health["refused_connections"] == 1 and health["header_timeouts"] == 5  # counted, not logged
 
 
 def test_a_client_that_leaves_mid_body_is_counted_not_logged_as_an_error(server, caplog) -> None:
@@ -152,3 +153,13 @@ def test_health_stays_fast_while_a_heavy_body_is_validated(server) -> None:
     heavy.join(30)
     assert answer["r"].status_code == 422 and len(answer["r"].content) < 1000
     assert max(waits) < 0.5, waits  # parsed in another process (before: /health waited 8.9 s at this size)
+
+
+def test_headers_over_the_size_limit_are_refused_and_counted(server) -> None:
+    before = httpx.get(f"{server.url}/health").json()["connections"]["bad_requests"]
+    sock = _connect(server.port)
+    sock.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 20_000 + b"\r\n\r\n")
+    data, _ = _read_until_closed(sock, 5)
+    sock.close()
+    assert data.startswith(b"HTTP/1.1 431")  # whole in one read: h11 took it, the app refuses it
+    assert httpx.get(f"{server.url}/health").json()["connections"]["bad_requests"] == before + 1
