@@ -40,7 +40,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,8 +161,8 @@ def _notice(upstream: Upstream, score: float, replace: bool) -> str:
 class Gate:
     """The route's state: the upstream settings, the HTTP client to it and the detection service."""
 
-    def __init__(self, service: Any, upstream: Upstream) -> None:
-        self.service, self.upstream = service, upstream
+    def __init__(self, service: Any, upstream: Upstream, detection_out: Callable[..., Any]) -> None:
+        self.service, self.upstream, self.detection_out = service, upstream, detection_out
         self._client: Any = None
 
     def client(self) -> Any:
@@ -192,8 +192,6 @@ class Gate:
         """The ``hallucinations`` object of ``answer`` (detection and evidence through the service, as
         ``/v1/detect`` with ``"evidence": true``); an answer that cannot be checked gets ``error``, never a
         failed request."""
-        from ragtruth_spans.serving.app import detection_out
-
         head = {"object": "hallucinations", "index": 0}
         if not answer.strip():
             return head | {"spans": [], "score": None, "error": "the answer is empty: nothing to check"}
@@ -206,7 +204,7 @@ class Gate:
             detections = await self.service.evidence([item], detections, [True])
         except ServiceError as exc:
             return head | {"spans": [], "score": None, "error": f"not checked: {exc.message}"}
-        out = detection_out(None, answer, detections[0]).model_dump(exclude={"id"})
+        out = self.detection_out(None, answer, detections[0]).model_dump(exclude={"id"})
         return head | out | {"detector": self.service.ref.model_dump(exclude_none=True)}
 
     async def delta(self, check: CheckRequest, text: str, sentences: list[tuple[int, int]]) -> dict[str, Any]:
@@ -288,10 +286,11 @@ async def complete(gate: Gate, request: Request, body: dict[str, Any], check: Ch
     return JSONResponse(payload | {"hallucinations": found}, headers={CHECK_HEADER: "checked"})
 
 
-def add_gate_route(app: FastAPI, service: Any, upstream: Upstream) -> Gate:
-    """``POST /v1/chat/completions`` on ``app`` (see the module docstring); the returned :class:`Gate` must be
-    closed (:meth:`Gate.aclose`) when the app stops."""
-    gate = Gate(service, upstream)
+def add_gate_route(app: FastAPI, service: Any, upstream: Upstream, detection_out: Callable[..., Any]) -> Gate:
+    """``POST /v1/chat/completions`` on ``app`` (see the module docstring), answering with spans shaped by
+    ``detection_out`` (the app's, as ``/v1/detect`` shapes them); the returned :class:`Gate` must be closed
+    (:meth:`Gate.aclose`) when the app stops."""
+    gate = Gate(service, upstream, detection_out)
 
     @app.post("/v1/chat/completions", tags=["gate"])
     async def chat_completions(request: Request) -> Response:
