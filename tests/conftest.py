@@ -298,10 +298,11 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-b
                  "--disable-component-update", "--disable-sync"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     """A headless Chromium (fresh temporary profile, no network services) for the HTML report's and the try-it
-    page's browser tests; skips without Chromium or Playwright."""
+    page's browser tests; skips without Chromium or Playwright. Module-scoped: Playwright's sync API keeps an event
+    loop running in this thread while it is open, and a later test's ``asyncio.run`` must not find it."""
     if not Path(CHROMIUM).is_file():
         pytest.skip(f"Chromium not found at {CHROMIUM}: the browser tests need Debian's chromium package "
                     "(apt-get install chromium; .ci/run installs it)")
