@@ -6,6 +6,7 @@ Usage::
 
     python scripts/bench_serve.py --model RUN_OR_NAME [--requests 400] [--concurrency 1,4,16]
                                   [--max-batch 32] [--max-wait-ms 10] [--data TEST.jsonl] [--device cpu]
+                                  [--context-chars 1000-3000] [--max-response-chars 700]
                                   [--batch-size N] [--max-new-tokens N] [--select 6] [--gate]
                                   [--token-rate 50] [--markdown] [--json OUT]
 
@@ -60,11 +61,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def load_items(data: Path | None) -> list[dict[str, Any]]:
+def load_items(data: Path | None, context_chars: tuple[int, int] | None = None,
+               max_response_chars: int | None = None) -> list[dict[str, Any]]:
+    """The records of ``data`` (default: the sample's test split) as request items, those whose context length
+    lies in ``context_chars`` (inclusive) and whose response is under ``max_response_chars`` only, when given."""
     from ragtruth_spans.core.jsonl import read_records
     from ragtruth_spans.data.ragtruth import load_ragtruth, sample_data_dir
 
     records = read_records(data) if data else load_ragtruth(sample_data_dir(), split="test")
+    if context_chars is not None:
+        records = [r for r in records if context_chars[0] <= len(r.context) <= context_chars[1]]
+    if max_response_chars is not None:
+        records = [r for r in records if len(r.response) < max_response_chars]
+    if not records:
+        raise SystemExit("no record of --data is within --context-chars and --max-response-chars")
     return [{"context": r.context, "question": r.question, "response": r.response, "task": r.task_type}
             for r in records]
 
@@ -236,9 +246,21 @@ def fresh_context(item: dict[str, Any], tag: str) -> str:
     return f"Reference {tag}.\n{item['context']}"
 
 
+def distinct_candidates(group: list[dict[str, Any]], items: list[dict[str, Any]], n: int, skip: int) -> list[str]:
+    """``n`` different responses: those written from the group's context, then others of the data (from ``skip``
+    on), so that no candidate repeats another (a repeated text would time nothing new)."""
+    own = list(dict.fromkeys(item["response"] for item in group))
+    others = [item["response"] for item in items if item["response"] not in own]
+    chosen = list(dict.fromkeys([*own, *others[skip:], *others[:skip]]))[:n]
+    if len(chosen) < n:
+        raise SystemExit(f"--select {n}: the data holds only {len(chosen)} different responses")
+    return chosen
+
+
 def measure_select(url: str, items: list[dict[str, Any]], n: int, rounds: int) -> dict[str, Any]:
-    """Median time of one ``/v1/detect`` and of one ``/v1/select`` of ``n`` candidates (the responses written
-    from the same context, cycled to ``n``), each on a new context, over ``rounds`` contexts."""
+    """Median time of one ``/v1/detect`` and of one ``/v1/select`` of ``n`` different candidates (the responses
+    written from the same context, then responses of other contexts: :func:`distinct_candidates`), each on a new
+    context, over ``rounds`` contexts."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for item in items:
         groups.setdefault(item["context"], []).append(item)
@@ -252,17 +274,18 @@ def measure_select(url: str, items: list[dict[str, Any]], n: int, rounds: int) -
             answer = client.post("/v1/detect", json=item | {"context": fresh_context(item, f"d{r}")})
             detect_s.append(time.perf_counter() - started)
             body = {"context": fresh_context(item, f"s{r}"), "task": item["task"], "question": item["question"],
-                    "candidates": [group[k % len(group)]["response"] for k in range(n)]}
+                    "candidates": distinct_candidates(group, items, n, skip=3 * r)}
             started = time.perf_counter()
             chosen_answer = client.post("/v1/select", json=body)
             select_s.append(time.perf_counter() - started)
             if answer.status_code != 200 or chosen_answer.status_code != 200:
                 raise SystemExit(f"/v1/detect answered {answer.status_code}, /v1/select {chosen_answer.status_code}")
     out = {"candidates": n, "rounds": rounds, "detect_ms": 1000 * quantile(detect_s, 0.5),
-           "select_ms": 1000 * quantile(select_s, 0.5)}
+           "detect_p95_ms": 1000 * quantile(detect_s, 0.95), "select_ms": 1000 * quantile(select_s, 0.5)}
     out["ratio"] = out["select_ms"] / out["detect_ms"]
     print(f"/v1/select of {n} candidates: {out['select_ms']:.0f} ms median against {out['detect_ms']:.0f} ms for "
-          f"one /v1/detect ({out['ratio']:.2f} detects; new contexts, {rounds} rounds; target < 2)", flush=True)
+          f"one /v1/detect ({out['ratio']:.2f} detects; new contexts, {rounds} rounds; target < 2); one /v1/detect "
+          f"on a new context: p95 {out['detect_p95_ms']:.0f} ms", flush=True)
     return out
 
 
@@ -381,6 +404,10 @@ def main() -> None:
     parser.add_argument("--max-batch", type=int, default=32)
     parser.add_argument("--max-wait-ms", type=float, default=10.0)
     parser.add_argument("--data", type=Path, default=None, help="Prepared records to send (default: the sample).")
+    parser.add_argument("--context-chars", default=None, metavar="MIN-MAX",
+                        help="Send only the records whose context has MIN to MAX characters, e.g. 1000-3000.")
+    parser.add_argument("--max-response-chars", type=int, default=None,
+                        help="Send only the records whose response is shorter than this, e.g. 700.")
     parser.add_argument("--device", default=None)
     parser.add_argument("--max-new-tokens", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=None, help="The detector's own batch size (serve "
@@ -399,7 +426,8 @@ def main() -> None:
     args = parser.parse_args()
     args.levels = [int(c) for c in args.concurrency.split(",")]
 
-    items = load_items(args.data)
+    bounds = tuple(int(x) for x in args.context_chars.split("-")) if args.context_chars else None
+    items = load_items(args.data, bounds, args.max_response_chars)  # type: ignore[arg-type]
     args.upstream = None
     if args.gate:
         _, args.upstream = start_upstream(fake_upstream(items[0]["response"], args.token_rate))

@@ -161,15 +161,16 @@ def describe(records: Sequence[Any]) -> dict[str, Any]:
 
 EXTERNAL = {"xsum": ("xsum-hallucinations", "xsum_hallucinations", ()),
             "summedits": ("summedits", "summedits", ()),
-            "expertqa": ("expertqa", "expertqa", ("--keep-link-only",))}
+            "expertqa": ("expertqa", "expertqa", ("--keep-link-only",)),
+            "begin": ("begin", "begin", ())}
 """The public sets of ``DATA_DIR/external`` that a build can read: ``external/<name>`` in the work folder, imported
 with each importer's defaults and the flags given here when the recipe's ``data.extra`` or ``data.synth.documents``
 names them. ExpertQA keeps its answers whose evidence is only links: trained without them, ``recommended-cpu``
 ranked RAGTruth dev and SummEdits worse and flagged 60 % of the crafted faithful answers at its gate instead of 36 %
-(docs/lab/NOTEBOOK.md)."""
+(docs/lab/NOTEBOOK.md). BEGIN's response-level labels are read only when an override names ``external/begin``."""
 
 
-SYNTH_DOCUMENTS = f"data.synth.documents=[{', '.join(f'external/{name}' for name in EXTERNAL)}]"
+SYNTH_DOCUMENTS = "data.synth.documents=[external/xsum, external/summedits, external/expertqa]"
 EXTRA_SOURCES = "data.extra=[{dir: external/xsum, weight: 0.3}, {dir: external/expertqa, weight: 0.5}]"
 """The overrides every build starts with (a ``--set`` given to the script comes after them and may replace them):
 XSum's and ExpertQA's labelled training files as extra training-only data of the word model and the response head

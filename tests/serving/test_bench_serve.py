@@ -32,3 +32,15 @@ def test_bench_serve_counts_every_request_once(tmp_path: Path) -> None:
     assert report["select"]["candidates"] == 3 and report["select"]["ratio"] > 0
     assert [r["stream"] for r in report["gate"]] == [True, False]
     assert all(r["gate_last_ms"] > 0 and r["upstream_last_ms"] > 0 for r in report["gate"])
+
+
+def test_select_candidates_are_different_texts() -> None:
+    from conftest import load_script
+
+    bench = load_script("bench_serve")
+    group = [{"response": "A."}, {"response": "B."}, {"response": "A."}]
+    items = [*group, {"response": "C."}, {"response": "D."}, {"response": "C."}]
+    assert bench.distinct_candidates(group, items, 4, skip=0) == ["A.", "B.", "C.", "D."]
+    assert bench.distinct_candidates(group, items, 4, skip=1) == ["A.", "B.", "D.", "C."]
+    with pytest.raises(SystemExit, match="only 4 different"):
+        bench.distinct_candidates(group, items, 5, skip=0)
