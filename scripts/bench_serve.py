@@ -109,6 +109,16 @@ def wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
     raise SystemExit(f"the server did not answer /health within {timeout:.0f} s")
 
 
+def stop_server(process: subprocess.Popen) -> None:
+    """Ask the server to stop (SIGTERM: it drains), then kill it if it is still running after 30 s."""
+    process.terminate()
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
 def spans_of(answer: dict[str, Any]) -> list[tuple[int, int]]:
     return [(s["start"], s["end"]) for s in answer["spans"]]
 
@@ -443,8 +453,7 @@ def main() -> None:
         if args.gate:
             extra["gate"] = measure_gate(args, url, items[0])
     finally:
-        process.terminate()
-        process.wait(60)
+        stop_server(process)
     report(args, rows, extra, len(items))
 
 

@@ -54,7 +54,7 @@ from collections import Counter
 from typing import Any
 
 import httpx
-from bench_serve import wait_ready  # scripts/ is on sys.path when this file runs as a script
+from bench_serve import stop_server, wait_ready  # scripts/ is on sys.path when this file runs as a script
 
 HOST = "127.0.0.1"
 JSON_TYPE = {"content-type": "application/json"}
@@ -272,12 +272,7 @@ def heavy_phase(args: argparse.Namespace) -> dict[str, Any]:
             for thread in small_threads:
                 thread.join(60)
     finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(10)
+        stop_server(server)
     return {"heavy_requests": sorted(heavy, key=lambda h: (h["items"], h["seconds"])),
             "heavy_phase_seconds": round(heavy_seconds, 2), "small_detect_before": _latencies(baseline),
             "small_detect_during": _latencies(during) | {"statuses": dict(small_status)},
@@ -390,12 +385,7 @@ def attack_phase(args: argparse.Namespace) -> dict[str, Any]:
                       "vanishing": attack_vanishing(url, port, args.attack_connections),
                       "server_alive": httpx.get(f"{url}/health", timeout=10).status_code == 200}
         finally:
-            server.terminate()
-            try:
-                server.wait(30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait(10)
+            stop_server(server)
         log.seek(0)
         lines = log.read().decode("utf-8", "replace").splitlines()
     result["error_log_lines"] = sum(" ERROR " in line or "Traceback" in line for line in lines)
@@ -458,12 +448,7 @@ def main() -> None:
         wait_ready(url, server, 120)
         result = run(args, url)
     finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(10)
+        stop_server(server)
     result["server_exit_status"] = server.returncode
     if args.heavy:
         result["heavy_evidence"] = heavy_phase(args)

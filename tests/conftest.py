@@ -7,6 +7,8 @@ import atexit
 import os
 import random
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -325,3 +327,28 @@ def load_script(name: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def run_repo_script(path: Path, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python PATH ARGS`` (a script of ``scripts/`` or ``lab/probes/``) with this checkout first on the path and
+    one native thread; a failure shows its output."""
+    repo = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")])),
+           "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=timeout,
+                            cwd=cwd, env=env)
+    assert result.returncode == 0, f"{path.name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def prepared_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The embedded sample prepared (train/dev/test.jsonl), and ``small.jsonl``: six of its test responses."""
+    from ragtruth_spans.core.jsonl import read_records, write_records
+    from ragtruth_spans.data.prepare import prepare
+    from ragtruth_spans.data.ragtruth import sample_data_dir
+
+    out = tmp_path_factory.mktemp("prepared")
+    prepare(sample_data_dir(), out, dev_per_task=1)
+    write_records(out / "small.jsonl", read_records(out / "test.jsonl")[:6])
+    return out

@@ -4,15 +4,12 @@ it. The ones that train a model are ``slow``. ``subset_by_source.py`` has its ow
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_repo_script
 
-from ragtruth_spans.core.jsonl import read_records, write_records
-from ragtruth_spans.data.prepare import prepare
 from ragtruth_spans.data.ragtruth import sample_data_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,22 +18,13 @@ COVERED_ELSEWHERE = {"subset_by_source.py"}
 
 
 def run_script(name: str, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python lab/probes/<name> ARGS`` with this checkout first on the path; a failure shows its output."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-           "OMP_NUM_THREADS": "1"}
-    result = subprocess.run([sys.executable, str(PROBES / name), *args], capture_output=True, text=True,
-                            timeout=timeout, cwd=cwd, env=env)
-    assert result.returncode == 0, f"{name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    return result
+    """``python lab/probes/<name> ARGS`` (:func:`conftest.run_repo_script`)."""
+    return run_repo_script(PROBES / name, *args, cwd=cwd, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The embedded sample prepared (train/dev/test.jsonl), and ``small.jsonl``: six of its test responses."""
-    out = tmp_path_factory.mktemp("prepared")
-    prepare(sample_data_dir(), out, dev_per_task=1)
-    write_records(out / "small.jsonl", read_records(out / "test.jsonl")[:6])
-    return out
+def prepared(prepared_sample: Path) -> Path:
+    return prepared_sample
 
 
 def test_every_probe_has_a_test() -> None:

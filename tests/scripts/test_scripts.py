@@ -19,10 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from ragtruth_spans.core.jsonl import read_records, write_records
-from ragtruth_spans.data.prepare import prepare
-from ragtruth_spans.data.ragtruth import sample_data_dir
+from conftest import run_repo_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
@@ -46,22 +43,13 @@ sys.meta_path.insert(0, Block())
 
 
 def run_script(name: str, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python scripts/<name> ARGS`` with this checkout first on the path; a failure shows its output."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-           "OMP_NUM_THREADS": "1"}
-    result = subprocess.run([sys.executable, str(SCRIPTS / name), *args], capture_output=True, text=True,
-                            timeout=timeout, cwd=cwd, env=env)
-    assert result.returncode == 0, f"{name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    return result
+    """``python scripts/<name> ARGS`` (:func:`conftest.run_repo_script`)."""
+    return run_repo_script(SCRIPTS / name, *args, cwd=cwd, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The embedded sample prepared (train/dev/test.jsonl), and ``small.jsonl``: six of its test responses."""
-    out = tmp_path_factory.mktemp("prepared")
-    prepare(sample_data_dir(), out, dev_per_task=1)
-    write_records(out / "small.jsonl", read_records(out / "test.jsonl")[:6])
-    return out
+def prepared(prepared_sample: Path) -> Path:
+    return prepared_sample
 
 
 def test_every_script_has_a_test() -> None:
