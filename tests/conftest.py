@@ -4,6 +4,7 @@ trains each tiny model once."""
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import random
 import shutil
@@ -352,3 +353,14 @@ def prepared_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     prepare(sample_data_dir(), out, dev_per_task=1)
     write_records(out / "small.jsonl", read_records(out / "test.jsonl")[:6])
     return out
+
+
+@pytest.fixture(autouse=True)
+def _log_levels_restored():
+    """Each test starts with the root and package loggers' levels as the session began: a command run in process
+    (``configure("quiet")``) must not hide a later test's records from ``caplog``."""
+    loggers = [logging.getLogger(), logging.getLogger("ragtruth_spans")]
+    levels = [logger.level for logger in loggers]
+    yield
+    for logger, level in zip(loggers, levels):
+        logger.setLevel(level)

@@ -85,7 +85,7 @@ def test_a_body_over_the_limit_is_413_declared_or_counted() -> None:
 def test_a_client_that_leaves_mid_body_is_one_debug_line_and_a_count(caplog: pytest.LogCaptureFixture) -> None:
     app = create_app(EchoDetector())
     partial = {"type": "http.request", "body": json.dumps(ITEM).encode()[:20], "more_body": True}
-    with caplog.at_level(logging.DEBUG):
+    with caplog.at_level(logging.DEBUG, logger="ragtruth_spans"):
         sent = asyncio.run(_call(app, [partial, 0.01, {"type": "http.disconnect"}], _scope()))
     assert sent == []  # nothing to answer: the client is gone
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
