@@ -21,12 +21,13 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("OMP_NUM_THREADS", str(os.cpu_count() or 1))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=None)
     parser.add_argument("--data", type=Path, default=None)
@@ -41,17 +42,14 @@ def main() -> None:
                         help="Skip the response score 1 - P(clean), to measure what it costs.")
     parser.add_argument("--compare-clean-scoring", action="store_true",
                         help="Also time P(clean) from the generation's KV cache against a second full prefill.")
-    args = parser.parse_args()
-    from ragtruth_spans.core.logs import configure
+    return parser.parse_args()
 
-    configure("normal")  # the script's one set-up of logging: progress on stderr, the libraries quiet
 
-    import torch
-
-    from ragtruth_spans.core.jsonl import read_records
+def data_and_model(args: argparse.Namespace) -> tuple[Path, Path]:
+    """``--data`` (default: the sample's test split, prepared in a temporary folder) and ``--model`` (default: the
+    quickstart's model when there is one, else ``tiny-cpu`` trained on that data with ``--set``'s overrides)."""
     from ragtruth_spans.data.prepare import prepare
     from ragtruth_spans.data.ragtruth import sample_data_dir
-    from ragtruth_spans.detectors.generative.hf import GenerativeDetector
     from ragtruth_spans.detectors.recipes import load_recipe
     from ragtruth_spans.detectors.train import train
 
@@ -69,44 +67,60 @@ def main() -> None:
             model = tmp / "model"
             train(load_recipe("tiny-cpu", [f"output_dir={model}", f"data.prepared_dir={data.parent}",
                                            *args.overrides]))
-    records = read_records(data)
+    return data, model
 
+
+def time_batch_size(detector: Any, records: list[Any], batch_size: int, repeats: int) -> dict[str, Any]:
+    """The median of ``repeats`` timed ``detect_batch`` calls over ``records`` at ``batch_size`` (after a warm-up)."""
+    detector.batch_size = batch_size
+    detector.detect_batch(records[:batch_size])  # warm-up
+    timings, token_counts = [], []
+    for _ in range(repeats):
+        tokens_before = detector.generated_tokens
+        start = time.perf_counter()
+        results = detector.detect_batch(records)
+        timings.append(time.perf_counter() - start)
+        token_counts.append(detector.generated_tokens - tokens_before)
+    seconds = statistics.median(timings)
+    tokens = token_counts[0]
+    return {"batch_size": batch_size, "responses": len(records), "seconds": round(seconds, 2),
+            "responses_per_s": round(len(records) / seconds, 2),
+            "generated_tokens": tokens, "tokens_per_s": round(tokens / seconds, 1),
+            "parse_failures": sum(not r.ok for r in results), "all_seconds": [round(t, 2) for t in timings]}
+
+
+def main() -> None:
+    args = parse_args()
+    from ragtruth_spans.core.logs import configure
+
+    configure("normal")  # the script's one set-up of logging: progress on stderr, the libraries quiet
+
+    import torch
+
+    from ragtruth_spans.core.jsonl import read_records
+    from ragtruth_spans.detectors.generative.hf import GenerativeDetector
+
+    data, model = data_and_model(args)
+    records = read_records(data)
     detector = GenerativeDetector.from_pretrained(model, device=args.device, max_new_tokens=args.max_new_tokens,
                                                   score_clean=not args.no_score_clean)
+    sizes = [int(b) for b in args.batch_sizes.split(",")]
     rows = []
-    for batch_size in (int(b) for b in args.batch_sizes.split(",")):
-        detector.batch_size = batch_size
-        detector.detect_batch(records[:batch_size])  # warm-up
-        timings, token_counts = [], []
-        for _ in range(args.repeats):
-            tokens_before = detector.generated_tokens
-            start = time.perf_counter()
-            results = detector.detect_batch(records)
-            timings.append(time.perf_counter() - start)
-            token_counts.append(detector.generated_tokens - tokens_before)
-        seconds = statistics.median(timings)
-        tokens = token_counts[0]
-        rows.append({"batch_size": batch_size, "responses": len(records), "seconds": round(seconds, 2),
-                     "responses_per_s": round(len(records) / seconds, 2),
-                     "generated_tokens": tokens, "tokens_per_s": round(tokens / seconds, 1),
-                     "parse_failures": sum(not r.ok for r in results),
-                     "all_seconds": [round(t, 2) for t in timings]})
+    for batch_size in sizes:
+        rows.append(time_batch_size(detector, records, batch_size, args.repeats))
         print(json.dumps(rows[-1]))
-
-    if args.compare_clean_scoring:
-        rows.append(compare_clean_scoring(detector, records, max(int(b) for b in args.batch_sizes.split(",")),
-                                          args.repeats))
-        print(json.dumps(rows[-1]))
-    info = {"model": str(model), "data": str(data), "device": args.device, "max_new_tokens": args.max_new_tokens,
-            "score_clean": not args.no_score_clean,
-            "repeats": args.repeats,
-            "torch": torch.__version__, "threads": torch.get_num_threads(), "cpu": platform.processor() or
-            platform.machine(), "cpus": os.cpu_count(), "results": rows}
     print("\n| batch size | responses | seconds | responses/s | generated tokens | tokens/s | parse failures |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['batch_size']} | {r['responses']} | {r['seconds']} | {r['responses_per_s']} | "
               f"{r['generated_tokens']} | {r['tokens_per_s']} | {r['parse_failures']} |")
+    if args.compare_clean_scoring:
+        rows.append(compare_clean_scoring(detector, records, max(sizes), args.repeats))
+        print(json.dumps(rows[-1]))
+    info = {"model": str(model), "data": str(data), "device": args.device, "max_new_tokens": args.max_new_tokens,
+            "score_clean": not args.no_score_clean, "repeats": args.repeats,
+            "torch": torch.__version__, "threads": torch.get_num_threads(), "cpu": platform.processor() or
+            platform.machine(), "cpus": os.cpu_count(), "results": rows}
     if args.json:
         args.json.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
 
