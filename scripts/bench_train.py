@@ -76,6 +76,15 @@ class StepTimer:
         self.times.append(time.perf_counter())
 
 
+def device_and_peak_memory() -> tuple[str, float, str]:
+    """``(device, peak GiB, what the peak measures)``: the GPU's allocator peak, or on a CPU the process's peak RSS."""
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(), torch.cuda.max_memory_allocated() / 2**30, \
+            "torch.cuda.max_memory_allocated"
+    device = f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+    return device, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "peak process RSS"  # KiB on Linux
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", choices=["tiny", *SHAPES], default="tiny")
@@ -127,14 +136,7 @@ def main() -> None:
     timed = timer.times[args.warmup_steps - 1:] if args.warmup_steps else timer.times
     seconds = timed[-1] - timed[0] if len(timed) > 1 else float("nan")
     tokens = args.batch_size * args.max_length * (len(timed) - 1)
-    if torch.cuda.is_available():
-        device = torch.cuda.get_device_name()
-        peak_gib = torch.cuda.max_memory_allocated() / 2**30
-        memory_kind = "torch.cuda.max_memory_allocated"
-    else:
-        device = f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
-        peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
-        memory_kind = "peak process RSS"
+    device, peak_gib, memory_kind = device_and_peak_memory()
     result = {
         "shape": args.shape, "max_length": args.max_length, "batch_size": args.batch_size,
         "timed_steps": len(timed) - 1, "tokens_per_s": round(tokens / seconds, 1),
