@@ -99,7 +99,7 @@ def best_time(fn, repeats: int) -> float:
     return best
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--responses", type=int, default=2700)
     parser.add_argument("--spans", type=int, default=1900)
@@ -108,7 +108,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--machine", default="CPU-2c", help="machine name for the markdown section")
     parser.add_argument("--markdown", action="store_true", help="also print the docs/BENCHMARKS.md section")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
 
     gold, predictions = make_data(args.responses, args.spans, args.seed)
     n_gold = sum(len(r.spans) for r in gold)

@@ -85,7 +85,7 @@ def device_and_peak_memory() -> tuple[str, float, str]:
     return device, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "peak process RSS"  # KiB on Linux
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", choices=["tiny", *SHAPES], default="tiny")
     parser.add_argument("--max-length", type=int, default=512)
@@ -97,7 +97,11 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="recipe override key=value")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the result here")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
 
     from datasets import Dataset
     from trl import SFTTrainer
