@@ -1,0 +1,206 @@
+"""The gate's streamed answers (``"stream": true``; :mod:`~ragtruth_spans.serving.proxy`): the upstream's
+server-sent events passed on as they complete, a chunk of spans as each sentence of the answer completes, and the
+whole answer's check in the last chunk before ``data: [DONE]``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import Response, StreamingResponse
+
+from ragtruth_spans.detectors.stream import SentenceTracker
+from ragtruth_spans.serving.gate import (
+    CHECK_HEADER,
+    CheckRequest,
+    Gate,
+    GateError,
+    block_notice,
+    passed_through,
+    read_bounded,
+)
+
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+
+
+def _event_data(event: bytes) -> str | None:
+    """The data of one server-sent event (its ``data:`` lines joined), None when it has none."""
+    lines = [line for line in event.decode("utf-8", "replace").splitlines() if line.startswith("data:")]
+    if not lines:
+        return None
+    return "\n".join(line[5:].removeprefix(" ") for line in lines)
+
+
+def _content(data: str) -> tuple[dict[str, Any] | None, str]:
+    """The chunk's JSON (None when it is not a JSON object) and the first choice's delta content."""
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        return None, ""
+    if not isinstance(chunk, dict):
+        return None, ""
+    for choice in chunk.get("choices") or []:
+        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            content = (choice.get("delta") or {}).get("content")
+            return chunk, content if isinstance(content, str) else ""
+    return chunk, ""
+
+
+def _sse(payload: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+
+
+def _chunk(last: dict[str, Any] | None, hallucinations: dict[str, Any] | None = None,
+           content: str | None = None) -> bytes:
+    """An added chunk, shaped as the upstream's (its id, created, model), with an empty delta (or ``content``)."""
+    last = last or {}
+    delta = {} if content is None else {"content": content}
+    chunk: dict[str, Any] = {"id": last.get("id", "hallucinations"), "object": "chat.completion.chunk",
+                             "created": last.get("created", int(time.time())), "model": last.get("model", ""),
+                             "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    if hallucinations is not None:
+        chunk["hallucinations"] = hallucinations
+    return _sse(chunk)
+
+
+async def stream(gate: Gate, request: Request, body: dict[str, Any], check: CheckRequest | None) -> Response:
+    """A streamed request: open the upstream stream; pass an error status through; else stream (see the module
+    docstring)."""
+    import httpx
+
+    client, upstream = gate.client(), gate.upstream
+    try:
+        sent = client.build_request("POST", upstream.endpoint, json=body, headers=gate.headers(request))
+        response = await asyncio.wait_for(client.send(sent, stream=True), upstream.timeout)
+    except (asyncio.TimeoutError, httpx.TimeoutException):
+        raise GateError(504, f"the upstream did not answer within {upstream.timeout:g} s", "upstream_timeout") \
+            from None
+    except httpx.HTTPError as exc:
+        raise GateError(502, f"the upstream cannot be reached ({type(exc).__name__})", "upstream_error") from None
+    if response.status_code != 200:
+        try:
+            raw = await read_bounded(response, upstream.max_response_bytes)
+        finally:
+            await response.aclose()
+        return passed_through(response.status_code, raw, response, "unchecked; upstream error")
+    media = response.headers.get("content-type", "text/event-stream")
+    note = "checked" if check is not None else "unchecked; no context in the request"
+    events = _events(response, upstream.max_response_bytes)
+    source = events if check is None else CheckedStream(gate, check).run(events)
+    return StreamingResponse(_closing(source, response), media_type=media,
+                             headers={CHECK_HEADER: note, "Cache-Control": "no-cache"})
+
+
+async def _closing(source: AsyncIterator[bytes], response: Any) -> AsyncIterator[bytes]:
+    try:
+        async for part in source:
+            yield part
+    finally:
+        await response.aclose()
+
+
+async def _events(response: Any, limit: int) -> AsyncIterator[bytes]:
+    """The upstream's server-sent events, each whole (with its blank line), as they complete; an error of the
+    upstream mid-stream ends it with an ``error`` event."""
+    import httpx
+
+    buffer, size = b"", 0
+    try:
+        async for part in response.aiter_bytes():
+            size += len(part)
+            if size > limit:
+                yield _sse({"error": {"message": f"the upstream's answer is over {limit} bytes",
+                                      "type": "upstream_error"}})
+                return
+            buffer += part
+            while (end := _EVENT_END.search(buffer)) is not None:
+                yield buffer[:end.end()]
+                buffer = buffer[end.end():]
+    except httpx.HTTPError as exc:
+        kind = "upstream_timeout" if isinstance(exc, httpx.TimeoutException) else "upstream_error"
+        yield _sse({"error": {"message": f"the upstream stream failed ({type(exc).__name__})", "type": kind}})
+        return
+    if buffer.strip():
+        yield buffer
+
+
+class CheckedStream:
+    """One checked stream: pass-through, sentence events, the final event (see the module docstring)."""
+
+    def __init__(self, gate: Gate, check: CheckRequest) -> None:
+        self.gate, self.check = gate, check
+        self.tracker = SentenceTracker()
+        self.waiting: list[tuple[int, int]] = []  # completed sentences not yet given to a check
+        self.running: asyncio.Task[dict[str, Any]] | None = None
+        self.last: dict[str, Any] | None = None
+        self.replace = gate.upstream.block_above is not None and gate.upstream.block_mode == "replace"
+
+    def _start(self) -> None:
+        if self.running is None and self.waiting and not self.replace:
+            sentences, self.waiting = self.waiting, []
+            self.running = asyncio.create_task(self.gate.delta(self.check, self.tracker.text, sentences))
+
+    async def _finished(self, wait: bool) -> AsyncIterator[bytes]:
+        """The sentence event of the running check when it is done (``wait``: wait for it), then start the next."""
+        if self.running is not None and (wait or self.running.done()):
+            yield _chunk(self.last, await self.running)
+            self.running = None
+        self._start()
+
+    async def _last_sentences(self) -> AsyncIterator[bytes]:
+        """At the answer's end: the sentence event of a check already done; one still queued or running is
+        dropped (its sentences are in the final event, which then need not wait behind it)."""
+        self.waiting = []
+        if self.running is not None and self.running.done():
+            yield _chunk(self.last, self.running.result())
+        elif self.running is not None:
+            self.running.cancel()
+        self.running = None
+
+    async def run(self, events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        held: list[bytes] = []  # replace mode: nothing is shown before the answer is checked
+        done = None
+        try:
+            async for event in events:
+                data = _event_data(event)
+                if data is not None and data.strip() == "[DONE]":
+                    done = event
+                    break
+                if self.replace:
+                    held.append(event)
+                else:
+                    yield event
+                chunk, content = _content(data) if data is not None else (None, "")
+                if chunk is not None and "choices" in chunk:
+                    self.last = chunk
+                self.waiting += self.tracker.feed(content)
+                async for out in self._finished(wait=False):
+                    yield out
+            async for out in self._last_sentences():
+                yield out
+            async for out in self._final(held, done):
+                yield out
+        finally:
+            if self.running is not None:
+                self.running.cancel()
+
+    async def _final(self, held: list[bytes], done: bytes | None) -> AsyncIterator[bytes]:
+        found = await self.gate.hallucinations(self.check, self.tracker.text)
+        upstream = self.gate.upstream
+        found["blocked"] = upstream.blocks(found.get("score"))
+        if found["blocked"] and self.replace:
+            found["answer"] = self.tracker.text
+            yield _chunk(self.last, content=block_notice(upstream, found["score"], True))
+        else:
+            for event in held:
+                yield event
+            if found["blocked"]:
+                yield _chunk(self.last, content=block_notice(upstream, found["score"], False))
+        yield _chunk(self.last, found)
+        if done is not None:
+            yield done
