@@ -109,6 +109,19 @@ def wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
     raise SystemExit(f"the server did not answer /health within {timeout:.0f} s")
 
 
+def char_range(text: str) -> tuple[int, int]:
+    """``--context-chars``: ``MIN-MAX`` character counts, ``0 <= MIN <= MAX`` (argparse refuses anything else in one
+    line, exit 2).
+
+    >>> char_range("1000-3000")
+    (1000, 3000)
+    """
+    low, sep, high = text.partition("-")
+    if not (sep and low.isdigit() and high.isdigit() and int(low) <= int(high)):
+        raise argparse.ArgumentTypeError(f"expected MIN-MAX with 0 <= MIN <= MAX, got {text!r}")
+    return int(low), int(high)
+
+
 def stop_server(process: subprocess.Popen) -> None:
     """Ask the server to stop (SIGTERM: it drains), then kill it if it is still running after 30 s."""
     process.terminate()
@@ -414,7 +427,7 @@ def main() -> None:
     parser.add_argument("--max-batch", type=int, default=32)
     parser.add_argument("--max-wait-ms", type=float, default=10.0)
     parser.add_argument("--data", type=Path, default=None, help="Prepared records to send (default: the sample).")
-    parser.add_argument("--context-chars", default=None, metavar="MIN-MAX",
+    parser.add_argument("--context-chars", type=char_range, default=None, metavar="MIN-MAX",
                         help="Send only the records whose context has MIN to MAX characters, e.g. 1000-3000.")
     parser.add_argument("--max-response-chars", type=int, default=None,
                         help="Send only the records whose response is shorter than this, e.g. 700.")
@@ -436,8 +449,7 @@ def main() -> None:
     args = parser.parse_args()
     args.levels = [int(c) for c in args.concurrency.split(",")]
 
-    bounds = tuple(int(x) for x in args.context_chars.split("-")) if args.context_chars else None
-    items = load_items(args.data, bounds, args.max_response_chars)  # type: ignore[arg-type]
+    items = load_items(args.data, args.context_chars, args.max_response_chars)
     args.upstream = None
     if args.gate:
         _, args.upstream = start_upstream(fake_upstream(items[0]["response"], args.token_rate))

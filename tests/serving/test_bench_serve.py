@@ -44,3 +44,12 @@ def test_select_candidates_are_different_texts() -> None:
     assert bench.distinct_candidates(group, items, 4, skip=1) == ["A.", "B.", "D.", "C."]
     with pytest.raises(SystemExit, match="only 4 different"):
         bench.distinct_candidates(group, items, 5, skip=0)
+
+
+def test_context_chars_is_min_dash_max_or_a_one_line_refusal(tmp_path: Path) -> None:
+    from conftest import load_script
+
+    assert load_script("bench_serve").char_range("1000-3000") == (1000, 3000)
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_serve.py"), "--model", "numbers",
+                             "--context-chars", "3000-1000"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert result.returncode == 2 and "expected MIN-MAX" in result.stderr and "Traceback" not in result.stderr
