@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import uuid
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -42,10 +41,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import ClientDisconnect
+from fastapi.responses import HTMLResponse
 
 from ragtruth_spans import __version__
 from ragtruth_spans.core.errors import InputError
@@ -54,20 +50,19 @@ from ragtruth_spans.serving.batcher import MicroBatcher, Overloaded, ShuttingDow
 from ragtruth_spans.serving.body import (
     DETECT_BODY,
     SELECT_BODY,
-    InvalidBody,
     ServiceError,
     model_body,
     raw_chars,
     request_schema,
     without_server_paths,
 )
+from ragtruth_spans.serving.errors import install_handlers, internal_error, unavailable
 from ragtruth_spans.serving.limits import (
     BearerAuth,
     BodyReader,
     ConnectionStats,
     HeadSizeLimit,
     InFlight,
-    validation_errors,
 )
 from ragtruth_spans.serving.parse import BodyParser, max_values
 from ragtruth_spans.serving.schemas import (
@@ -105,36 +100,6 @@ def detection_out(item_id: Any, response: str, detection: Detection) -> Detectio
     spans = [{"text": response[s.start:s.end], **s.to_dict()} for s in detection.spans]
     return DetectionOut(id=item_id, spans=spans, score=detection.score, error=detection.error,
                         diagnostics=detection.diagnostics)
-
-
-def _error(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **{k: v for k, v in extra.items() if k != "headers"}},
-                        status_code=status, headers=extra.get("headers"))
-
-
-MAX_ERRORS_SHOWN = 5
-"""Problems named in a 422's ``error`` line at most (``detail`` holds up to ``ServeSettings.max_errors``)."""
-
-
-def _invalid(detail: list[dict[str, Any]], total: int) -> JSONResponse:
-    """422: the problems in ``detail`` (the first ones found), ``error_count`` of them in all."""
-    summary = "; ".join(f"{d['field']}: {d['message']}" for d in detail[:MAX_ERRORS_SHOWN])
-    more = total - min(len(detail), MAX_ERRORS_SHOWN)
-    return _error(422, f"invalid request: {summary}" + (f" (and {more} more)" if more > 0 else ""), detail=detail,
-                  error_count=total)
-
-
-def _unavailable(exc: Overloaded | ShuttingDown) -> ServiceError:
-    """503: the queue is full (retry in a second) or the server is shutting down."""
-    if isinstance(exc, Overloaded):
-        return ServiceError(503, f"server busy: {exc}; retry later", {"Retry-After": "1"})
-    return ServiceError(503, str(exc), {"Retry-After": "5"})
-
-
-def _internal_error(exc: BaseException, where: str) -> ServiceError:
-    error_id = uuid.uuid4().hex[:12]
-    logger.error("internal error %s in %s", error_id, where, exc_info=exc)
-    return ServiceError(500, f"internal error (error_id {error_id}); the server log has the details")
 
 
 class Service:
@@ -187,7 +152,7 @@ class Service:
         except InputError as exc:
             raise ServiceError(422, f"invalid request: {exc}") from None
         except Exception as exc:
-            raise _internal_error(exc, "evidence") from None
+            raise internal_error(exc, "evidence") from None
         finally:
             slots.release()
         out = list(detections)
@@ -242,9 +207,9 @@ class Service:
         except TooLarge as exc:
             raise ServiceError(413, str(exc)) from None
         except (Overloaded, ShuttingDown) as exc:
-            raise _unavailable(exc) from None
+            raise unavailable(exc) from None
         except Exception as exc:
-            raise _internal_error(exc, "detect_batch") from None
+            raise internal_error(exc, "detect_batch") from None
 
     async def select(self, body: SelectRequest) -> Any:
         """``select_best`` over the candidates, in a worker thread, its detections through the batcher."""
@@ -259,41 +224,11 @@ class Service:
         except TooLarge as exc:
             raise ServiceError(413, str(exc)) from None
         except (Overloaded, ShuttingDown) as exc:
-            raise _unavailable(exc) from None
+            raise unavailable(exc) from None
         except InputError as exc:
             raise ServiceError(422, f"invalid request: {exc}") from None
         except Exception as exc:
-            raise _internal_error(exc, "select") from None
-
-
-def _install_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ServiceError)
-    async def service_error(_: Request, exc: ServiceError) -> JSONResponse:
-        return _error(exc.status, exc.message, headers=exc.headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid_json(_: Request, exc: RequestValidationError) -> JSONResponse:
-        detail = validation_errors(exc.errors()[:MAX_ERRORS_SHOWN], exc.body)
-        return _invalid(detail, len(detail))
-
-    @app.exception_handler(InvalidBody)
-    async def invalid_body(_: Request, exc: InvalidBody) -> JSONResponse:
-        return _invalid(exc.detail, exc.total)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
-
-    @app.exception_handler(ClientDisconnect)
-    async def client_left(request: Request, _: ClientDisconnect) -> Response:
-        request.app.state.service.connections.client_disconnects += 1
-        logger.debug("client disconnected (%s %s)", request.method, request.url.path)
-        return Response(status_code=499)  # nobody reads it: the connection is gone
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        error = _internal_error(exc, f"{request.method} {request.url.path}")
-        return _error(500, error.message)
+            raise internal_error(exc, "select") from None
 
 
 def create_app(detector: Detector, *, settings: ServeSettings | None = None,
@@ -330,7 +265,7 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
         app.add_middleware(BearerAuth, api_key=service.settings.api_key)
     app.add_middleware(HeadSizeLimit, max_bytes=service.settings.max_header_bytes,  # added last: runs first
                        stats=service.connections)
-    _install_handlers(app)
+    install_handlers(app)
     _add_routes(app, service)
     if service.settings.upstream is not None:
         gates.append(_add_gate(app, service))
