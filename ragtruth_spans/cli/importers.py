@@ -1,6 +1,7 @@
 """``ragtruth-spans import jsonl|summedits|xsum-hallucinations|expertqa|begin``: annotated data → a prepared directory
 (train/dev/test.jsonl + stats.json, as ``prepare`` writes) that ``train`` reads as ``data.prepared_dir`` or as a
-training-only ``data.extra`` source. Formats: docs/DATA.md."""
+training-only ``data.extra`` source; ``import nli``: labelled NLI sets → a prepared NLI directory of
+premise–hypothesis pairs (the entailment family's training data). Formats: docs/DATA.md."""
 
 from __future__ import annotations
 
@@ -116,3 +117,25 @@ def import_begin(
     from ragtruth_spans.data.begin import read_begin
 
     _run(lambda: read_begin(in_dir), in_dir, out_dir, split_by_source, seed)
+
+
+@import_app.command("nli")
+def import_nli_sets(
+    nli_dir: Path = typer.Option(..., "--nli-dir", help="The NLI directory: one folder per set in its original "
+                                 "format (esnli/, taxinli/, cad/, breaking_nli/, fever_rte/, fever_symmetric/, "
+                                 "faithdial_audit/, q2/, dialfact/, infotabs/; docs/DATA.md)."),
+    out_dir: Path = typer.Option(..., "--out", help="Output folder for train/dev/test.jsonl of pairs and "
+                                 "stats.json (the prepared NLI directory)."),
+    only: Optional[str] = typer.Option(None, "--only", help="Sets to read, comma-separated (snli, multinli, cad, "
+                                       "breaking_nli, fever_rte, fever_symmetric, faithdial, q2, dialfact, "
+                                       "infotabs); default all, each folder then required."),
+) -> None:
+    """Labelled NLI sets (each under its own licence, NOTICE) → premise–hypothesis pairs: three-way or binary
+    labels, the sets' own dev and test splits kept, duplicates across sets removed (counted)."""
+    from ragtruth_spans.data.nli import import_nli, parse_only
+    from ragtruth_spans.reporting.console import nli_import_summary
+
+    with user_errors():
+        stats = import_nli(nli_dir, out_dir, parse_only(only))
+    out.print(nli_import_summary(stats))
+    note(f"wrote {out_dir}/{{train,dev,test}}.jsonl and {out_dir}/stats.json")

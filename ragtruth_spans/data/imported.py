@@ -60,13 +60,15 @@ def stable_id(*parts: str, length: int = 16) -> str:
 
 
 def read_csv_strict(path: str | Path, columns: Sequence[str], *, delimiter: str = ",",
-                    quoting: int = csv.QUOTE_MINIMAL) -> Iterator[tuple[int, dict[str, str]]]:
+                    quoting: int = csv.QUOTE_MINIMAL, multiline: bool = False
+                    ) -> Iterator[tuple[int, dict[str, str]]]:
     """``(line, row)`` for each row of a one-row-per-line CSV file with a header holding ``columns``, read strictly:
     bytes that are not UTF-8, a row with another number of fields than the header, a field over the csv module's
     size limit, and a quoted field that does not close on its own line (a stray ``"`` would otherwise swallow the
     rows after it) each raise one :class:`InputError` naming the file and line. Blank lines are not rows.
     ``delimiter="\\t", quoting=csv.QUOTE_NONE`` reads a plain TSV file, whose ``"`` are text (a tab inside a field
-    then shows as a row with too many fields)."""
+    then shows as a row with too many fields). ``multiline`` accepts a quoted field that holds line breaks (files
+    whose texts span lines, e.g. FaithDial's audit); ``line`` is then the line the row starts on."""
     reader = csv.reader(io.StringIO(read_text(path), newline=""), strict=True, delimiter=delimiter, quoting=quoting)
     header = _csv_row(reader, path, 0)
     if header is None:
@@ -79,7 +81,7 @@ def read_csv_strict(path: str | Path, columns: Sequence[str], *, delimiter: str 
         row = _csv_row(reader, path, start)
         if row is None:
             return
-        if reader.line_num != start:
+        if reader.line_num != start and not multiline:
             raise InputError(f"a quoted field runs from this line to line {reader.line_num} (a stray '\"'?): "
                              "a row must fit on one line", path=path, line=start)
         if not row:

@@ -30,7 +30,6 @@ Label policy (each case is counted in :class:`LabelReport`, nothing is dropped o
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +39,7 @@ from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.core.fields import check_bool, check_id, check_text, check_unicode
 from ragtruth_spans.core.jsonl import iter_jsonl
 from ragtruth_spans.core.types import HALLUCINATION_TYPES, TASK_TYPES, Record, Span
+from ragtruth_spans.data.records import record_context
 
 RESPONSE_FILE = "response.jsonl"
 SOURCE_FILE = "source_info.jsonl"
@@ -125,7 +125,7 @@ def _source_from_json(obj: dict[str, Any], path: Path, line: int) -> Source:
     if not isinstance(info, dict):
         raise InputError("a Data2txt source must be the business JSON object", path=path, line=line,
                          field="source_info")
-    context = check_unicode(json.dumps(info, ensure_ascii=False), path=path, line=line, field="source_info")
+    context = check_unicode(record_context(info), path=path, line=line, field="source_info")
     return Source(source_id, task_type, context, None)
 
 

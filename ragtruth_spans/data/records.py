@@ -6,6 +6,16 @@ import json
 from typing import Any
 
 
+def record_context(record: Any) -> str:
+    """A JSON record (an object, e.g. RAGTruth's Data2txt business or an infobox) as the context text the detector
+    reads: one line of JSON, keys in their order, non-ASCII kept (how ``prepare`` renders a Data2txt source).
+
+    >>> record_context({"name": "Café", "stars": 4.5})
+    '{"name": "Café", "stars": 4.5}'
+    """
+    return json.dumps(record, ensure_ascii=False)
+
+
 def json_record(context: str) -> Any | None:
     """The parsed JSON of a context that is one JSON object, None for any other text (prose, broken JSON).
 

@@ -379,3 +379,28 @@ def import_summary(stats: Mapping[str, Any]) -> Group:
         accounting.add_row(user_text(what), str(count))
     warnings = [user_text(f"warning: {message}", style="yellow") for message in stats["warnings"]]
     return Group(splits, accounting, *warnings)
+
+
+def nli_import_summary(stats: Mapping[str, Any]) -> Group:
+    """``import nli`` (``stats.json`` of :func:`ragtruth_spans.data.nli.import_nli`): pairs per source × split ×
+    label, then per set what was read, skipped, dropped as a duplicate and written."""
+    labels = list(stats["labels"])
+    counts = Table(title="Imported (nli): pairs per source, split and label", title_justify="left")
+    counts.add_column("source")
+    counts.add_column("split")
+    for label in (*labels, "total"):
+        counts.add_column(label, justify="right")
+    for source, splits in stats["counts"].items():
+        for split, by_label in splits.items():
+            counts.add_row(user_text(source), user_text(split), *(str(by_label.get(x, 0)) for x in labels),
+                           str(sum(by_label.values())))
+    accounting = Table(title="What was read, skipped, dropped as a duplicate", title_justify="left")
+    for col in ("set", "read", "skipped", "duplicates", "written"):
+        accounting.add_column(col, justify="left" if col == "set" else "right")
+    for name, entry in stats["by_set"].items():
+        accounting.add_row(user_text(name), str(entry["input"]), str(sum(entry["skipped"].values())),
+                           str(sum(entry["duplicates"].values())), str(entry["written"]))
+    accounting.add_row("total", str(stats["input"]), str(stats["skipped"]), str(stats["duplicates"]),
+                       str(stats["written"]), style="bold")
+    splits = user_text("splits: " + ", ".join(f"{name} {n}" for name, n in stats["splits"].items()))
+    return Group(counts, accounting, splits)
