@@ -18,6 +18,7 @@ encoding (the encoder's context cache).
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,8 +30,21 @@ logger = logging.getLogger(__name__)
 Interval = tuple[int, int]
 
 
+_MAY_END = ".!?…;:。！？‼⁇⁈⁉\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+"""Characters after which a sentence may end (sentence punctuation, line breaks): only text arriving after one of
+them can complete a sentence, so only then is the growing sentence split again."""
+_END_THEN_TEXT = re.compile(f"[{re.escape(_MAY_END)}]\\s*\\S")
+_END_AT_END = re.compile(f"[{re.escape(_MAY_END)}]\\s*$")
+SHORT_TAIL_CHARS = 512
+"""A growing sentence up to this long is split again on every chunk that may complete it; a longer one only once
+it has grown by a quarter since its last split (so its splits cost linear time in all)."""
+
+
 class SentenceTracker:
     """The answer's text as it arrives and the sentences of it that are complete (see the module docstring).
+
+    Incremental: only the text after the last complete sentence is split again, and only when a chunk brings text
+    after a possible sentence end (amortized cost per chunk independent of the answer already read).
 
     >>> tracker = SentenceTracker()
     >>> tracker.feed("It opened in 19")
@@ -46,29 +60,47 @@ class SentenceTracker:
     """
 
     def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.text = ""
+        self._parts: list[str] = []  # the answer in pieces, joined only when read (``text``)
+        self._length = 0
+        self._open = 0  # where the text not yet in a complete sentence starts
+        self._split_at = 0  # the answer's length at the last split of the open text
+        self._ready = False  # text came after a possible sentence end since the last split
+        self._end_pending = False  # the text ends in a possible sentence end (with only whitespace after it)
         self.done: list[Interval] = []
         """The sentences reported complete so far, in order."""
+
+    @property
+    def text(self) -> str:
+        """The answer so far."""
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
 
     def feed(self, chunk: str) -> list[Interval]:
         """Add ``chunk`` to the answer; the sentences it completed (none when it only grew the last one)."""
         if not chunk:
             return []
-        self.parts.append(chunk)
-        self.text = "".join(self.parts)
-        self.parts = [self.text]
-        return self._new(self._sentences()[:-1])
+        self._parts.append(chunk)
+        self._length += len(chunk)
+        self._ready = self._ready or bool(_END_THEN_TEXT.search(chunk)) or (self._end_pending and not chunk.isspace())
+        self._end_pending = bool(_END_AT_END.search(chunk)) or (self._end_pending and chunk.isspace())
+        tail = self._length - self._open
+        if not self._ready or (tail > SHORT_TAIL_CHARS and 4 * (self._length - self._split_at) < tail):
+            return []
+        return self._new(self._open_sentences()[:-1])
 
     def finish(self) -> list[Interval]:
         """The answer has ended: its sentences not reported yet (the last one included)."""
-        return self._new(self._sentences())
+        return self._new(self._open_sentences())
 
-    def _sentences(self) -> list[Interval]:
+    def _open_sentences(self) -> list[Interval]:
+        """The sentences of the text after the last complete one (offsets of the whole answer)."""
         from ragtruth_spans.detectors.shared.sentences import split_sentences
 
-        # the text so far is split afresh (a sentence may join its neighbour as text arrives); the last one may grow
-        return split_sentences(self.text) if self.text.strip() else []
+        self._split_at, self._ready = self._length, False
+        text = self.text
+        tail = text[self._open:]
+        return [(a + self._open, b + self._open) for a, b in split_sentences(tail)] if tail.strip() else []
 
     def _new(self, complete: list[Interval]) -> list[Interval]:
         reached = self.done[-1][1] if self.done else 0
@@ -76,6 +108,7 @@ class SentenceTracker:
         if not new:
             return []
         self.done.extend(new)
+        self._open = new[-1][1]
         return new
 
 

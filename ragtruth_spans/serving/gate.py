@@ -34,6 +34,8 @@ class Upstream:
 
     url: str
     timeout: float = 120.0
+    stream_timeout: float = 600.0
+    """Seconds a streamed answer may take in all (checked as each read arrives)."""
     require_context: bool = False
     block_above: float | None = None
     block_mode: str = "annotate"
@@ -124,8 +126,10 @@ class Gate:
     def __init__(self, service: Any, upstream: Upstream, detection_out: Callable[..., Any]) -> None:
         self.service, self.upstream, self.detection_out = service, upstream, detection_out
         self._client: Any = None
+        self.client()  # made now: its TLS context takes ~0.1 s to build, never on a request's event loop
 
     def client(self) -> Any:
+        """The HTTP client to the upstream (made again after :meth:`aclose`)."""
         import httpx
 
         if self._client is None:

@@ -109,6 +109,9 @@ def add_gate_route(app: FastAPI, service: Any, upstream: Upstream, detection_out
     """``POST /v1/chat/completions`` on ``app`` (see the module docstring), answering with spans shaped by
     ``detection_out`` (the app's, as ``/v1/detect`` shapes them); the returned :class:`Gate` must be closed
     (:meth:`Gate.aclose`) when the app stops."""
+    from ragtruth_spans.detectors.shared.sentences import split_sentences
+
+    split_sentences("Loaded. Now.")  # the splitter's first use loads it: at start-up, never on a stream's event loop
     gate = Gate(service, upstream, detection_out)
 
     @app.post("/v1/chat/completions", tags=["gate"])

@@ -90,10 +90,19 @@ async def stream(gate: Gate, request: Request, body: dict[str, Any], check: Chec
         return passed_through(response.status_code, raw, response, "unchecked; upstream error")
     media = response.headers.get("content-type", "text/event-stream")
     note = "checked" if check is not None else "unchecked; no context in the request"
-    events = _events(response, upstream.max_response_bytes)
-    source = events if check is None else CheckedStream(gate, check).run(events)
+    events = _events(response, upstream.max_response_bytes, upstream.stream_timeout)
+    source = _unchecked(events) if check is None else CheckedStream(gate, check).run(events)
     return StreamingResponse(_closing(source, response), media_type=media,
                              headers={CHECK_HEADER: note, "Cache-Control": "no-cache"})
+
+
+async def _unchecked(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The events as they come; a broken-off stream ends with its ``error`` event."""
+    try:
+        async for event in events:
+            yield event
+    except StreamFailed as failed:
+        yield failed.event
 
 
 async def _closing(source: AsyncIterator[bytes], response: Any) -> AsyncIterator[bytes]:
@@ -104,27 +113,39 @@ async def _closing(source: AsyncIterator[bytes], response: Any) -> AsyncIterator
         await response.aclose()
 
 
-async def _events(response: Any, limit: int) -> AsyncIterator[bytes]:
+class StreamFailed(Exception):
+    """The upstream's stream broke off (an error, over its size or its time): ``event`` is the ``error`` event
+    that ends the gate's stream (in place of ``data: [DONE]``)."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.event = _sse({"error": {"message": message, "type": kind}})
+
+
+async def _events(response: Any, limit: int, seconds: float) -> AsyncIterator[bytes]:
     """The upstream's server-sent events, each whole (with its blank line), as they complete; an error of the
-    upstream mid-stream ends it with an ``error`` event."""
+    upstream mid-stream, a stream over ``limit`` bytes or one still running after ``seconds`` (checked as each read
+    arrives) raises :class:`StreamFailed`."""
     import httpx
 
     buffer, size = b"", 0
+    deadline = time.monotonic() + seconds
     try:
         async for part in response.aiter_bytes():
             size += len(part)
             if size > limit:
-                yield _sse({"error": {"message": f"the upstream's answer is over {limit} bytes",
-                                      "type": "upstream_error"}})
-                return
+                raise StreamFailed(f"the upstream's answer is over {limit} bytes", "upstream_error")
+            if time.monotonic() > deadline:
+                raise StreamFailed(f"the upstream's stream ran over {seconds:g} s (--upstream-stream-timeout)",
+                                   "upstream_timeout")
             buffer += part
             while (end := _EVENT_END.search(buffer)) is not None:
                 yield buffer[:end.end()]
                 buffer = buffer[end.end():]
+            await asyncio.sleep(0)  # a fast upstream's reads never hold the event loop for long
     except httpx.HTTPError as exc:
         kind = "upstream_timeout" if isinstance(exc, httpx.TimeoutException) else "upstream_error"
-        yield _sse({"error": {"message": f"the upstream stream failed ({type(exc).__name__})", "type": kind}})
-        return
+        raise StreamFailed(f"the upstream stream failed ({type(exc).__name__})", kind) from None
     if buffer.strip():
         yield buffer
 
@@ -166,21 +187,24 @@ class CheckedStream:
         held: list[bytes] = []  # replace mode: nothing is shown before the answer is checked
         done = None
         try:
-            async for event in events:
-                data = _event_data(event)
-                if data is not None and data.strip() == "[DONE]":
-                    done = event
-                    break
-                if self.replace:
-                    held.append(event)
-                else:
-                    yield event
-                chunk, content = _content(data) if data is not None else (None, "")
-                if chunk is not None and "choices" in chunk:
-                    self.last = chunk
-                self.waiting += self.tracker.feed(content)
-                async for out in self._finished(wait=False):
-                    yield out
+            try:
+                async for event in events:
+                    data = _event_data(event)
+                    if data is not None and data.strip() == "[DONE]":
+                        done = event
+                        break
+                    if self.replace:
+                        held.append(event)
+                    else:
+                        yield event
+                    chunk, content = _content(data) if data is not None else (None, "")
+                    if chunk is not None and "choices" in chunk:
+                        self.last = chunk
+                    self.waiting += self.tracker.feed(content)
+                    async for out in self._finished(wait=False):
+                        yield out
+            except StreamFailed as failed:
+                done = failed.event  # what arrived is checked; the error event ends the stream
             async for out in self._last_sentences():
                 yield out
             async for out in self._final(held, done):

@@ -1,0 +1,95 @@
+"""The gate's streams under load: a long stream in tiny chunks is fast and never holds up ``/health``; a stream is
+bounded in size and duration; a client that leaves stops the gate reading the upstream."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import httpx
+import pytest
+from fake_upstream import CONTEXT, fake_upstream
+from server_thread import ServerThread
+
+from ragtruth_spans.detectors.loader import load_detector
+from ragtruth_spans.serving.app import create_app
+from ragtruth_spans.serving.settings import ServeSettings
+
+
+def gate_app(upstream_url: str, **settings) -> object:
+    return create_app(load_detector("numbers"), settings=ServeSettings(upstream=f"{upstream_url}/v1", **settings))
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    app, state = fake_upstream()
+    with ServerThread(app) as server:
+        yield server, state
+
+
+def _events(response: httpx.Response) -> list[dict]:
+    text = response.read().decode()
+    return [json.loads(e.removeprefix("data: ")) for e in text.split("\n\n") if e and e != "data: [DONE]"]
+
+
+def _health_waits(url: str, running: threading.Event, into: list[float]) -> None:
+    with httpx.Client(base_url=url, timeout=30) as client:
+        while running.is_set():
+            started = time.perf_counter()
+            client.get("/health").raise_for_status()
+            into.append(time.perf_counter() - started)
+            time.sleep(0.01)
+
+
+def test_a_long_answer_in_tiny_chunks_is_fast_and_health_answers_meanwhile(upstream) -> None:
+    up, _ = upstream
+    with ServerThread(gate_app(up.url)) as gate:
+        body = {"model": "long-5000-5", "stream": True, "messages": [], "context": CONTEXT}
+        httpx.post(f"{gate.url}/v1/chat/completions", json=body | {"model": "ok"}, timeout=60)  # first-use imports
+        running, waits = threading.Event(), []
+        running.set()
+        poller = threading.Thread(target=_health_waits, args=(gate.url, running, waits))
+        poller.start()
+        try:
+            started = time.perf_counter()
+            with httpx.stream("POST", f"{gate.url}/v1/chat/completions", json=body, timeout=60) as response:
+                chunks = _events(response)
+            elapsed = time.perf_counter() - started
+        finally:
+            running.clear()
+            poller.join(30)
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if "hallucinations" not in c)
+    assert len(text) == 5000 and chunks[-1]["hallucinations"]["object"] == "hallucinations"
+    assert elapsed < 5.0, f"{elapsed:.2f} s for 1,000 chunks"
+    assert waits and max(waits) < 0.1, f"/health took up to {max(waits):.3f} s"
+
+
+def test_a_stream_is_bounded_in_size_and_in_duration(upstream) -> None:
+    up, _ = upstream
+    with ServerThread(gate_app(up.url, max_body_bytes=20_000, upstream_stream_timeout=1.0)) as gate:
+        body = {"model": "long-100000-50", "stream": True, "messages": [], "context": CONTEXT}
+        with httpx.stream("POST", f"{gate.url}/v1/chat/completions", json=body, timeout=60) as response:
+            chunks = _events(response)
+        assert "over 20000 bytes" in chunks[-1]["error"]["message"]
+        started = time.perf_counter()
+        with httpx.stream("POST", f"{gate.url}/v1/chat/completions", timeout=60,
+                          json=body | {"model": "slow"}) as response:
+            chunks = _events(response)
+        assert time.perf_counter() - started < 4.0
+        error = chunks[-1]["error"]
+        assert error["type"] == "upstream_timeout" and "--upstream-stream-timeout" in error["message"]
+
+
+@pytest.mark.parametrize("settings", [{}, {"block_above": 0.5, "block_mode": "replace"}])
+def test_a_client_that_leaves_stops_the_upstream_stream(upstream, settings) -> None:
+    up, state = upstream
+    with ServerThread(gate_app(up.url, **settings)) as gate:
+        body = {"model": "slow", "stream": True, "messages": [], "context": CONTEXT}
+        with httpx.stream("POST", f"{gate.url}/v1/chat/completions", json=body, timeout=60) as response:
+            assert response.status_code == 200
+            time.sleep(0.3)
+        time.sleep(0.5)  # the gate notices and closes the upstream stream
+        left_at = state.get("pieces", 0)
+        time.sleep(0.5)
+        assert state.get("pieces", 0) - left_at <= 1
