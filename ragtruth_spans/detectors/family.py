@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ragtruth_spans.training.recipe import Recipe
 
 BUILTIN_FAMILIES: dict[str, str] = {
+    "entailment": "ragtruth_spans.detectors.entailment.family",
     "generative": "ragtruth_spans.detectors.generative.family",
     "llm-judge": "ragtruth_spans.detectors.judge.family",
     "rules": "ragtruth_spans.detectors.rules",

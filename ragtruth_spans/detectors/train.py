@@ -20,7 +20,7 @@ from ragtruth_spans.training.run import TrainResult, claim_on_main_process
 
 __all__ = ["TrainResult", "check_extra_sources", "train"]
 
-TRAINER_KINDS = ("generative", "token-classification")
+TRAINER_KINDS = ("generative", "token-classification", "entailment")
 """The families that train with a transformers ``Trainer`` and accept ``callbacks``."""
 
 
@@ -54,6 +54,7 @@ def run_inputs(recipe: Recipe) -> list[tuple[str, str | Path]]:
     inputs.extend((f"data.extra[{k}].dir", source.dir) for k, source in enumerate(recipe.data.extra))
     if recipe.data.synth is not None:
         inputs.extend((f"data.synth.documents[{k}]", d) for k, d in enumerate(recipe.data.synth.documents))
+    inputs.extend(recipe.extra_inputs())
     model = getattr(getattr(recipe, "model", None), "name_or_path", None)
     if isinstance(model, str) and Path(model).expanduser().is_dir():
         inputs.append(("model.name_or_path", Path(model).expanduser()))
@@ -66,7 +67,7 @@ def fingerprinted_files(recipe: Recipe) -> list[Path | None]:
     files = [training_file(recipe.data)] if recipe.reads_key("data.split") else []
     if recipe.data.eval_split is not None:
         files.append(split_file(recipe.data, recipe.data.eval_split))
-    return [*files, *extra_files(recipe.data), *synth_files(recipe.data)]
+    return [*files, *extra_files(recipe.data), *synth_files(recipe.data), *recipe.extra_data_files()]
 
 
 def trainable_family(recipe: Recipe, callbacks: Sequence[Any] = ()) -> Family:

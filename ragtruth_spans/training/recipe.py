@@ -24,6 +24,7 @@ from __future__ import annotations
 import types
 from collections.abc import Mapping
 from functools import cache
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 import yaml
@@ -350,6 +351,16 @@ class Recipe(Strict):
                 getattr(model, "name_or_path", TINY) != TINY:
             keys.append("model.tiny")
         return keys
+
+    def extra_inputs(self) -> list[tuple[str, str | Path]]:
+        """``(recipe key, directory)`` of what a family reads beyond the shared ``data`` section (the run
+        directory may not be or hold one); none by default."""
+        return []
+
+    def extra_data_files(self) -> list[Path]:
+        """Data files beyond the shared ``data`` section whose contents the run's fingerprint holds; none by
+        default."""
+        return []
 
     def reads_key(self, key: str) -> bool:
         """Whether this recipe's run reads the dotted ``key`` (``data.split``)."""
