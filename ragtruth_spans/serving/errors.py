@@ -4,6 +4,7 @@ client that left mid-request is a debug line and a count, never an error."""
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from typing import Any
@@ -26,6 +27,22 @@ def error_json(status: int, message: str, **extra: Any) -> JSONResponse:
                         status_code=status, headers=extra.get("headers"))
 
 
+OPENAI_ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+                      429: "rate_limit_error"}
+GATE_ROUTE = "/v1/chat/completions"
+"""The gate's route (:mod:`~ragtruth_spans.serving.proxy`): its errors are in OpenAI's shape."""
+
+
+def answer_error(request: Request, status: int, message: str, **extra: Any) -> JSONResponse:
+    """:func:`error_json`, or on the gate's route OpenAI's ``{"error": {"message", "type", "code", "param"}}``
+    (what OpenAI clients read; ``extra`` other than headers left out)."""
+    if request.url.path != GATE_ROUTE:
+        return error_json(status, message, **extra)
+    kind = OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return JSONResponse({"error": {"message": message, "type": kind, "code": None, "param": None}},
+                        status_code=status, headers=extra.get("headers"))
+
+
 MAX_ERRORS_SHOWN = 5
 """Problems named in a 422's ``error`` line at most (``detail`` holds up to ``ServeSettings.max_errors``)."""
 
@@ -36,6 +53,14 @@ def invalid(detail: list[dict[str, Any]], total: int) -> JSONResponse:
     more = total - min(len(detail), MAX_ERRORS_SHOWN)
     return error_json(422, f"invalid request: {summary}" + (f" (and {more} more)" if more > 0 else ""), detail=detail,
                   error_count=total)
+
+
+def invalid_for(request: Request, detail: list[dict[str, Any]], total: int) -> JSONResponse:
+    """:func:`invalid`, in OpenAI's shape on the gate's route (its message alone)."""
+    answer = invalid(detail, total)
+    if request.url.path != GATE_ROUTE:
+        return answer
+    return answer_error(request, 422, json.loads(answer.body)["error"])
 
 
 def unavailable(exc: Overloaded | ShuttingDown) -> ServiceError:
@@ -54,21 +79,21 @@ def internal_error(exc: BaseException, where: str) -> ServiceError:
 def install_handlers(app: FastAPI) -> None:
     """The exception handlers that give every error of ``app`` the service's JSON shape."""
     @app.exception_handler(ServiceError)
-    async def service_error(_: Request, exc: ServiceError) -> JSONResponse:
-        return error_json(exc.status, exc.message, headers=exc.headers)
+    async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        return answer_error(request, exc.status, exc.message, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid_json(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def invalid_json(request: Request, exc: RequestValidationError) -> JSONResponse:
         detail = validation_errors(exc.errors()[:MAX_ERRORS_SHOWN], exc.body)
-        return invalid(detail, len(detail))
+        return invalid_for(request, detail, len(detail))
 
     @app.exception_handler(InvalidBody)
-    async def invalid_body(_: Request, exc: InvalidBody) -> JSONResponse:
-        return invalid(exc.detail, exc.total)
+    async def invalid_body(request: Request, exc: InvalidBody) -> JSONResponse:
+        return invalid_for(request, exc.detail, exc.total)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error_json(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return answer_error(request, exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
 
     @app.exception_handler(ClientDisconnect)
     async def client_left(request: Request, _: ClientDisconnect) -> Response:
@@ -79,4 +104,4 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         error = internal_error(exc, f"{request.method} {request.url.path}")
-        return error_json(500, error.message)
+        return answer_error(request, 500, error.message)

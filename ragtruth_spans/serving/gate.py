@@ -4,12 +4,16 @@ sentences with the served detector. Errors are OpenAI-shaped (``{"error": {"mess
 
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
 
 from ragtruth_spans.core.fields import surrogate_at
 from ragtruth_spans.detectors.base import DetectItem, quick_task
@@ -22,6 +26,10 @@ BLOCK_MODES = ("replace", "annotate")
 GATE_FIELDS = ("context", "question", "task")
 """The request fields the gate reads and takes out before forwarding."""
 FORWARDED_HEADERS = ("authorization", "openai-organization", "openai-project", "openai-beta", "accept")
+RETURNED_HEADERS = ("retry-after", "retry-after-ms", "x-request-id")
+"""The upstream's response headers passed back to the client (with every ``x-ratelimit-*``), on every answer."""
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,10 @@ class Upstream:
     block_mode: str = "annotate"
     max_response_bytes: int = 16 * 1024 * 1024
     api_key: str | None = None
+    connections: int = 200
+    """Connections to the upstream at most (the server's own cap, ``--max-connections``: one per request)."""
+    pool_timeout: float = 5.0
+    """Seconds a request waits for a free connection to the upstream; beyond, 503."""
 
     @property
     def endpoint(self) -> str:
@@ -59,15 +71,28 @@ def openai_error(status: int, message: str, kind: str, headers: dict[str, str] |
                         status_code=status, headers=headers)
 
 
+class OpenAIErrorDetail(BaseModel):
+    message: str
+    type: str
+    code: str | None = None
+    param: str | None = None
+
+
+class OpenAIError(BaseModel):
+    """An error answer of the gate's route, in the OpenAI API's shape."""
+
+    error: OpenAIErrorDetail
+
+
 class GateError(Exception):
     """An answer of the gate's own (no upstream answer to pass through)."""
 
-    def __init__(self, status: int, message: str, kind: str) -> None:
+    def __init__(self, status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
-        self.status, self.message, self.kind = status, message, kind
+        self.status, self.message, self.kind, self.headers = status, message, kind, headers
 
     def response(self) -> JSONResponse:
-        return openai_error(self.status, self.message, self.kind)
+        return openai_error(self.status, self.message, self.kind, self.headers)
 
 
 def _text(value: Any, field: str) -> str:
@@ -133,10 +158,34 @@ class Gate:
         import httpx
 
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.upstream.timeout,
-                                                                   connect=min(10.0, self.upstream.timeout)),
-                                             follow_redirects=False)
+            up = self.upstream
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(up.timeout, connect=min(10.0, up.timeout), pool=up.pool_timeout),
+                limits=httpx.Limits(max_connections=up.connections,
+                                    max_keepalive_connections=min(up.connections, 32)),
+                follow_redirects=False)
         return self._client
+
+    async def open(self, request: Request, body: dict[str, Any]) -> Any:
+        """The upstream's answer to ``body``, its body not read yet (the caller closes it); a :class:`GateError`
+        when there is none: 504 (no answer within the timeout), 502 (unreachable), 503 (every connection of the
+        gate's pool to the upstream in use)."""
+        import httpx
+
+        client, upstream = self.client(), self.upstream
+        sent = client.build_request("POST", upstream.endpoint, json=body, headers=self.headers(request))
+        try:
+            return await asyncio.wait_for(client.send(sent, stream=True), upstream.timeout)
+        except httpx.PoolTimeout:
+            raise GateError(503, f"the gate's {upstream.connections} connections to the upstream are all in use "
+                            f"(its cap: --max-connections); the request was not sent: retry later", "server_busy",
+                            {"Retry-After": "1"}) from None
+        except (asyncio.TimeoutError, httpx.TimeoutException):
+            raise GateError(504, f"the upstream did not answer within {upstream.timeout:g} s",
+                            "upstream_timeout") from None
+        except httpx.HTTPError as exc:
+            raise GateError(502, f"the upstream cannot be reached ({type(exc).__name__})", "upstream_error") \
+                from None
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -171,6 +220,48 @@ class Gate:
         out = self.detection_out(None, answer, detections[0]).model_dump(exclude={"id"})
         return head | out | {"detector": self.service.ref.model_dump(exclude_none=True)}
 
+    async def read(self, response: Any, seconds: float) -> bytes:
+        """The whole body of the upstream's ``response`` (bounded in size: 502; and in time, ``seconds``: 504),
+        then closed."""
+        import httpx
+
+        limit = self.upstream.max_response_bytes
+        try:
+            return await asyncio.wait_for(read_bounded(response, limit), max(0.0, seconds))
+        except (asyncio.TimeoutError, httpx.TimeoutException):
+            raise GateError(504, f"the upstream did not answer within {self.upstream.timeout:g} s",
+                            "upstream_timeout") from None
+        except httpx.HTTPError as exc:
+            raise GateError(502, f"the upstream cannot be reached ({type(exc).__name__})", "upstream_error") \
+                from None
+        finally:
+            await response.aclose()
+
+    async def checked_json(self, response: Any, raw: bytes, check: CheckRequest | None) -> Response:
+        """An upstream answer read whole (``raw``): passed through unless it is a chat completion to check (a 200
+        to a request with a context), else with its ``hallucinations`` and the block policy applied."""
+        headers = returned_headers(response)
+        if response.status_code != 200 or check is None:
+            why = "no context in the request" if check is None else "upstream error"
+            return passed_through(response.status_code, raw, response, f"unchecked; {why}")
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            return passed_through(200, raw, response, "unchecked; the upstream's answer is not JSON")
+        answer = first_answer(payload)
+        if answer is None:
+            return passed_through(200, raw, response, "unchecked; no message content in the choice with index 0")
+        found = await self.hallucinations(check, answer)
+        upstream = self.upstream
+        found["blocked"] = upstream.blocks(found.get("score"))
+        if found["blocked"]:
+            replace = upstream.block_mode == "replace"
+            if replace:
+                found["answer"] = answer
+            notice = block_notice(upstream, found["score"], replace)
+            choice_zero(payload)["message"]["content"] = notice if replace else answer + notice  # type: ignore[index]
+        return JSONResponse(payload | {"hallucinations": found}, headers=headers | {CHECK_HEADER: "checked"})
+
     async def delta(self, check: CheckRequest, text: str, sentences: list[tuple[int, int]]) -> dict[str, Any]:
         """A sentence event: the spans in ``sentences`` of the answer judged up to their end (no evidence)."""
         checked = sentences[-1][1]
@@ -186,13 +277,27 @@ class Gate:
         return out | {"spans": spans, "score": found.score}
 
 
+def choice_zero(payload: Any) -> dict[str, Any] | None:
+    """The choice with ``index`` 0 of a chat completion (wherever it is listed), None when there is none."""
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    for choice in choices if isinstance(choices, list) else []:
+        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            return choice
+    return None
+
+
 def first_answer(payload: Any) -> str | None:
-    """The first choice's message content of a chat completion, None when there is none."""
-    try:
-        content = payload["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        return None
+    """The message content of the choice with index 0 of a chat completion, None when there is none."""
+    choice = choice_zero(payload)
+    message = choice.get("message") if choice is not None else None
+    content = message.get("content") if isinstance(message, dict) else None
     return content if isinstance(content, str) else None
+
+
+def returned_headers(response: Any) -> dict[str, str]:
+    """The upstream's headers the client gets back (:data:`RETURNED_HEADERS` and ``x-ratelimit-*``)."""
+    return {k: v for k, v in response.headers.items()
+            if k.lower() in RETURNED_HEADERS or k.lower().startswith("x-ratelimit-")}
 
 
 async def read_bounded(response: Any, limit: int) -> bytes:
@@ -208,4 +313,5 @@ async def read_bounded(response: Any, limit: int) -> bytes:
 def passed_through(status: int, body: bytes, response: Any, check: str) -> Response:
     """An upstream answer as it came (status, body, content type)."""
     media = response.headers.get("content-type", "application/json")
-    return Response(body, status_code=status, media_type=media, headers={CHECK_HEADER: check})
+    return Response(body, status_code=status, media_type=media,
+                    headers=returned_headers(response) | {CHECK_HEADER: check})

@@ -35,29 +35,24 @@ retrieved context.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from ragtruth_spans.serving.body import ServiceError, json_body
 from ragtruth_spans.serving.gate import (
-    CHECK_HEADER,
     GATE_FIELDS,
     CheckRequest,
     Gate,
     GateError,
+    OpenAIError,
     Upstream,
-    block_notice,
-    first_answer,
     openai_error,
-    passed_through,
-    read_bounded,
 )
 from ragtruth_spans.serving.proxy_stream import stream
 
@@ -68,41 +63,43 @@ logger = logging.getLogger(__name__)
 
 async def complete(gate: Gate, request: Request, body: dict[str, Any], check: CheckRequest | None) -> Response:
     """A request without streaming: forward, read the answer (bounded in time and size), check it."""
-    import httpx
+    started = time.monotonic()
+    response = await gate.open(request, body)
+    raw = await gate.read(response, gate.upstream.timeout - (time.monotonic() - started))
+    return await gate.checked_json(response, raw, check)
 
-    upstream = gate.upstream
 
-    async def fetch() -> tuple[Any, bytes]:
-        async with gate.client().stream("POST", upstream.endpoint, json=body,
-                                        headers=gate.headers(request)) as response:
-            return response, await read_bounded(response, upstream.max_response_bytes)
+CHAT_REQUEST_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["model", "messages"], "additionalProperties": True,
+    "description": "An OpenAI chat completion request (every field is forwarded as sent) with the gate's own "
+                   "fields, taken out before forwarding: context, question, task.",
+    "properties": {
+        "model": {"type": "string"}, "messages": {"type": "array", "items": {"type": "object"}},
+        "stream": {"type": "boolean", "default": False}, "n": {"type": "integer", "minimum": 1, "default": 1},
+        "context": {"description": "What the answer is checked against: a text, or a list of passages (joined by "
+                                   "blank lines). Without it the request is forwarded unchecked.",
+                    "anyOf": [{"type": "string", "minLength": 1},
+                              {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}]},
+        "question": {"type": "string", "minLength": 1},
+        "task": {"type": "string", "enum": ["QA", "Summary", "Data2txt"]}}}
+"""The request body of ``POST /v1/chat/completions`` in the OpenAPI schema."""
 
-    try:
-        response, raw = await asyncio.wait_for(fetch(), upstream.timeout)
-    except (asyncio.TimeoutError, httpx.TimeoutException):
-        raise GateError(504, f"the upstream did not answer within {upstream.timeout:g} s", "upstream_timeout") \
-            from None
-    except httpx.HTTPError as exc:
-        raise GateError(502, f"the upstream cannot be reached ({type(exc).__name__})", "upstream_error") from None
-    if response.status_code != 200 or check is None:
-        return passed_through(response.status_code, raw, response,
-                               "unchecked; no context in the request" if check is None else "unchecked; upstream error")
-    try:
-        payload = json.loads(raw)
-    except ValueError:
-        return passed_through(200, raw, response, "unchecked; the upstream's answer is not JSON")
-    answer = first_answer(payload)
-    if answer is None:
-        return passed_through(200, raw, response, "unchecked; no message content in the first choice")
-    found = await gate.hallucinations(check, answer)
-    found["blocked"] = upstream.blocks(found.get("score"))
-    if found["blocked"]:
-        replace = upstream.block_mode == "replace"
-        if replace:
-            found["answer"] = answer
-        notice = block_notice(upstream, found["score"], replace)
-        payload["choices"][0]["message"]["content"] = notice if replace else answer + notice
-    return JSONResponse(payload | {"hallucinations": found}, headers={CHECK_HEADER: "checked"})
+
+def gate_responses(auth: bool) -> dict[int | str, Any]:
+    """The route's answers in the OpenAPI schema: the upstream's answer (JSON, or server-sent events when
+    streamed) and every error, in OpenAI's shape (an upstream error status is passed through as it came)."""
+    errors = {400: "a malformed request head", 403: "another site's page", 408: "the body arrived too slowly",
+              413: "a body, context or question over the limits", 415: "a body that is not JSON",
+              421: "a host this server does not answer for", 422: "an invalid body or check fields",
+              429: "the upstream's rate limit (passed through)", 431: "request headers too large",
+              500: "an internal error", 502: "the upstream cannot be reached or answered too much",
+              503: "busy: the connections to the upstream or the server's queue are full",
+              504: "the upstream did not answer in time"} | ({401: "a missing or wrong bearer token"} if auth else {})
+    ok = {"description": "The upstream's chat completion with a top-level \"hallucinations\" object, or (with "
+                         "\"stream\": true) its server-sent events with the gate's chunks added",
+          "content": {"application/json": {"schema": {"type": "object", "additionalProperties": True}},
+                      "text/event-stream": {"schema": {"type": "string"}}}}
+    return {200: ok} | {code: {"model": OpenAIError, "description": why} for code, why in sorted(errors.items())}
 
 
 def add_gate_route(app: FastAPI, service: Any, upstream: Upstream, detection_out: Callable[..., Any]) -> Gate:
@@ -114,7 +111,9 @@ def add_gate_route(app: FastAPI, service: Any, upstream: Upstream, detection_out
     split_sentences("Loaded. Now.")  # the splitter's first use loads it: at start-up, never on a stream's event loop
     gate = Gate(service, upstream, detection_out)
 
-    @app.post("/v1/chat/completions", tags=["gate"])
+    @app.post("/v1/chat/completions", tags=["gate"], responses=gate_responses(service.settings.api_key is not None),
+              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                  "schema": CHAT_REQUEST_SCHEMA}}}})
     async def chat_completions(request: Request) -> Response:
         """OpenAI-compatible chat completions through the upstream, with the answer's hallucinated spans."""
         try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,21 +18,10 @@ from ragtruth_spans.serving.gate import (
     CHECK_HEADER,
     CheckRequest,
     Gate,
-    GateError,
     block_notice,
-    passed_through,
-    read_bounded,
+    returned_headers,
 )
-
-_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
-
-
-def _event_data(event: bytes) -> str | None:
-    """The data of one server-sent event (its ``data:`` lines joined), None when it has none."""
-    lines = [line for line in event.decode("utf-8", "replace").splitlines() if line.startswith("data:")]
-    if not lines:
-        return None
-    return "\n".join(line[5:].removeprefix(" ") for line in lines)
+from ragtruth_spans.serving.sse import EventSplitter, event_data
 
 
 def _content(data: str) -> tuple[dict[str, Any] | None, str]:
@@ -69,31 +57,18 @@ def _chunk(last: dict[str, Any] | None, hallucinations: dict[str, Any] | None = 
 
 
 async def stream(gate: Gate, request: Request, body: dict[str, Any], check: CheckRequest | None) -> Response:
-    """A streamed request: open the upstream stream; pass an error status through; else stream (see the module
-    docstring)."""
-    import httpx
-
-    client, upstream = gate.client(), gate.upstream
-    try:
-        sent = client.build_request("POST", upstream.endpoint, json=body, headers=gate.headers(request))
-        response = await asyncio.wait_for(client.send(sent, stream=True), upstream.timeout)
-    except (asyncio.TimeoutError, httpx.TimeoutException):
-        raise GateError(504, f"the upstream did not answer within {upstream.timeout:g} s", "upstream_timeout") \
-            from None
-    except httpx.HTTPError as exc:
-        raise GateError(502, f"the upstream cannot be reached ({type(exc).__name__})", "upstream_error") from None
-    if response.status_code != 200:
-        try:
-            raw = await read_bounded(response, upstream.max_response_bytes)
-        finally:
-            await response.aclose()
-        return passed_through(response.status_code, raw, response, "unchecked; upstream error")
-    media = response.headers.get("content-type", "text/event-stream")
+    """A streamed request: open the upstream stream; an error status, or an answer that is not an event stream
+    (JSON), is read whole and answered as without streaming; else stream (see the module docstring)."""
+    upstream = gate.upstream
+    response = await gate.open(request, body)
+    media = response.headers.get("content-type", "")
+    if response.status_code != 200 or not media.lower().startswith("text/event-stream"):
+        return await gate.checked_json(response, await gate.read(response, upstream.timeout), check)
     note = "checked" if check is not None else "unchecked; no context in the request"
     events = _events(response, upstream.max_response_bytes, upstream.stream_timeout)
     source = _unchecked(events) if check is None else CheckedStream(gate, check).run(events)
-    return StreamingResponse(_closing(source, response), media_type=media,
-                             headers={CHECK_HEADER: note, "Cache-Control": "no-cache"})
+    return StreamingResponse(_closing(source, response), media_type=media, headers=returned_headers(response) | {
+        CHECK_HEADER: note, "Cache-Control": "no-cache"})
 
 
 async def _unchecked(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
@@ -123,12 +98,13 @@ class StreamFailed(Exception):
 
 
 async def _events(response: Any, limit: int, seconds: float) -> AsyncIterator[bytes]:
-    """The upstream's server-sent events, each whole (with its blank line), as they complete; an error of the
+    """The upstream's server-sent events, each whole (:class:`~ragtruth_spans.serving.sse.EventSplitter`: its line
+    ends made LF), as they complete; an error of the
     upstream mid-stream, a stream over ``limit`` bytes or one still running after ``seconds`` (checked as each read
     arrives) raises :class:`StreamFailed`."""
     import httpx
 
-    buffer, size = b"", 0
+    splitter, size = EventSplitter(), 0
     deadline = time.monotonic() + seconds
     try:
         async for part in response.aiter_bytes():
@@ -138,16 +114,14 @@ async def _events(response: Any, limit: int, seconds: float) -> AsyncIterator[by
             if time.monotonic() > deadline:
                 raise StreamFailed(f"the upstream's stream ran over {seconds:g} s (--upstream-stream-timeout)",
                                    "upstream_timeout")
-            buffer += part
-            while (end := _EVENT_END.search(buffer)) is not None:
-                yield buffer[:end.end()]
-                buffer = buffer[end.end():]
+            for event in splitter.feed(part):
+                yield event
             await asyncio.sleep(0)  # a fast upstream's reads never hold the event loop for long
     except httpx.HTTPError as exc:
         kind = "upstream_timeout" if isinstance(exc, httpx.TimeoutException) else "upstream_error"
         raise StreamFailed(f"the upstream stream failed ({type(exc).__name__})", kind) from None
-    if buffer.strip():
-        yield buffer
+    for event in splitter.finish():
+        yield event
 
 
 class CheckedStream:
@@ -189,7 +163,7 @@ class CheckedStream:
         try:
             try:
                 async for event in events:
-                    data = _event_data(event)
+                    data = event_data(event)
                     if data is not None and data.strip() == "[DONE]":
                         done = event
                         break
