@@ -281,6 +281,8 @@ def run_fingerprint(recipe: SavedRecipe, data_files: Sequence[str | Path | None]
     settings = {k: v for k, v in recipe.model_dump(mode="json").items() if k not in NOT_FINGERPRINTED}
     if isinstance(settings.get("data"), dict) and not settings["data"].get("extra"):
         settings["data"].pop("extra", None)  # no extra sources: the fingerprint of runs from before data.extra
+    if isinstance(settings.get("features"), dict) and settings["features"].get("precision") == "fp32":
+        settings["features"].pop("precision")  # fp32 features: the fingerprint of runs from before int8 ones
     data = {str(path): file_sha256(path) for path in data_files if path is not None}
     canonical = json.dumps({"recipe": settings, "data_sha256": data}, sort_keys=True, ensure_ascii=False)
     return {"fingerprint": hashlib.sha256(canonical.encode("utf-8")).hexdigest(), "recipe": settings,

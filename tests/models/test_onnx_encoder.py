@@ -1,7 +1,9 @@
-"""The sentence encoder on ONNX Runtime: exported once, equal to torch's embeddings, reused, refused when broken."""
+"""The sentence encoder on ONNX Runtime: exported once, equal to torch's embeddings, reused, checked on every load
+against a reference the cache cannot rewrite (a broken or rewritten export is made again), quantized to int8."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +46,7 @@ def test_the_tokenizer_equals_transformers_fast_tokenizer(minilm_tokenizer) -> N
 
 def test_onnx_embeddings_equal_torch_ones(encoders: tuple[SentenceEncoder, SentenceEncoder]) -> None:
     onnx, torch_ = encoders
-    assert (onnx.runtime, torch_.runtime) == ("onnx", "torch")
+    assert (onnx.runtime, torch_.runtime) == ("onnx-fp32", "torch")
     assert onnx.dimension() == torch_.dimension() == 384
     sentences, tokens = onnx.encode_with_tokens(TEXTS)
     expected_sentences, expected_tokens = torch_.encode_with_tokens(TEXTS)
@@ -77,20 +79,96 @@ def test_the_export_is_made_once_and_reused(encoders, cache: Path, monkeypatch: 
         raise AssertionError("exported again")
 
     monkeypatch.setattr(onnx_encoder, "_export", no_second_export)
-    assert SentenceEncoder(MINILM).runtime == "onnx"
+    assert SentenceEncoder(MINILM).runtime == "onnx-fp32"
 
 
-def test_a_broken_cached_export_is_refused_in_one_line(encoders, cache: Path, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    broken = tmp_path / "cache"
-    [folder] = list(cache.glob("onnx/*"))
-    (broken / "onnx" / folder.name).mkdir(parents=True)
-    (broken / "onnx" / folder.name / "source.json").write_text((folder / "source.json").read_text())
-    (broken / "onnx" / folder.name / "model.onnx").write_bytes(b"not an onnx file")
-    monkeypatch.setenv("RAGTRUTH_SPANS_CACHE", str(broken))
-    with pytest.raises(InputError, match="delete its folder and run again") as caught:
+def _copy_cache(cache: Path, to: Path) -> Path:
+    """A copy of the module's cache (its fp32 export) at ``to``; the copied export's folder."""
+    [folder] = [f for f in cache.glob("onnx/*") if '"precision"' not in (f / "source.json").read_text()]
+    shutil.copytree(folder, to / "onnx" / folder.name)
+    return to / "onnx" / folder.name
+
+
+def test_a_broken_cached_export_is_made_again_or_refused_in_one_line(encoders, cache: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    folder = _copy_cache(cache, tmp_path / "cache")
+    good = (folder / "model.onnx").read_bytes()
+    (folder / "model.onnx").write_bytes(b"not an onnx file")
+    monkeypatch.setenv("RAGTRUTH_SPANS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(onnx_encoder, "onnx_ready", lambda export: not export)  # no exporter: one error line
+    with pytest.raises(InputError, match="does not match its record.*delete its folder and run again") as caught:
         SentenceEncoder(MINILM)
     assert "\n" not in str(caught.value)
+    monkeypatch.undo()
+    monkeypatch.setenv("RAGTRUTH_SPANS_CACHE", str(tmp_path / "cache"))
+    remade = []
+    monkeypatch.setattr(onnx_encoder, "_export", lambda _, out: remade.append(out.write_bytes(good)) or 0.0)
+    with caplog.at_level("WARNING", logger="ragtruth_spans.models.onnx_encoder"):
+        assert SentenceEncoder(MINILM).runtime == "onnx-fp32"  # with the exporter: set aside and made again
+    assert len(remade) == 1 and "set aside and made again" in caplog.text
+    assert (folder / "model.onnx").read_bytes() == good
+
+
+def _tampered(model_file: Path) -> None:
+    """Rewrite an export as an attacker would: other weights (the word embeddings shuffled), and the SHA-256 in
+    its record updated to match."""
+    import json
+
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(model_file))
+    [table] = [t for t in model.graph.initializer if tuple(t.dims)[:1] == (30522,)]
+    values = numpy_helper.to_array(table).copy()
+    np.random.default_rng(0).shuffle(values)
+    table.CopyFrom(numpy_helper.from_array(values, table.name))
+    onnx.save(model, str(model_file))
+    record = model_file.parent / "source.json"
+    data = json.loads(record.read_text())
+    data["onnx_sha256"] = onnx_encoder.file_sha256(model_file)
+    record.write_text(json.dumps(data))
+
+
+def test_an_export_rewritten_with_its_record_is_refused_and_made_again(encoders, cache: Path, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """The cache's own record cannot vouch for it: the export is checked against the packaged reference outputs
+    and, when it does not reproduce them, exported again from the weights (a real export: ~25 s)."""
+    folder = _copy_cache(cache, tmp_path / "cache")
+    _tampered(folder / "model.onnx")
+    monkeypatch.setenv("RAGTRUTH_SPANS_CACHE", str(tmp_path / "cache"))
+    assert onnx_encoder.cached_export(onnx_encoder.export_key_inputs(resolve_model(MINILM)[0])) is not None
+    with caplog.at_level("WARNING", logger="ragtruth_spans.models.onnx_encoder"):
+        encoder = SentenceEncoder(MINILM)
+    assert "does not reproduce the packaged reference" in caplog.text and "made again" in caplog.text
+    expected = encoders[1].encode(TEXTS)
+    assert encoder.runtime == "onnx-fp32" and np.abs(encoder.encode(TEXTS) - expected).max() < 1e-4
+
+
+def test_the_packaged_reference_is_torchs_probe_output() -> None:
+    from ragtruth_spans.models.probe_reference import reference
+
+    folder = resolve_model(MINILM)[0]
+    packaged = reference(onnx_encoder.file_sha256(Path(folder) / "model.safetensors"))
+    assert packaged is not None and np.abs(packaged - onnx_encoder.torch_probe(folder)).max() < 1e-3
+
+
+def test_the_int8_encoder_is_verified_recorded_and_kept_apart(encoders, cache: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    monkeypatch.setenv("RAGTRUTH_SPANS_CACHE", str(cache))
+    int8 = SentenceEncoder(MINILM, runtime="onnx-int8")
+    assert (int8.runtime, int8.precision, int8.describe()["encoder_precision"]) == ("onnx-int8", "int8", "int8")
+    [record] = [json.loads(r.read_text()) for r in cache.glob("onnx/*/source.json") if '"int8"' in r.read_text()]
+    assert record["verify_texts"] == len(onnx_encoder.VERIFY_TEXTS)
+    assert onnx_encoder.INT8_MIN_COSINE <= record["min_cosine_to_fp32"] <= record["mean_cosine_to_fp32"] < 1
+    fp32 = encoders[0].encode(TEXTS)
+    cosines = (int8.encode(TEXTS) * fp32).sum(1)[[0, 2, 3, 4]]  # TEXTS[1] is empty: no embedding to compare
+    assert cosines.min() > 0.9 and not np.allclose(cosines, 1.0, atol=1e-4)  # near fp32, yet not fp32
+    units = ["The bridge opened in 1932."]
+    assert int8.encode_units(units) is not encoders[0].encode_units(units)  # the context caches never mix them
 
 
 def test_models_that_are_not_bert_stay_on_torch(tmp_path: Path) -> None:
@@ -100,7 +178,7 @@ def test_models_that_are_not_bert_stay_on_torch(tmp_path: Path) -> None:
     assert onnx_encoder.export_key_inputs(tmp_path) is None
     (tmp_path / "config.json").write_text('{"model_type": "bert"}')
     assert onnx_encoder.export_key_inputs(tmp_path, "0" * 64)["weights_sha256"] == "0" * 64
-    with pytest.raises(InputError, match="runtime must be one of auto, torch"):
+    with pytest.raises(InputError, match="runtime must be one of auto, onnx-fp32, onnx-int8, torch"):
         SentenceEncoder(MINILM, runtime="tpu")
 
 
@@ -114,7 +192,7 @@ def test_the_shipped_detector_scores_alike_on_either_runtime(encoders, cache: Pa
     scores = {}
     for runtime in ("auto", "torch"):
         detector = load_detector(runtime=runtime)
-        assert detector.builder.encoder.runtime == ("onnx" if runtime == "auto" else "torch")
+        assert detector.builder.encoder.runtime == ("onnx-fp32" if runtime == "auto" else "torch")
         items = [{"context": context, "question": "Tell me about the hotel.", "response": r} for r in responses]
         scores[runtime] = [d.score for d in detector.detect_batch(items)]
     assert np.allclose(scores["auto"], scores["torch"], atol=1e-4)

@@ -22,9 +22,15 @@ from ragtruth_spans.models.pretrained import MINILM
 
 logger = logging.getLogger(__name__)
 
-RUNTIMES = ("auto", "torch")
+RUNTIMES = ("auto", "onnx-fp32", "onnx-int8", "torch")
 """Where the transformer runs: ``auto`` (ONNX Runtime on the CPU when it is installed and the model allows it:
-:func:`_onnx_transformer`; else torch) or ``torch``."""
+:func:`_onnx_transformer`; else torch — the same embeddings to ~1e-5), ``onnx-fp32`` (ONNX Runtime or an error),
+``onnx-int8`` (the export quantized to int8: :data:`~ragtruth_spans.models.onnx_encoder.QUANTIZATION`; different
+embeddings, at cosine ~0.99 of fp32's, so a detector trained on fp32 features must not silently get them:
+:func:`runtime_for_build`) or ``torch``."""
+
+PRECISION = {"auto": "fp32", "onnx-fp32": "fp32", "onnx-int8": "int8", "torch": "fp32"}
+"""The features each runtime gives: fp32 (torch and ONNX Runtime agree to ~1e-5) or int8."""
 
 TEXT_CACHE_SIZE = 50_000
 """Sentence embeddings kept by text (384 float32 each for MiniLM: about 75 MB when full)."""
@@ -40,6 +46,8 @@ class SentenceEncoder:
 
         if runtime not in RUNTIMES:
             raise InputError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}", field="runtime")
+        if runtime.startswith("onnx") and (device or "cpu") != "cpu":
+            raise InputError(f"runtime {runtime} runs on the CPU only, got device {device!r}", field="runtime")
         self.name_or_path = name_or_path
         path, self.revision = resolve_model(name_or_path)
         self.batch_size = batch_size
@@ -48,7 +56,11 @@ class SentenceEncoder:
         self._transformer: Any = None
         self._onnx: Any = None
         if self._max_length is not None and runtime != "torch" and (device or "cpu") == "cpu":
-            self._onnx = _onnx_transformer(name_or_path, path, self._max_length)
+            self._onnx = _onnx_transformer(name_or_path, path, self._max_length, PRECISION[runtime])
+        if self._onnx is None and runtime.startswith("onnx"):
+            raise InputError(f"runtime {runtime} needs ONNX Runtime and a BERT-type sentence-transformers folder "
+                             "(or the exporter: onnx, onnxscript, torch) for this encoder; runtime torch or auto "
+                             "runs it on torch", field="runtime")
         if self._onnx is None:
             with loading(path, "sentence encoder"):
                 if self._max_length is not None:  # one transformer pass gives sentences and tokens; no import of ST
@@ -59,7 +71,9 @@ class SentenceEncoder:
                 else:
                     self.model = _sentence_transformer(path, device)
                     self._transformer, self._max_length = self.model[0].auto_model, self.model.max_seq_length
-        self.runtime = "onnx" if self._onnx is not None else "torch"
+        self.runtime = runtime if runtime.startswith("onnx") else "onnx-fp32" if self._onnx is not None else "torch"
+        self.precision = PRECISION[self.runtime]
+        """The features this encoder gives (``fp32`` or ``int8``)."""
         self.context_cache = ContextCache(context_cache_bytes)
         """The context encodings (unit and token embeddings) kept, bounded in bytes."""
         self._identity = f"{name_or_path}@{self.revision}/{self.runtime}/{self._max_length}"
@@ -210,8 +224,9 @@ class SentenceEncoder:
 
     def describe(self) -> dict[str, Any]:
         """The encoder and its revision (not the runtime: ONNX Runtime and torch give the same embeddings to
-        ~1e-5)."""
-        return {"encoder": self.name_or_path, "encoder_revision": self.revision}
+        ~1e-5), and ``encoder_precision`` when its features are int8."""
+        extra = {"encoder_precision": self.precision} if self.precision != "fp32" else {}
+        return {"encoder": self.name_or_path, "encoder_revision": self.revision, **extra}
 
 
 def length_batches(lengths: Sequence[int], batch_size: int, spread: float = 0.85, slack: int = 4) -> list[list[int]]:
@@ -240,33 +255,47 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return (x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)).astype(np.float32, copy=False)
 
 
-def _onnx_transformer(name_or_path: str, path: str, max_length: int) -> Any:
-    """The folder's transformer on ONNX Runtime (exported once and cached; :mod:`ragtruth_spans.models.onnx_encoder`),
-    or None when ONNX Runtime is not installed, the model cannot take that path, or no export is cached and the
-    exporter's packages are missing or the export fails (a warning says why)."""
+def _onnx_transformer(name_or_path: str, path: str, max_length: int, precision: str = "fp32") -> Any:
+    """The folder's transformer on ONNX Runtime at ``precision`` (exported once, cached and checked on every load:
+    :func:`~ragtruth_spans.models.onnx_encoder.load_onnx`), or None when ONNX Runtime is not installed, the model
+    cannot take that path, or no export is cached and the exporter's packages are missing or the export fails (a
+    warning says why)."""
     from ragtruth_spans.models import onnx_encoder
     from ragtruth_spans.models.pretrained import PACKAGED_MODELS
 
     if not onnx_encoder.onnx_ready(export=False):
         return None
     verified = PACKAGED_MODELS[name_or_path].sha256 if name_or_path in PACKAGED_MODELS else None
-    inputs = onnx_encoder.export_key_inputs(path, verified)
+    inputs = onnx_encoder.export_key_inputs(path, verified, precision)
     if inputs is None:
         return None
-    found = onnx_encoder.cached_export(inputs)
+    try:
+        found = onnx_encoder.load_onnx(path, inputs, max_length=max_length)
+    except InputError:
+        raise
+    except Exception as exc:  # an unwritable cache, an exporter that fails on this model: torch still serves
+        logger.warning("sentence encoder on torch: the ONNX export failed (%s: %s)", type(exc).__name__,
+                       " ".join(str(exc).split())[:200])
+        return None
     if found is None:
-        if not onnx_encoder.onnx_ready(export=True):
-            logger.info("sentence encoder on torch: no ONNX export cached and no exporter (onnx, onnxscript)")
-            return None
-        try:
-            found = onnx_encoder.exported_model(path, inputs)
-        except InputError:
-            raise
-        except Exception as exc:  # an unwritable cache, an exporter that fails on this model: torch still serves
-            logger.warning("sentence encoder on torch: the ONNX export failed (%s: %s)", type(exc).__name__,
-                           " ".join(str(exc).split())[:200])
-            return None
-    return onnx_encoder.OnnxTransformer(found, path, max_length=max_length)
+        logger.info("sentence encoder on torch: no ONNX export cached and no exporter (onnx, onnxscript)")
+    return found
+
+
+def runtime_for_build(precision: str, runtime: str | None) -> str:
+    """The runtime a detector built on ``precision`` features (``fp32``/``int8``: its recipe's
+    ``features.precision``) runs its encoder on when asked for ``runtime``: None or ``auto`` give the build's own
+    features (``onnx-int8`` for an int8 build); an explicit runtime of the other precision is honoured with a
+    warning, since the combiner was not trained on its features."""
+    if runtime not in (None, *RUNTIMES):
+        raise InputError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}", field="runtime")
+    if runtime in (None, "auto"):
+        return "onnx-int8" if precision == "int8" else "auto"
+    if PRECISION[runtime] != precision:
+        logger.warning("runtime %s gives %s sentence-encoder features to a detector built on %s ones: its scores "
+                       "shift from the measured ones (rebuild it with features.precision=%s to trust them)",
+                       runtime, PRECISION[runtime], precision, PRECISION[runtime])
+    return runtime
 
 
 def mean_pooling_layout(path: str | Path) -> int | None:

@@ -43,7 +43,9 @@ class StackedDetector(Detector):
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "run_dir": self.run_info.get("run_dir"),
                 "fingerprint": self.run_info.get("fingerprint"), "members": list(self.builder.members),
-                "response_head": self.head is not None, **self.decision.to_dict()}
+                "response_head": self.head is not None, **self.decision.to_dict(),
+                **{k: v for k, v in (self.builder.encoder.describe() if self.builder.encoder else {}).items()
+                   if k == "encoder_precision"}}
 
     def probabilities(self, columns: Sequence[ItemColumns]) -> list[np.ndarray]:
         """The combiner's probability of every word of every item (one predict call for all of them)."""

@@ -22,6 +22,7 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     """The detector a finished stacked run directory describes (combiner, decision, members, encoder)."""
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.detectors.recipes import read_finished_run
+    from ragtruth_spans.detectors.shared.encoder import runtime_for_build
     from ragtruth_spans.detectors.stacked import combiner, response
     from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, FoldMean, build_encoder
     from ragtruth_spans.detectors.stacked.detector import StackedDetector
@@ -40,6 +41,7 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
             members[member.name] = load_detector(run_dir / member.run_paths()[0])
         else:
             members[member.name] = FoldMean([load_detector(run_dir / path) for path in member.run_paths()])
+    options["runtime"] = runtime_for_build(recipe.features.precision, options.get("runtime"))
     builder = ColumnBuilder(build_encoder(recipe.features.encoder, **options), members, drop=recipe.features.drop,
                             token_support=recipe.features.token_support)
     saved = info.get("columns")

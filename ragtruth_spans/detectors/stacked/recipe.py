@@ -74,6 +74,10 @@ class FeatureSection(Section):
     token_support: bool = Field(False, description="With an encoder: per-word soft support from its contextual "
                                 "token embeddings (each word piece's best cosine with the context's tokens), "
                                 "robust to paraphrase; one more encoder pass over responses and contexts.")
+    precision: Literal["fp32", "int8"] = Field("fp32", description="The sentence encoder's weights the features "
+                                               "are computed with: fp32 (torch or ONNX Runtime, equal to ~1e-5) or "
+                                               "int8 (ONNX Runtime, dynamically quantized: faster, embeddings at "
+                                               "cosine ~0.99 of fp32's). The detector loads on the same by default.")
     drop: list[str] = Field(default_factory=list, description="Base feature columns held at 0 (LightGBM "
                             "then never splits on them), e.g. the lengths and positions that encode one data "
                             "set's habits: [word_position, sentence_position, log_response_words, ...].")

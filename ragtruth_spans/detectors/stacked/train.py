@@ -34,6 +34,7 @@ import numpy as np
 from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import DetectItem, Detector
+from ragtruth_spans.detectors.shared.encoder import runtime_for_build
 from ragtruth_spans.detectors.stacked import combiner, response
 from ragtruth_spans.detectors.stacked.columns import (
     ColumnBuilder,
@@ -241,7 +242,9 @@ def build_columns(recipe: StackedRecipe, detectors: dict[str, Detector], train_r
                   eval_records: Sequence[Record], on_train: dict[str, Scores], on_eval: dict[str, Scores]
                   ) -> tuple[ColumnBuilder, list[Any], list[Any]]:
     """The column builder of ``recipe.features`` and the columns of every training and eval response."""
-    builder = ColumnBuilder(build_encoder(recipe.features.encoder), detectors, drop=recipe.features.drop,
+    runtime = runtime_for_build(recipe.features.precision, None)
+    builder = ColumnBuilder(build_encoder(recipe.features.encoder, runtime=runtime), detectors,
+                            drop=recipe.features.drop,
                             token_support=recipe.features.token_support)
     train_cols = _columns(builder, train_records, on_train, "columns (training)")
     eval_cols = _columns(builder, eval_records, on_eval, "columns (eval)")
