@@ -249,6 +249,7 @@ class LoadFlags:
     max_new_tokens: int | None = None
     load_in_4bit: bool | None = None
     aggregation: str | None = None
+    runtime: str | None = None
     option: list[str] | None = None
 
     def options(self) -> Any:
@@ -278,6 +279,10 @@ LOAD_FLAG_OPTIONS: dict[str, tuple[Any, Any]] = {
     "aggregation": (Optional[str], typer.Option(
         None, "--aggregation", help="Token-classification runs: how a token's probabilities from several context "
         "windows combine (mean, max, min, best, by-type; default: the run's).")),
+    "runtime": (Optional[str], typer.Option(
+        None, "--runtime", help="Where the sentence encoder runs: auto (the features the detector was built on: "
+        "ONNX Runtime when installed), onnx-fp32, onnx-int8 (quantized) or torch. Features other than the build's "
+        "are logged as such (docs/INFERENCE.md).")),
     "option": (Optional[list[str]], typer.Option(
         None, "--option", help="Detector option KEY=VALUE (repeatable; the value is YAML; a dotted key sets a nested "
         "one; a key given twice is refused), e.g. for llm-judge: --option base_url=http://127.0.0.1:8000/v1 "

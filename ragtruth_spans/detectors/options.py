@@ -25,7 +25,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from ragtruth_spans.core.errors import InputError
 
-LOAD_FLAGS = ("device", "batch_size", "threshold", "backend", "max_new_tokens", "load_in_4bit", "aggregation")
+LOAD_FLAGS = ("device", "batch_size", "threshold", "backend", "max_new_tokens", "load_in_4bit", "aggregation",
+              "runtime")
 """The shared load options that have a flag of their own (``--batch-size`` for ``batch_size``, ...); any other
 option is given as ``--option KEY=VALUE``."""
 
@@ -92,6 +93,7 @@ class DetectorOptions(BaseModel):
     max_new_tokens: Annotated[int, Field(ge=1)] | None = Field(None, description="Generation budget.")
     load_in_4bit: bool | None = Field(None, description="4-bit quantization of the base model.")
     aggregation: str | None = Field(None, description="Token classification: how windows combine.")
+    runtime: str | None = Field(None, description="Sentence encoder: auto, onnx-fp32, onnx-int8 or torch.")
 
     @classmethod
     def of(cls, options: Mapping[str, Any] | None, *, flag: str = "options") -> DetectorOptions:

@@ -27,7 +27,7 @@ from ragtruth_spans.detectors.train import train
 from ragtruth_spans.pipeline.benchmark import parse_detectors
 
 LOAD_FLAGS = {"--device", "--batch-size", "--threshold", "--backend", "--max-new-tokens", "--load-in-4bit",
-              "--aggregation", "--option"}
+              "--aggregation", "--runtime", "--option"}
 COMMANDS = ("predict", "detect", "serve", "select-best", "benchmark")
 
 
@@ -87,7 +87,8 @@ def test_the_options_served_over_http_are_the_options_given() -> None:
     from ragtruth_spans.serving.app import create_app
 
     given = LoadFlags(threshold=0.35, option=["batch_size=4"]).options()
-    with TestClient(create_app(load_detector("sim-overlap", **given.load_kwargs()))) as client:
+    app = create_app(load_detector("sim-overlap", **given.load_kwargs()))
+    with TestClient(app, base_url="http://localhost") as client:
         shown = client.get("/v1/model").json()["operating_point"]["load_options"]
     assert DetectorOptions.of(shown) == given
     assert parse_detectors("sim-overlap[threshold=0.35,batch_size=4]")[0].options == DetectorOptions.of(
@@ -161,6 +162,6 @@ def test_the_stacked_threshold_is_a_load_option_shown_by_v1_model(stacked_run: P
     assert moved.describe()["thresholds"] == {"*": 0.97} and tuned.describe()["thresholds"] != {"*": 0.97}
     assert moved.describe()["max_word_gap"] == tuned.describe()["max_word_gap"]
     assert operating_point(moved)["load_options"] == {"threshold": 0.97}
-    with TestClient(create_app(moved)) as client:
+    with TestClient(create_app(moved), base_url="http://localhost") as client:
         shown = client.get("/v1/model").json()["operating_point"]
     assert shown["thresholds"] == {"*": 0.97} and shown["load_options"] == {"threshold": 0.97}
