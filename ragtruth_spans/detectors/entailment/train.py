@@ -207,13 +207,14 @@ def _base(recipe: EntailmentRecipe, output_dir: Path) -> tuple[str, str | None]:
 
 
 def base_model_record(recipe: EntailmentRecipe, path: str, revision: str | None) -> dict[str, Any]:
-    """What ``run_info.json`` says of the base: its name, revision, folder and the SHA-256 of its weights."""
+    """What ``run_info.json`` says of the base: its name, revision, the package or folder it came from (no folder
+    for a packaged model: the installed package's path is the machine's) and the SHA-256 of its weights."""
     packaged = PACKAGED_MODELS.get(recipe.model.name_or_path)
     weights = Path(path) / "model.safetensors"
     digest = packaged.sha256 if packaged else file_sha256(weights) if is_local_reference(path) else None
+    where = BASE_MODEL_DIR if recipe.model.name_or_path == TINY else None if packaged else path
     return {"name_or_path": recipe.model.name_or_path, "revision": revision,
-            "path": BASE_MODEL_DIR if recipe.model.name_or_path == TINY else path,
-            "weights_sha256": digest}
+            "package": packaged.pip_name if packaged else None, "path": where, "weights_sha256": digest}
 
 
 def _stages(recipe: EntailmentRecipe, base: str, tokenizer: Any, output_dir: Path, *, resume: bool,
