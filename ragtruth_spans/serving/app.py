@@ -33,7 +33,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from types import SimpleNamespace
@@ -78,6 +79,20 @@ from ragtruth_spans.serving.schemas import (
 from ragtruth_spans.serving.settings import ServeSettings
 
 logger = logging.getLogger(__name__)
+
+
+async def when_free(attempt: Callable[[], Any], wait: float) -> Any:
+    """``attempt()``, tried again (backing off) while it raises :class:`Overloaded`, for at most ``wait`` seconds
+    (0: once): a caller that may wait (the gate's checks) waits for room instead of being refused."""
+    deadline, pause = time.monotonic() + wait, 0.005
+    while True:
+        try:
+            return attempt()
+        except Overloaded:
+            if time.monotonic() + pause > deadline:
+                raise
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, 0.1)
 
 
 class BatchedDetector(Detector):
@@ -135,17 +150,24 @@ class Service:
         return finder.attach_batch(items, detections)
 
     async def evidence(self, items: list[DetectItem], detections: list[Detection],
-                       wanted: list[bool]) -> list[Detection]:
+                       wanted: list[bool], wait: float = 0.0) -> list[Detection]:
         """``detections`` with evidence on the spans of the items that asked for it, in the evidence pool (503
-        when ``evidence_queue`` evidence requests already wait)."""
+        when ``evidence_queue`` evidence requests already wait, after waiting ``wait`` seconds for room)."""
         chosen = [i for i, want in enumerate(wanted) if want]
         if not chosen:
             return detections
         light = sum(len(items[i].context) for i in chosen) <= self.settings.light_evidence_chars
         pool, slots = self.evidence_pools["light" if light else "heavy"]
-        if not slots.acquire(blocking=False):
+
+        def take_slot() -> None:
+            if not slots.acquire(blocking=False):
+                raise Overloaded("too many evidence requests are waiting")
+
+        try:
+            await when_free(take_slot, wait)
+        except Overloaded:
             raise ServiceError(503, "server busy: too many evidence requests are waiting; retry later",
-                               {"Retry-After": "2"})
+                               {"Retry-After": "2"}) from None
         try:
             explained = await asyncio.wrap_future(pool.submit(
                 self._attach, [items[i] for i in chosen], [detections[i] for i in chosen]))
@@ -201,9 +223,11 @@ class Service:
             self.check_size(len(candidates), [shared + n for n in own], what="candidate",
                             parts="context + question + its response")
 
-    async def detect(self, items: list[DetectItem]) -> list[Detection]:
+    async def detect(self, items: list[DetectItem], wait: float = 0.0) -> list[Detection]:
+        """The detections of ``items`` through the batcher (503 when its queue has no room for them after waiting
+        ``wait`` seconds)."""
         try:
-            return await asyncio.wrap_future(self.batcher.submit(items))
+            return await asyncio.wrap_future(await when_free(lambda: self.batcher.submit(items), wait))
         except TooLarge as exc:
             raise ServiceError(413, str(exc)) from None
         except (Overloaded, ShuttingDown) as exc:

@@ -19,6 +19,7 @@ from ragtruth_spans.core.fields import surrogate_at
 from ragtruth_spans.detectors.base import DetectItem, quick_task
 from ragtruth_spans.detectors.stream import spans_within
 from ragtruth_spans.serving.body import ServiceError
+from ragtruth_spans.serving.policy import Answer, applied, check_header, notice, unchecked, why_unchecked
 
 CHECK_HEADER = "X-Hallucination-Check"
 """Response header: ``checked``, or ``unchecked; <why>`` for a request forwarded without a check."""
@@ -59,10 +60,6 @@ class Upstream:
         """The upstream's chat completions URL: ``url`` as an OpenAI ``base_url``, or the full URL as given."""
         url = self.url.rstrip("/")
         return url if url.endswith("/chat/completions") else f"{url}/chat/completions"
-
-    def blocks(self, score: float | None) -> bool:
-        """Whether an answer with response score ``score`` is blocked."""
-        return self.block_above is not None and score is not None and score > self.block_above
 
 
 def openai_error(status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -137,14 +134,6 @@ class CheckRequest:
         return len(self.context) + len(self.question or "")
 
 
-def block_notice(upstream: Upstream, score: float, replace: bool) -> str:
-    if replace:
-        return (f"[withheld by the hallucination gate: the answer's hallucination score {score:.2f} is above "
-                f"{upstream.block_above:.2f}]")
-    return (f"\n\n[hallucination gate: this answer may state things its sources do not support (score {score:.2f} "
-            f"> {upstream.block_above:.2f})]")
-
-
 class Gate:
     """The route's state: the upstream settings, the HTTP client to it and the detection service."""
 
@@ -201,24 +190,50 @@ class Gate:
             out["authorization"] = f"Bearer {self.upstream.api_key}"
         return out | {"content-type": "application/json", "accept-encoding": "identity"}
 
-    async def hallucinations(self, check: CheckRequest, answer: str) -> dict[str, Any]:
-        """The ``hallucinations`` object of ``answer`` (detection and evidence through the service, as
-        ``/v1/detect`` with ``"evidence": true``); an answer that cannot be checked gets ``error``, never a
-        failed request."""
-        head = {"object": "hallucinations", "index": 0}
-        if not answer.strip():
-            return head | {"spans": [], "score": None, "error": "the answer is empty: nothing to check"}
-        if check.chars() + len(answer) > self.service.settings.max_chars:
-            return head | {"spans": [], "score": None, "error": f"not checked: context, question and answer "
-                           f"exceed {self.service.settings.max_chars} characters (--max-chars)"}
-        item = check.item(answer)
+    async def check_all(self, check: CheckRequest, answers: list[Answer]) -> list[dict[str, Any]]:
+        """The ``hallucinations`` object of each answer (detection and evidence through the service, as
+        ``/v1/detect`` with ``"evidence": true``, all in one request); an answer that cannot be checked gets
+        ``"status": "unchecked"`` and why, never a failed request. A busy service is waited for (up to
+        ``--upstream-timeout``), so load never decides a verdict; evidence that cannot be had keeps the
+        detection (``evidence_error``)."""
+        limit, wait = self.service.settings.max_chars, self.upstream.timeout
+        out: list[dict[str, Any]] = []
+        todo: list[int] = []
+        for answer in answers:
+            why = answer.why or why_unchecked({"content": answer.text})
+            if why is None and check.chars() + len(answer.text) > limit:
+                why = f"context, question and answer exceed {limit} characters (--max-chars)"
+            out.append(unchecked(answer.index, why) if why is not None else {})
+            if why is None:
+                todo.append(len(out) - 1)
+        if not todo:
+            return out
+        items = [check.item(answers[i].text) for i in todo]
         try:
-            detections = await self.service.detect([item])
-            detections = await self.service.evidence([item], detections, [True])
+            detections = await self.service.detect(items, wait=wait)
         except ServiceError as exc:
-            return head | {"spans": [], "score": None, "error": f"not checked: {exc.message}"}
-        out = self.detection_out(None, answer, detections[0]).model_dump(exclude={"id"})
-        return head | out | {"detector": self.service.ref.model_dump(exclude_none=True)}
+            return [unchecked(answers[i].index, exc.message) if i in todo else one for i, one in enumerate(out)]
+        evidence_error = None
+        try:
+            detections = await self.service.evidence(items, detections, [True] * len(items), wait=wait)
+        except ServiceError as exc:
+            evidence_error = exc.message
+        for i, detection in zip(todo, detections):
+            shaped = self.detection_out(None, answers[i].text, detection).model_dump(exclude={"id"})
+            out[i] = ({"object": "hallucinations", "index": answers[i].index, "status": "checked"} | shaped
+                      | {"detector": self.service.ref.model_dump(exclude_none=True)})
+            if evidence_error is not None:
+                out[i]["evidence_error"] = evidence_error
+        return out
+
+    def apply_policy(self, found: dict[str, Any], answer: Answer) -> str | None:
+        """The block policy on one checked choice (:func:`~ragtruth_spans.serving.policy.notice`): its notice,
+        None when it passes as it is; a withheld answer's text is kept in ``found["answer"]``."""
+        replace = self.upstream.block_mode == "replace"
+        text = notice(found, self.upstream.block_above, replace)
+        if text is not None and replace:
+            found["answer"] = answer.text
+        return text
 
     async def read(self, response: Any, seconds: float) -> bytes:
         """The whole body of the upstream's ``response`` (bounded in size: 502; and in time, ``seconds``: 504),
@@ -239,33 +254,42 @@ class Gate:
 
     async def checked_json(self, response: Any, raw: bytes, check: CheckRequest | None) -> Response:
         """An upstream answer read whole (``raw``): passed through unless it is a chat completion to check (a 200
-        to a request with a context), else with its ``hallucinations`` and the block policy applied."""
-        headers = returned_headers(response)
+        to a request with a context), else every choice checked, with its ``hallucinations`` (the top-level one
+        is the choice with index 0's; with several choices each carries its own) and the block policy applied.
+        Under a policy in ``replace`` mode, a 200 that is no chat completion is withheld (502)."""
         if response.status_code != 200 or check is None:
             why = "no context in the request" if check is None else "upstream error"
             return passed_through(response.status_code, raw, response, f"unchecked; {why}")
         try:
             payload = json.loads(raw)
         except ValueError:
-            return passed_through(200, raw, response, "unchecked; the upstream's answer is not JSON")
-        answer = first_answer(payload)
-        if answer is None:
-            return passed_through(200, raw, response, "unchecked; no message content in the choice with index 0")
-        found = await self.hallucinations(check, answer)
-        upstream = self.upstream
-        found["blocked"] = upstream.blocks(found.get("score"))
-        if found["blocked"]:
-            replace = upstream.block_mode == "replace"
-            if replace:
-                found["answer"] = answer
-            notice = block_notice(upstream, found["score"], replace)
-            choice_zero(payload)["message"]["content"] = notice if replace else answer + notice  # type: ignore[index]
-        return JSONResponse(payload | {"hallucinations": found}, headers=headers | {CHECK_HEADER: "checked"})
+            payload = None
+        choices = payload.get("choices") if isinstance(payload, dict) else None
+        if not isinstance(choices, list) or not choices:
+            why = "the upstream's answer is not a chat completion with choices"
+            if self.upstream.block_above is not None and self.upstream.block_mode == "replace":
+                raise GateError(502, f"withheld by the hallucination gate: {why}, so it could not be checked",
+                                "upstream_error")
+            return passed_through(200, raw, response, f"unchecked; {why}")
+        answers = [_answer_of(choice, position) for position, choice in enumerate(choices)]
+        found = await self.check_all(check, answers)
+        for choice, answer, one in zip(choices, answers, found):
+            text = self.apply_policy(one, answer)
+            if text is not None and isinstance(choice, dict):
+                message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+                choice["message"] = applied(message, text, self.upstream.block_mode == "replace")
+            if len(choices) > 1 and isinstance(choice, dict):
+                choice["hallucinations"] = one
+        first = next((one for one in found if one["index"] == 0), found[0])
+        return JSONResponse(payload | {"hallucinations": first},
+                            headers=returned_headers(response) | {CHECK_HEADER: check_header(found)})
 
-    async def delta(self, check: CheckRequest, text: str, sentences: list[tuple[int, int]]) -> dict[str, Any]:
-        """A sentence event: the spans in ``sentences`` of the answer judged up to their end (no evidence)."""
+    async def delta(self, check: CheckRequest, text: str, sentences: list[tuple[int, int]],
+                    index: int = 0) -> dict[str, Any]:
+        """A sentence event of choice ``index``: the spans in ``sentences`` of its answer judged up to their end
+        (no evidence; never waits for a busy service: the final check does)."""
         checked = sentences[-1][1]
-        out: dict[str, Any] = {"object": "hallucinations.delta", "index": 0,
+        out: dict[str, Any] = {"object": "hallucinations.delta", "index": index,
                                "sentences": [list(s) for s in sentences], "checked": checked}
         if check.chars() + checked > self.service.settings.max_chars:
             return out | {"spans": [], "score": None, "error": "not checked: over --max-chars"}
@@ -277,21 +301,16 @@ class Gate:
         return out | {"spans": spans, "score": found.score}
 
 
-def choice_zero(payload: Any) -> dict[str, Any] | None:
-    """The choice with ``index`` 0 of a chat completion (wherever it is listed), None when there is none."""
-    choices = payload.get("choices") if isinstance(payload, dict) else None
-    for choice in choices if isinstance(choices, list) else []:
-        if isinstance(choice, dict) and choice.get("index", 0) == 0:
-            return choice
-    return None
-
-
-def first_answer(payload: Any) -> str | None:
-    """The message content of the choice with index 0 of a chat completion, None when there is none."""
-    choice = choice_zero(payload)
-    message = choice.get("message") if choice is not None else None
+def _answer_of(choice: Any, position: int) -> Answer:
+    """The :class:`~ragtruth_spans.serving.policy.Answer` of one choice of a chat completion (its ``index``, or
+    its position when it has none)."""
+    if not isinstance(choice, dict):
+        return Answer(position, "", "the choice is not an object")
+    index = choice.get("index", position)
+    index = index if isinstance(index, int) and not isinstance(index, bool) else position
+    message = choice.get("message")
     content = message.get("content") if isinstance(message, dict) else None
-    return content if isinstance(content, str) else None
+    return Answer(index, content if isinstance(content, str) else "", why_unchecked(message))
 
 
 def returned_headers(response: Any) -> dict[str, str]:

@@ -11,9 +11,10 @@ retrieved context.
 - **Key**: the client's ``Authorization`` header is passed to the upstream as it came, never logged — unless the
   gate has a key of its own for the upstream (``upstream_api_key``), which then replaces it (needed when the gate
   itself requires a bearer token: the client's header then carries the gate's key).
-- **Without streaming**: the upstream's JSON plus a top-level ``"hallucinations"`` object for the first choice:
-  ``spans`` (character offsets of the answer, half-open, each with its text, label (``type``), score and
-  evidence), ``score`` (the response score), ``detector``, ``blocked``.
+- **Without streaming**: the upstream's JSON plus a top-level ``"hallucinations"`` object for the choice with
+  index 0 (with several choices, each carries its own): ``spans`` (character offsets of the answer, half-open,
+  each with its text, label (``type``), score and evidence), ``score`` (the response score), ``status``,
+  ``detector``, ``blocked``.
 - **With** ``"stream": true``: the upstream's server-sent events are passed through unchanged, each as soon as it
   is complete. As sentences of the answer complete (:class:`~ragtruth_spans.detectors.stream.SentenceTracker`),
   their spans go out in a chunk of their own; the last chunk before ``data: [DONE]`` carries the whole answer's
@@ -28,9 +29,10 @@ retrieved context.
   ``timeout`` seconds is a 504, an unreachable upstream a 502, an upstream answer over ``max_response_bytes`` a
   502 (errors of the gate itself in OpenAI's shape: ``{"error": {"message", "type"}}``). An error after a stream
   has started is sent as a last ``data: {"error": ...}`` event (the OpenAI client raises it).
-- **Policy** (off by default): with ``block_above`` set, an answer whose response score is above it is replaced
-  by a notice (``block_mode="replace"``; a stream is then held back until the answer is checked, and the original
-  answer is kept in ``hallucinations.answer``) or has a warning appended (``"annotate"``).
+- **Policy** (off by default, :mod:`~ragtruth_spans.serving.policy`): with ``block_above`` set, an answer whose
+  response score is above it — or that could not be checked — is replaced by a notice (``block_mode="replace"``;
+  a stream is then held back until the answer is checked, and the original text is kept in
+  ``hallucinations.answer``) or has a notice appended (``"annotate"``); every choice on its own.
 """
 
 from __future__ import annotations

@@ -18,25 +18,31 @@ from ragtruth_spans.serving.gate import (
     CHECK_HEADER,
     CheckRequest,
     Gate,
-    block_notice,
     returned_headers,
 )
+from ragtruth_spans.serving.policy import DROPPED_WHEN_WITHHELD, Answer, why_unchecked
 from ragtruth_spans.serving.sse import EventSplitter, event_data
 
 
-def _content(data: str) -> tuple[dict[str, Any] | None, str]:
-    """The chunk's JSON (None when it is not a JSON object) and the first choice's delta content."""
+def _chunk_of(data: str) -> dict[str, Any] | None:
+    """The chunk's JSON object, None when it is not one."""
     try:
         chunk = json.loads(data)
     except ValueError:
-        return None, ""
-    if not isinstance(chunk, dict):
-        return None, ""
-    for choice in chunk.get("choices") or []:
-        if isinstance(choice, dict) and choice.get("index", 0) == 0:
-            content = (choice.get("delta") or {}).get("content")
-            return chunk, content if isinstance(content, str) else ""
-    return chunk, ""
+        return None
+    return chunk if isinstance(chunk, dict) else None
+
+
+def _choices(chunk: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """``(index, delta)`` of each choice of a chunk (index 0 when it has none)."""
+    out = []
+    for choice in chunk.get("choices") if isinstance(chunk.get("choices"), list) else []:
+        if isinstance(choice, dict):
+            index = choice.get("index", 0)
+            delta = choice.get("delta")
+            out.append((index if isinstance(index, int) and not isinstance(index, bool) else 0,
+                        delta if isinstance(delta, dict) else {}))
+    return out
 
 
 def _sse(payload: dict[str, Any]) -> bytes:
@@ -44,13 +50,14 @@ def _sse(payload: dict[str, Any]) -> bytes:
 
 
 def _chunk(last: dict[str, Any] | None, hallucinations: dict[str, Any] | None = None,
-           content: str | None = None) -> bytes:
-    """An added chunk, shaped as the upstream's (its id, created, model), with an empty delta (or ``content``)."""
+           content: str | None = None, index: int = 0) -> bytes:
+    """An added chunk for choice ``index``, shaped as the upstream's (its id, created, model), with an empty
+    delta (or ``content``)."""
     last = last or {}
     delta = {} if content is None else {"content": content}
     chunk: dict[str, Any] = {"id": last.get("id", "hallucinations"), "object": "chat.completion.chunk",
                              "created": last.get("created", int(time.time())), "model": last.get("model", ""),
-                             "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+                             "choices": [{"index": index, "delta": delta, "finish_reason": None}]}
     if hallucinations is not None:
         chunk["hallucinations"] = hallucinations
     return _sse(chunk)
@@ -124,38 +131,88 @@ async def _events(response: Any, limit: int, seconds: float) -> AsyncIterator[by
         yield event
 
 
+def _without(event: bytes, withheld: set[int]) -> bytes | None:
+    """A held event with the ``withheld`` choices' content, tool calls and refusal taken out (None: an event
+    that is not a JSON chunk, dropped when anything is withheld)."""
+    if not withheld:
+        return event
+    data = event_data(event)
+    if data is None or data.strip() == "[DONE]":
+        return event
+    chunk = _chunk_of(data)
+    if chunk is None:
+        return None
+    if not any(index in withheld for index, _ in _choices(chunk)):
+        return event
+    for choice in chunk["choices"]:
+        if isinstance(choice, dict) and choice.get("index", 0) in withheld and isinstance(choice.get("delta"), dict):
+            choice["delta"] = {k: v for k, v in choice["delta"].items() if k not in DROPPED_WHEN_WITHHELD}
+    return _sse(chunk)
+
+
+class _Choice:
+    """One choice of a checked stream: its text, why it cannot be checked, its sentence checks."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.tracker = SentenceTracker()
+        self.why: str | None = None
+        self.waiting: list[tuple[int, int]] = []  # completed sentences not yet given to a check
+        self.running: asyncio.Task[dict[str, Any]] | None = None
+
+    def read(self, delta: dict[str, Any]) -> None:
+        """One delta of this choice: its text to the tracker; tool calls, a refusal or parts noted."""
+        content = delta.get("content")
+        if isinstance(content, str):
+            self.waiting += self.tracker.feed(content)
+        elif content is not None:
+            self.why = self.why or "its content is a list of parts, not a text"
+        self.why = self.why or why_unchecked(delta | {"content": "x"})
+
+
 class CheckedStream:
-    """One checked stream: pass-through, sentence events, the final event (see the module docstring)."""
+    """One checked stream: pass-through, sentence events, the final events (see the module docstring), for
+    every choice."""
 
     def __init__(self, gate: Gate, check: CheckRequest) -> None:
         self.gate, self.check = gate, check
-        self.tracker = SentenceTracker()
-        self.waiting: list[tuple[int, int]] = []  # completed sentences not yet given to a check
-        self.running: asyncio.Task[dict[str, Any]] | None = None
+        self.choices: dict[int, _Choice] = {}
+        self.why: str | None = None  # the stream as a whole cannot be checked
         self.last: dict[str, Any] | None = None
         self.replace = gate.upstream.block_above is not None and gate.upstream.block_mode == "replace"
 
-    def _start(self) -> None:
-        if self.running is None and self.waiting and not self.replace:
-            sentences, self.waiting = self.waiting, []
-            self.running = asyncio.create_task(self.gate.delta(self.check, self.tracker.text, sentences))
+    def _read(self, data: str | None) -> None:
+        chunk = _chunk_of(data) if data is not None else None
+        if chunk is None:
+            if data is not None:
+                self.why = self.why or "an event of the stream is not a JSON chunk"
+            return
+        if "choices" in chunk:
+            self.last = chunk
+        for index, delta in _choices(chunk):
+            self.choices.setdefault(index, _Choice(index)).read(delta)
 
     async def _finished(self, wait: bool) -> AsyncIterator[bytes]:
-        """The sentence event of the running check when it is done (``wait``: wait for it), then start the next."""
-        if self.running is not None and (wait or self.running.done()):
-            yield _chunk(self.last, await self.running)
-            self.running = None
-        self._start()
+        """Each choice's sentence event when its check is done (``wait``: wait for it), then its next check."""
+        for choice in self.choices.values():
+            if choice.running is not None and (wait or choice.running.done()):
+                yield _chunk(self.last, await choice.running, index=choice.index)
+                choice.running = None
+            if choice.running is None and choice.waiting and not self.replace:
+                sentences, choice.waiting = choice.waiting, []
+                choice.running = asyncio.create_task(self.gate.delta(self.check, choice.tracker.text, sentences,
+                                                                     choice.index))
 
     async def _last_sentences(self) -> AsyncIterator[bytes]:
-        """At the answer's end: the sentence event of a check already done; one still queued or running is
-        dropped (its sentences are in the final event, which then need not wait behind it)."""
-        self.waiting = []
-        if self.running is not None and self.running.done():
-            yield _chunk(self.last, self.running.result())
-        elif self.running is not None:
-            self.running.cancel()
-        self.running = None
+        """At the answer's end: the sentence events of checks already done; those still queued or running are
+        dropped (their sentences are in the final events, which then need not wait behind them)."""
+        for choice in self.choices.values():
+            choice.waiting = []
+            if choice.running is not None and choice.running.done():
+                yield _chunk(self.last, choice.running.result(), index=choice.index)
+            elif choice.running is not None:
+                choice.running.cancel()
+            choice.running = None
 
     async def run(self, events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         held: list[bytes] = []  # replace mode: nothing is shown before the answer is checked
@@ -171,10 +228,7 @@ class CheckedStream:
                         held.append(event)
                     else:
                         yield event
-                    chunk, content = _content(data) if data is not None else (None, "")
-                    if chunk is not None and "choices" in chunk:
-                        self.last = chunk
-                    self.waiting += self.tracker.feed(content)
+                    self._read(data)
                     async for out in self._finished(wait=False):
                         yield out
             except StreamFailed as failed:
@@ -184,21 +238,26 @@ class CheckedStream:
             async for out in self._final(held, done):
                 yield out
         finally:
-            if self.running is not None:
-                self.running.cancel()
+            for choice in self.choices.values():
+                if choice.running is not None:
+                    choice.running.cancel()
 
     async def _final(self, held: list[bytes], done: bytes | None) -> AsyncIterator[bytes]:
-        found = await self.gate.hallucinations(self.check, self.tracker.text)
-        upstream = self.gate.upstream
-        found["blocked"] = upstream.blocks(found.get("score"))
-        if found["blocked"] and self.replace:
-            found["answer"] = self.tracker.text
-            yield _chunk(self.last, content=block_notice(upstream, found["score"], True))
-        else:
-            for event in held:
-                yield event
-            if found["blocked"]:
-                yield _chunk(self.last, content=block_notice(upstream, found["score"], False))
-        yield _chunk(self.last, found)
+        """Every choice checked whole; the held events (less what is withheld), the notices, one final
+        ``hallucinations`` chunk per choice, then ``done``."""
+        chosen = [self.choices[i] for i in sorted(self.choices)] or [_Choice(0)]
+        answers = [Answer(c.index, c.tracker.text, self.why or c.why) for c in chosen]
+        found = await self.gate.check_all(self.check, answers)
+        notices = [self.gate.apply_policy(one, answer) for one, answer in zip(found, answers)]
+        withheld = {a.index for a, text in zip(answers, notices) if text is not None and self.replace}
+        for event in held:
+            kept = _without(event, withheld)
+            if kept is not None:
+                yield kept
+        for answer, text in zip(answers, notices):
+            if text is not None:
+                yield _chunk(self.last, content=text, index=answer.index)
+        for one in found:
+            yield _chunk(self.last, one, index=one["index"])
         if done is not None:
             yield done
