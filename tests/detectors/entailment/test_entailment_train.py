@@ -25,11 +25,13 @@ def _train(recipe, **kwargs):
     return train(recipe, **kwargs)
 
 
+@pytest.mark.slow
 def test_train_writes_a_hugging_face_folder_with_run_info_and_metrics_and_the_loader_loads_it(nli_dir, tmp_path,
                                                                                              tiny_recipe):
     from ragtruth_spans.cli import app
     from ragtruth_spans.detectors.entailment.detector import EntailmentDetector
     from ragtruth_spans.detectors.loader import load_detector
+    from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
 
     out = tmp_path / "run"
     recipe = tiny_recipe(nli_dir, out)
@@ -57,6 +59,7 @@ def test_train_writes_a_hugging_face_folder_with_run_info_and_metrics_and_the_lo
     assert metrics["test"]["sources"]["snli"]["three_way_pairs"] == 9
     detector = load_detector(out, threshold=0.9)
     assert isinstance(detector, EntailmentDetector) and detector.threshold == 0.9
+    detector._encoder = SentenceEncoder(runtime="torch")  # the encoder's ONNX export is tested elsewhere
     response = "The hotel is red. It opened in 1950."
     found = detector.detect(context="The hotel in the old town is red. It opened in 1950.", response=response,
                             task="Summary")
