@@ -326,12 +326,12 @@ def attack_many_keys(url: str, keys: int) -> dict[str, Any]:
 def attack_stalled(url: str, port: int, connections: int, timeout: float) -> dict[str, Any]:
     """``connections`` requests whose body stops after a few bytes, and as many whose headers stop halfway: each
     must be answered 408 and closed within the timeout (plus 3 s), while ``/health`` answers."""
-    head = (b"POST /v1/detect HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 500\r\n"
+    head = (b"POST /v1/detect HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 500\r\n"
             b"\r\n{\"context\": \"")
     socks = []
     for i in range(connections * 2):
         sock = socket.create_connection((HOST, port), timeout=10)
-        sock.sendall(head if i < connections else b"POST /v1/detect HTTP/1.1\r\nhost: x\r\n")
+        sock.sendall(head if i < connections else b"POST /v1/detect HTTP/1.1\r\nhost: localhost\r\n")
         socks.append(sock)
     running = threading.Event()
     running.set()
@@ -357,7 +357,7 @@ def attack_vanishing(url: str, port: int, connections: int) -> dict[str, Any]:
     before = httpx.get(f"{url}/health", timeout=10).json()["connections"]["client_disconnects"]
     for _ in range(connections):
         with socket.create_connection((HOST, port), timeout=10) as sock:
-            sock.sendall(b"POST /v1/detect HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            sock.sendall(b"POST /v1/detect HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n"
                          b"content-length: 500\r\n\r\n{\"context\": \"")
     counted, deadline = 0, time.monotonic() + 10
     while counted < connections and time.monotonic() < deadline:

@@ -11,10 +11,13 @@ interactive docs (``/docs``, ``/redoc``, whose pages load scripts from a public 
   A batch that fails is retried item by item, so one bad request never fails another.
 - Bodies are bounded before they are parsed (``max_body_bytes``, as the body arrives), and the item and character
   limits are checked on the parsed JSON before the request models run, so no work scales past the limits.
-- Errors: 415 for a body that is not JSON, 422 for a malformed body (one message per problem, naming the field,
-  never echoing the client's text), 413 for a body, an item or a list beyond the limits, 401 without the bearer
-  token (when the server has one), 500 with an ``error_id`` and no stack trace when the detector fails on the
-  request's own item (the trace is logged server-side with the same id).
+- Who and where from (:mod:`~ragtruth_spans.serving.origins`, before any route): a request for a host the server
+  does not answer for (``ServeSettings.host_names``) 421, another site's page (``Origin``,
+  ``Sec-Fetch-Site``) 403 on every POST route, two ``Host`` or ``Authorization`` headers 400.
+- Errors: 415 for a body whose content type is not JSON (none included), 422 for a malformed body (one message
+  per problem, naming the field, never echoing the client's text), 413 for a body, an item or a list beyond the
+  limits, 401 without the bearer token (when the server has one), 500 with an ``error_id`` and no stack trace
+  when the detector fails on the request's own item (the trace is logged server-side with the same id).
 - ``"evidence": true`` on an item adds each span's evidence (docs/EVIDENCE.md), computed after detection, outside
   the batcher, in the service's own evidence pools, never in the shared thread pool, so detection, ``/v1/select``
   and ``/health`` never wait on evidence: a request whose evidence contexts total at most ``light_evidence_chars``
@@ -65,6 +68,7 @@ from ragtruth_spans.serving.limits import (
     HeadSizeLimit,
     InFlight,
 )
+from ragtruth_spans.serving.origins import SiteGuard
 from ragtruth_spans.serving.parse import BodyParser, max_values
 from ragtruth_spans.serving.schemas import (
     DetectionOut,
@@ -287,6 +291,7 @@ def create_app(detector: Detector, *, settings: ServeSettings | None = None,
                        timeout=service.settings.body_timeout, read_timeout=service.settings.body_read_timeout)
     if service.settings.api_key is not None:
         app.add_middleware(BearerAuth, api_key=service.settings.api_key)
+    app.add_middleware(SiteGuard, hosts=service.settings.host_names())  # before the key and the body
     app.add_middleware(HeadSizeLimit, max_bytes=service.settings.max_header_bytes,  # added last: runs first
                        stats=service.connections)
     install_handlers(app)
@@ -325,7 +330,8 @@ def _add_routes(app: FastAPI, service: Service) -> None:
     if service.settings.ui:
         _add_page(app, service)
 
-    @app.get("/health", response_model=HealthOut, responses={431: {"model": ErrorOut}, 500: {"model": ErrorOut}})
+    @app.get("/health", response_model=HealthOut,
+             responses={code: {"model": ErrorOut} for code in (400, 421, 431, 500)})
     async def health() -> dict[str, Any]:
         """Liveness and load: queue length and batching totals (no auth)."""
         return {"status": "shutting down" if service.batcher.closing else "ok", "detector": service.ref.model_dump(),
@@ -369,10 +375,11 @@ def _add_routes(app: FastAPI, service: Service) -> None:
 
 
 def _error_responses(service: Service, body: bool = True) -> dict[int | str, Any]:
-    """The error answers a ``/v1/*`` route may give (OpenAPI ``responses``): 400 and 401 with a bearer token,
-    408, 413, 415, 422 and 503 for a route that reads a body, 431 and 500 for all."""
-    codes = [431, 500] + ([400, 401] if service.settings.api_key is not None else [])
-    codes += [408, 413, 415, 422, 503] if body else []
+    """The error answers a ``/v1/*`` route may give (OpenAPI ``responses``): 400 (a header sent twice), 421 (a
+    host the server does not answer for), 431 and 500 for all, 401 with a bearer token, 403 (another site's page),
+    408, 413, 415, 422 and 503 for a route that reads a body."""
+    codes = [400, 421, 431, 500] + ([401] if service.settings.api_key is not None else [])
+    codes += [403, 408, 413, 415, 422, 503] if body else []
     return {code: {"model": ErrorOut} for code in sorted(codes)}
 
 

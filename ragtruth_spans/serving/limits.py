@@ -17,11 +17,25 @@ _UNION_TAGS = ("DetectItemIn", "list[DetectItemIn]")
 """Branch names pydantic puts in the location of errors in a one-item-or-a-list body."""
 
 
+GATE_PATH = "/v1/chat/completions"
+"""The gate's route (:mod:`~ragtruth_spans.serving.proxy`): the checks below answer it in OpenAI's error shape."""
+
+
 async def _send_json(send: Any, status: int, payload: dict[str, Any], headers: Sequence[tuple[bytes, bytes]] = ()
                      ) -> None:
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), *headers]})
     await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
+
+
+async def send_error(send: Any, scope: dict, status: int, message: str,
+                     headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
+    """A one-line JSON error from a middleware: ``{"error": message}``, or OpenAI's
+    ``{"error": {"message", "type", ...}}`` on :data:`GATE_PATH` (what OpenAI clients read)."""
+    payload: dict[str, Any] = {"error": message}
+    if scope.get("path") == GATE_PATH:
+        payload = {"error": {"message": message, "type": "invalid_request_error", "code": None, "param": None}}
+    await _send_json(send, status, payload, headers)
 
 
 class BearerAuth:
@@ -36,13 +50,13 @@ class BearerAuth:
         if scope["type"] == "http" and scope.get("path", "").startswith(self.prefix):
             given = [v for k, v in scope.get("headers") or [] if k.lower() == b"authorization"]
             if len(given) > 1:
-                await _send_json(send, 400, {"error": f"{len(given)} Authorization headers; send exactly one"})
+                await send_error(send, scope, 400, f"{len(given)} Authorization headers; send exactly one")
                 return
             value = given[0] if given else b""
             scheme, _, token = value.partition(b" ")
             if scheme.lower() != b"bearer" or not hmac.compare_digest(token.strip(), self.key):
-                await _send_json(send, 401, {"error": "missing or wrong bearer token (send 'Authorization: "
-                                                      "Bearer <key>')"}, [(b"www-authenticate", b"Bearer")])
+                await send_error(send, scope, 401, "missing or wrong bearer token (send 'Authorization: Bearer "
+                                 "<key>')", [(b"www-authenticate", b"Bearer")])
                 return
         await self.app(scope, receive, send)
 
@@ -107,9 +121,8 @@ class HeadSizeLimit:
                 len(k) + len(v) + 4 for k, v in scope.get("headers") or [])
             if size > self.max_bytes:
                 self.stats.bad_requests += 1
-                await _send_json(send, 431, {"error": f"request headers of {size} bytes are over the limit of "
-                                                      f"{self.max_bytes} bytes (--max-header-kb)"},
-                                 [(b"connection", b"close")])
+                await send_error(send, scope, 431, f"request headers of {size} bytes are over the limit of "
+                                 f"{self.max_bytes} bytes (--max-header-kb)", [(b"connection", b"close")])
                 return
         await self.app(scope, receive, send)
 
@@ -193,7 +206,7 @@ class BodyReader:
         else:
             self.stats.too_large += 1
         logger.debug("%d for %s: %s", ended.status, where, ended.message)
-        await _send_json(send, ended.status, {"error": ended.message}, [(b"connection", b"close")])
+        await send_error(send, scope, ended.status, ended.message, [(b"connection", b"close")])
 
 
 MAX_NAME_CHARS = 40

@@ -148,7 +148,11 @@ def server_config(app: Any, settings: ServeSettings, log_level: str = "info") ->
 
 
 def run(app: Any, settings: ServeSettings, log_level: str = "info") -> None:
-    """Serve ``app`` until Ctrl-C or SIGTERM (the requests in flight are finished first)."""
+    """Serve ``app`` until Ctrl-C or SIGTERM (the requests in flight are finished first); a ``--host`` other
+    machines can reach is said in the log first (:meth:`ServeSettings.exposure_warnings`)."""
     import uvicorn
+
+    for warning in settings.exposure_warnings():
+        logger.warning(warning)
 
     uvicorn.Server(server_config(app, settings, log_level)).run()

@@ -12,24 +12,32 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import logging
+import math
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, TypeAdapter, ValidationError
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.serving.origins import ANY_HOST, LOOPBACK_NAMES, allowed_name
 
 logger = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
+LARGEST = 1e12
+"""The bound of a numeric setting without one of its own (in its flag's unit): every number is finite and bounded,
+so no limit, size or timeout overflows where it is used."""
 
 
 def setting(default: Any, help: str, *, flag: str | None = None, min: float | None = None,
             max: float | None = None, cli_type: Any = None, cli_default: Any = dataclasses.MISSING,
-            convert: Callable[[Any], Any] | None = None, cli: bool = True) -> Any:
+            convert: Callable[[Any], Any] | None = None, cli: bool = True, unit: int = 1) -> Any:
     """A :class:`ServeSettings` field with its command-line option: ``flag`` (default: ``--`` and the field's
-    name with dashes), ``help``, bounds, and for a flag whose unit or type differs from the field's, its
-    ``cli_type``, ``cli_default`` and ``convert`` (flag value → field value). ``cli=False``: Python API only.
+    name with dashes), ``help``, bounds (in the flag's unit: ``unit`` of the field's make one of the flag's), and
+    for a flag whose unit or type differs from the field's, its ``cli_type``, ``cli_default`` and ``convert`` (flag
+    value → field value). ``cli=False``: Python API only.
 
     Args:
         default: the field's default.
@@ -43,6 +51,7 @@ def setting(default: Any, help: str, *, flag: str | None = None, min: float | No
     """
     return dataclasses.field(default=default, metadata={
         "help": help, "flag": flag, "min": min, "max": max, "cli_type": cli_type, "cli": cli, "convert": convert,
+        "unit": unit,
         "cli_default": default if cli_default is dataclasses.MISSING else cli_default})
 
 
@@ -86,12 +95,35 @@ def page_wanted(ui: bool | None, host: str) -> bool:
     return is_loopback(host) if ui is None else ui
 
 
-def _mib(value: float) -> int:
-    return int(value * MIB)
+def _mib(value: float) -> float:
+    """MiB to bytes; a value that is not finite stays as it is, for :class:`ServeSettings` to refuse."""
+    return int(value * MIB) if math.isfinite(value * MIB) else value
 
 
 def _kib(value: int) -> int:
     return value * 1024
+
+
+def _number(value: float) -> str:
+    """A bound or a value as a message shows it.
+
+    >>> _number(1048576.0), _number(0.001), _number(float("inf"))
+    ('1048576', '0.001', 'inf')
+    """
+    return str(int(value)) if math.isfinite(value) and float(value).is_integer() and abs(value) < 1e16 \
+        else f"{value:g}"
+
+
+def _names(values: list[str] | None) -> tuple[str, ...]:
+    return tuple(values or ())
+
+
+def _unspecified(host: str) -> bool:
+    """Whether ``host`` listens on every interface (``0.0.0.0``, ``::``)."""
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_unspecified
+    except ValueError:
+        return not host.strip()
 
 
 def _upstream_url(url: str | None) -> str | None:
@@ -133,6 +165,15 @@ class ServeSettings:
     port: int = setting(8000, "Port to listen on.", min=1, max=65535)
     api_key: str | None = setting(None, "Require 'Authorization: Bearer KEY' on /v1/*, KEY read from this "
                                      "environment variable.", flag="--api-key-env", convert=api_key_from_env)
+    allowed_hosts: tuple[str, ...] = setting((), "Also answer requests whose Host is this name (repeatable; "
+                                             "'*.example.org': its subdomains; '*': any host). Default: the "
+                                             "--host address, and the loopback names when it is loopback or every "
+                                             "interface; a request for another host gets 421.",
+                                             flag="--allowed-host", cli_type=list[str] | None, cli_default=None,
+                                             convert=_names)
+    allow_public_without_key: bool = setting(False, "Serve on a --host other machines can reach without "
+                                             "--api-key-env (refused otherwise; a warning is logged). Never with "
+                                             "--upstream-key-env.")
     max_batch: int = setting(32, "Items per detect_batch call at most.", min=1)
     max_wait_ms: float = setting(10.0, "How long the oldest queued item waits for others to fill a batch.", min=0)
     max_queue: int = setting(1024, "Queued items at most; beyond, 503.", min=1)
@@ -151,7 +192,7 @@ class ServeSettings:
                                         "characters gets evidence from a pool of its own, never behind a heavy "
                                         "one.", min=0)
     max_body_bytes: int = setting(16 * MIB, "Request body size at most (MiB); beyond, 413.", flag="--max-body-mb",
-                                  min=0.001, cli_type=float, cli_default=16.0, convert=_mib)
+                                  min=0.001, max=1024, cli_type=float, cli_default=16.0, convert=_mib, unit=MIB)
     graceful_timeout: float = setting(30.0, "On shutdown, seconds to wait for requests in flight.", min=0)
     max_errors: int = setting(10, "Problems listed in a 422 answer at most (then their count): a body with many "
                               "errors never gets an answer larger than itself.", min=1)
@@ -168,7 +209,8 @@ class ServeSettings:
                                    "Unavailable) and its connection closes.", min=1)
     max_header_bytes: int = setting(16 * 1024, "Size of a request's head (target and headers) at most "
                                     "(KiB); beyond, 431 (400 while it is still arriving).",
-                                    flag="--max-header-kb", min=1, cli_type=int, cli_default=16, convert=_kib)
+                                    flag="--max-header-kb", min=1, max=1024, cli_type=int, cli_default=16,
+                                    convert=_kib, unit=1024)
     docs: bool = setting(False, "Serve the interactive API docs at /docs and /redoc (their pages load Swagger UI / "
                          "ReDoc from a public CDN); /openapi.json is always served.")
     ui: bool | None = setting(False, "Serve a page to try the detector at GET / (self-contained; it calls "
@@ -179,7 +221,8 @@ class ServeSettings:
     context_cache_bytes: int = setting(256 * MIB, "Memory for the detector's cache of context encodings (MiB; 0: "
                                        "none): candidates sharing a context, a context sent again and the "
                                        "sentences of a stream encode it once.", flag="--context-cache-mb", min=0,
-                                       cli_type=float, cli_default=256.0, convert=_mib)
+                                       max=1024 * 1024, cli_type=float, cli_default=256.0, convert=_mib,
+                                       unit=MIB)
     upstream: str | None = setting(None, "Gate mode: serve an OpenAI-compatible POST /v1/chat/completions that "
                                    "forwards to this OpenAI-compatible server (its base URL, e.g. "
                                    "http://127.0.0.1:8001/v1) and checks each answer against the request's "
@@ -222,6 +265,77 @@ class ServeSettings:
             raise InputError(f"--max-queue {self.max_queue} is smaller than --max-items {self.max_items}: a request "
                              "of that many items could never be queued (it would get 503 forever); raise --max-queue "
                              "or lower --max-items", field="--max-queue")
+        self._check_numbers()
+        hosts = (self.allowed_hosts,) if isinstance(self.allowed_hosts, str) else self.allowed_hosts
+        object.__setattr__(self, "allowed_hosts", tuple(dict.fromkeys(allowed_name(h) for h in hosts)))
+        self._check_exposure()
+
+    def _check_numbers(self) -> None:
+        """Every numeric setting finite and within its bounds (the field's ``min`` and ``max``, else
+        :data:`LARGEST`), checked by pydantic; the error names the flag and speaks its unit."""
+        for field in dataclasses.fields(self):
+            value, meta = getattr(self, field.name), field.metadata
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            unit, low, high = meta.get("unit", 1), meta.get("min"), meta.get("max")
+            high = LARGEST if high is None else high
+            bounded = Annotated[float, Field(ge=None if low is None else low * unit, le=high * unit,
+                                             allow_inf_nan=False)]
+            try:
+                TypeAdapter(bounded).validate_python(value)
+            except ValidationError:
+                span = f"at least {_number(low)} and " if low is not None else ""
+                raise InputError(f"must be a finite number, {span}at most {_number(high)}; got "
+                                 f"{_number(value / unit)}", field=self.flag(field.name)) from None
+
+    def _check_exposure(self) -> None:
+        """Refuse a --host other machines can reach without a key of the server's own: always when the gate
+        holds the upstream's key (it would send it with anyone's request), else unless
+        ``allow_public_without_key``."""
+        if is_loopback(self.host) or self.api_key is not None:
+            return
+        if self.upstream_api_key is not None:
+            raise InputError(f"--host {self.host} can be reached from other machines, and without --api-key-env the "
+                             "gate would send the upstream key of --upstream-key-env with anyone's request: set "
+                             "--api-key-env (the gate's own key), or serve on 127.0.0.1", field="--host")
+        if not self.allow_public_without_key:
+            raise InputError(f"--host {self.host} can be reached from other machines and --api-key-env is not set: "
+                             "anyone who reaches the port could use the service; set --api-key-env VAR, or give "
+                             "--allow-public-without-key to serve without a key", field="--host")
+
+    def host_names(self) -> tuple[str, ...] | None:
+        """The ``Host`` names the server answers for (:class:`~ragtruth_spans.serving.origins.SiteGuard`): None
+        (any) with ``--allowed-host '*'``; else the ``--host`` address, the loopback names when it is a loopback
+        address or every interface, and each ``--allowed-host``.
+
+        >>> ServeSettings().host_names()
+        ('127.0.0.1', 'localhost', '[::1]')
+        >>> ServeSettings(host="0.0.0.0", api_key="k", allowed_hosts=("gate.lan",)).host_names()
+        ('localhost', '127.0.0.1', '[::1]', 'gate.lan')
+        """
+        if ANY_HOST in self.allowed_hosts:
+            return None
+        own: tuple[str, ...] = ()
+        if not _unspecified(self.host):
+            own = (allowed_name(self.host),)
+        if is_loopback(self.host) or _unspecified(self.host):
+            own += LOOPBACK_NAMES
+        return tuple(dict.fromkeys(own + self.allowed_hosts))
+
+    def exposure_warnings(self) -> list[str]:
+        """What the log says at start about a --host other machines can reach: served without a key, and the
+        host names answered for when none was given (other names get 421)."""
+        if is_loopback(self.host):
+            return []
+        out = []
+        if self.api_key is None:
+            out.append(f"serving on {self.host} WITHOUT a key (--allow-public-without-key): anyone who can reach "
+                       f"port {self.port} can use the service" + (", and the upstream through the gate"
+                                                                  if self.upstream is not None else ""))
+        if not self.allowed_hosts:
+            out.append(f"--host {self.host}: answering requests for {', '.join(self.host_names() or ())} only; a "
+                       "client that uses another name gets 421 (add it with --allowed-host NAME)")
+        return out
 
     @classmethod
     def flag(cls, name: str) -> str:
@@ -240,6 +354,6 @@ class ServeSettings:
         >>> ServeSettings(api_key="k").public()["auth"]
         True
         """
-        hidden = ("api_key", "upstream_api_key", "upstream")
+        hidden = ("api_key", "upstream_api_key", "upstream", "allowed_hosts")
         return {k: v for k, v in asdict(self).items() if k not in hidden} | {
             "auth": self.api_key is not None, "gate": self.upstream is not None}

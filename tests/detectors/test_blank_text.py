@@ -169,7 +169,7 @@ def test_predict_exits_2_naming_the_line(tmp_path: Path):
 
 @pytest.mark.parametrize("blank", ["", " ", "\u00a0", "\u2028", "\u3000", "\u200b"])
 def test_serve_answers_422_for_one_item_and_for_a_list(blank):
-    with TestClient(create_app(load_detector("numbers"))) as client:
+    with TestClient(create_app(load_detector("numbers")), base_url="http://localhost") as client:
         for body in (GOOD | {"response": blank}, [GOOD | {"response": blank}], [GOOD, GOOD | {"response": blank}],
                      GOOD | {"context": blank}):
             answer = client.post("/v1/detect", json=body)

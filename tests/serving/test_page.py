@@ -18,7 +18,8 @@ from ragtruth_spans.serving.page import EXAMPLES
 
 
 def _client(**settings) -> TestClient:
-    return TestClient(create_app(load_detector("numbers"), settings=ServeSettings(**settings)))
+    return TestClient(create_app(load_detector("numbers"), settings=ServeSettings(**settings)),
+                      base_url="http://localhost")
 
 
 def _inline(html: str, tag: str) -> str:

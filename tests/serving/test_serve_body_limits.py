@@ -21,7 +21,7 @@ ITEM = {"context": "Passage 1: The hotel opened in 1999.", "response": "It opene
 
 
 def _scope(path: str = "/v1/detect", length: int | None = None) -> dict[str, Any]:
-    headers = [(b"content-type", b"application/json")]
+    headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json")]
     if length is not None:
         headers.append((b"content-length", str(length).encode()))
     return {"type": "http", "method": "POST", "path": path, "headers": headers, "query_string": b"",
@@ -91,13 +91,13 @@ def test_a_client_that_leaves_mid_body_is_one_debug_line_and_a_count(caplog: pyt
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
     assert [r.getMessage() for r in caplog.records if "disconnected" in r.getMessage()] == [
         "client disconnected before its request body was complete (POST /v1/detect)"]
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://localhost") as client:
         assert client.get("/health").json()["connections"]["client_disconnects"] == 1
 
 
 def test_a_body_with_300000_unknown_keys_is_refused_by_its_count_with_a_small_answer() -> None:
     body = json.dumps(ITEM | {f"k{i}": 1 for i in range(300_000)}).encode()
-    with TestClient(create_app(EchoDetector())) as client:
+    with TestClient(create_app(EchoDetector()), base_url="http://localhost") as client:
         answer = client.post("/v1/detect", content=body, headers={"content-type": "application/json"})
     assert answer.status_code == 422 and len(answer.content) < 1000, len(answer.content)
     assert "300003 keys" in answer.json()["error"] and answer.json()["error_count"] == 1
@@ -105,7 +105,8 @@ def test_a_body_with_300000_unknown_keys_is_refused_by_its_count_with_a_small_an
 
 def test_many_errors_are_capped_to_the_first_few_and_a_count() -> None:
     bad = [{"context": 1, "response": 2, "task": "nope", "question": 3, "id": 1.5, "evidence": "yes"}] * 8
-    with TestClient(create_app(EchoDetector(), settings=ServeSettings(max_errors=4))) as client:
+    app = create_app(EchoDetector(), settings=ServeSettings(max_errors=4))
+    with TestClient(app, base_url="http://localhost") as client:
         answer = client.post("/v1/detect", json=bad).json()
     assert len(answer["detail"]) == 4 and answer["error_count"] == 48
     assert answer["error"].endswith("(and 44 more)"), answer["error"]
@@ -124,7 +125,7 @@ def test_parsing_and_validation_run_off_the_event_loop(monkeypatch: pytest.Monke
         return original(*args, **kwargs)
 
     monkeypatch.setattr(body_module, "validated", spying)
-    with TestClient(create_app(EchoDetector())) as client:
+    with TestClient(create_app(EchoDetector()), base_url="http://localhost") as client:
         assert client.post("/v1/detect", json=ITEM).status_code == 200
         assert client.post("/v1/select", json={"context": "c", "task": "QA", "candidates": ["a b"]}).status_code \
             == 200

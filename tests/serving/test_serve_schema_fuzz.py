@@ -23,7 +23,7 @@ from schemathesis.checks import (  # noqa: E402
 )
 
 LIMITS = ServeSettings(max_items=3, max_chars=300, max_request_chars=500, max_evidence_items=2,
-                       max_evidence_chars=400, max_queue=16)
+                       max_evidence_chars=400, max_queue=16, allowed_hosts=("testserver",))  # the test client's
 APP = create_app(EchoDetector(), settings=LIMITS)
 
 

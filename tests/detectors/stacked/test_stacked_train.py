@@ -301,7 +301,7 @@ def test_detect_benchmark_and_serve_use_a_stacked_run(prepared, tmp_path):
     assert result.exit_code == 0, result.output
     entries = json.loads((board / "leaderboard.json").read_text())["detectors"]
     assert entries[0]["report"]["overall"]["span"]["f1"] == pytest.approx(1.0)
-    with TestClient(create_app(load_detector(out))) as client:
+    with TestClient(create_app(load_detector(out)), base_url="http://localhost") as client:
         answer = client.post("/v1/detect", json={"context": record.context, "response": record.response,
                                                  "task": "Summary"})
     assert answer.status_code == 200
