@@ -31,11 +31,13 @@ def test_every_shipped_recipe_validates():
     names = shipped_recipes()
     assert set(names) == {"tiny-cpu", "llama-2-13b/qlora", "llama-3.1-8b-instruct/qlora", "mistral-7b-instruct/qlora",
                           "qwen2.5-7b-instruct/qlora", "smollm2-135m-instruct/qlora", *TOKEN_CLS_RECIPES,
-                          *BASELINE_RECIPES, "recommended-cpu", "recommended-cpu-member", "entailment-minilm"}
+                          *BASELINE_RECIPES, "recommended-cpu", "recommended-cpu-member", "entailment-minilm",
+                          "entailment-minilm-cpu"}
     for name in names:
         recipe = load_recipe(name)
-        if name == "entailment-minilm":
-            assert recipe.kind == "entailment" and recipe.model.max_length == 256
+        if name.startswith("entailment-minilm"):
+            assert recipe.kind == "entailment"
+            assert recipe.model.max_length == (128 if name == "entailment-minilm-cpu" else 256)
             continue
         assert isinstance(recipe, Recipe)
         if name.startswith("recommended-cpu"):
