@@ -256,8 +256,10 @@ class LoadFlags:
         """The :class:`~ragtruth_spans.detectors.options.DetectorOptions` of these flags and the ``--option``
         items; a bad value, a key given twice, or given both as a flag and as ``--option``, is an
         :class:`InputError` (an option the detector's family does not take is refused when it loads)."""
+        from ragtruth_spans.cli.device import check_device
         from ragtruth_spans.detectors.options import DetectorOptions
 
+        check_device(self.device)
         flags = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "option"}
         return DetectorOptions.from_command_line(flags, self.option)
 

@@ -15,7 +15,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
-from ragtruth_spans.core.fields import surrogate_at
+from ragtruth_spans.core.fields import is_blank, surrogate_at
 from ragtruth_spans.detectors.base import DetectItem, quick_task
 from ragtruth_spans.detectors.stream import spans_within
 from ragtruth_spans.serving.body import ServiceError
@@ -93,8 +93,14 @@ class GateError(Exception):
 
 
 def _text(value: Any, field: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise GateError(422, f"{field} must be a non-empty string", "invalid_request_error")
+    """A text of the check by ``/v1/detect``'s rules: a string, not blank
+    (:func:`~ragtruth_spans.core.fields.is_blank`: only whitespace or invisible characters), valid Unicode; else a
+    422 before the upstream is called."""
+    if not isinstance(value, str):
+        raise GateError(422, f"{field} must be a string", "invalid_request_error")
+    if is_blank(value):
+        raise GateError(422, f"{field} is empty or blank (only whitespace or invisible characters): there is nothing "
+                        "to check against", "invalid_request_error")
     if surrogate_at(value) is not None:
         raise GateError(422, f"{field} is not valid Unicode text (a lone surrogate)", "invalid_request_error")
     return value
@@ -291,6 +297,8 @@ class Gate:
         checked = sentences[-1][1]
         out: dict[str, Any] = {"object": "hallucinations.delta", "index": index,
                                "sentences": [list(s) for s in sentences], "checked": checked}
+        if is_blank(text[:checked]):  # sentences of invisible characters only: nothing the detector may read
+            return out | {"spans": [], "score": None, "error": "not checked: the answer is empty so far"}
         if check.chars() + checked > self.service.settings.max_chars:
             return out | {"spans": [], "score": None, "error": "not checked: over --max-chars"}
         try:

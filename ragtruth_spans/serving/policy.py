@@ -13,6 +13,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from ragtruth_spans.core.fields import is_blank
+
 logger = logging.getLogger(__name__)
 
 DROPPED_WHEN_WITHHELD = ("content", "tool_calls", "function_call", "refusal")
@@ -46,7 +48,7 @@ def why_unchecked(message: Any, text: Any = None) -> str | None:
         return "its content is a list of parts, not a text"
     if not isinstance(content, str):
         return "it has no text content"
-    if not content.strip():
+    if is_blank(content):  # /v1/detect's rule: only whitespace or invisible characters
         return "the answer is empty"
     return None
 
