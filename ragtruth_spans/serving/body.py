@@ -19,8 +19,6 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from pydantic import Field, TypeAdapter, ValidationError
 
-from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.core.jsonl import loads_json
 from ragtruth_spans.serving.limits import validation_errors
 from ragtruth_spans.serving.parse import BodyParser, parse_checked
 from ragtruth_spans.serving.schemas import DetectItemIn, SelectRequest
@@ -76,24 +74,25 @@ async def body_bytes(request: Request) -> bytes:
     return raw
 
 
-def parse_json(raw: bytes) -> Any:
-    """``raw`` through the shared strict JSON parser; its refusal is a 422 (``RequestValidationError``).
-
-    >>> parse_json(b'{"a": [1]}')
-    {'a': [1]}
-    """
-    try:
-        return loads_json(raw, allow_surrogates=True)  # the request models name the field (422)
-    except InputError as exc:
-        raise RequestValidationError([{"loc": ("body",), "msg": exc.message, "type": "json_invalid",
-                                       "ctx": {"error": exc.message.removeprefix("invalid JSON: ")}}],
-                                     body=None) from None
+CHAT_MAX_KEYS = 1024
+"""Keys of one object of a chat completion request (the gate's body) at most: more than a detection request's
+(``logit_bias``, a tool's parameters), still refused by their count long before any walk over them is slow."""
+CHAT_MAX_VALUES = 100_000
+"""JSON values of a chat completion request at most (a long history of messages, content parts, tool schemas)."""
 
 
-async def json_body(request: Request) -> Any:
-    """The request's JSON (:func:`body_bytes`, then :func:`parse_json` in a worker thread: never on the event
-    loop)."""
-    return await run_in_threadpool(parse_json, await body_bytes(request))
+async def json_body(request: Request, parser: BodyParser, limit: int = CHAT_MAX_VALUES,
+                    max_keys: int = CHAT_MAX_KEYS) -> Any:
+    """The request's JSON for a route without request models (the gate's): :func:`body_bytes`, then parsed by
+    ``parser`` with the structural bounds of every route (``limit`` values, ``max_keys`` keys per object:
+    :func:`~ragtruth_spans.serving.parse.parse_checked`), in a worker thread, or in another process for a large
+    body, never on the event loop; a refusal is a :class:`ServiceError` (422) naming the field."""
+    outcome = await parser.parse(await body_bytes(request), limit, max_keys)
+    if outcome[0] == "json":
+        raise ServiceError(422, f"invalid request: body: {outcome[1]}")
+    if outcome[0] == "invalid":
+        raise ServiceError(422, f"invalid request: {outcome[1]}: {outcome[2]}")
+    return outcome[1]
 
 
 def raw_chars(obj: Any, keys: tuple[str, ...]) -> int:

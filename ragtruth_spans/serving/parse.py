@@ -37,8 +37,9 @@ def max_values(max_items: int) -> int:
     return (max_items + 1) * (MAX_OBJECT_KEYS + 1) + 66
 
 
-def _problem(raw: Any, limit: int) -> tuple[str, str] | None:
-    """``(field, message)`` of the first structural bound ``raw`` breaks, or None (a walk that stops early)."""
+def _problem(raw: Any, limit: int, max_keys: int = MAX_OBJECT_KEYS) -> tuple[str, str] | None:
+    """``(field, message)`` of the first structural bound ``raw`` breaks (``limit`` values, ``max_keys`` keys per
+    object), or None (a walk that stops early)."""
     stack: list[tuple[str, Any]] = [("body", raw)]
     seen = 0
     while stack:
@@ -47,8 +48,8 @@ def _problem(raw: Any, limit: int) -> tuple[str, str] | None:
         if seen > limit:
             return "body", f"holds more than {limit} JSON values; a request within the item limit holds fewer"
         if isinstance(node, dict):
-            if len(node) > MAX_OBJECT_KEYS:
-                return where, (f"has {len(node)} keys; a request object has at most {MAX_OBJECT_KEYS} (only the "
+            if len(node) > max_keys:
+                return where, (f"has {len(node)} keys; a request object has at most {max_keys} (only the "
                                "fields of the schema are accepted)")
             stack.extend((f"{where}.{k}"[:80] if where != "body" else str(k)[:40], v) for k, v in node.items())
         elif isinstance(node, list):
@@ -57,9 +58,9 @@ def _problem(raw: Any, limit: int) -> tuple[str, str] | None:
     return None
 
 
-def parse_checked(data: bytes, limit: int) -> tuple[Any, ...]:
+def parse_checked(data: bytes, limit: int, max_keys: int = MAX_OBJECT_KEYS) -> tuple[Any, ...]:
     """``("ok", value)``, ``("json", message)`` (the parser refused it) or ``("invalid", field, message)`` (a
-    structural bound, :func:`_problem`).
+    structural bound, :func:`_problem`: at most ``limit`` values, ``max_keys`` keys per object).
 
     >>> parse_checked(b'{"a": 1}', 10)
     ('ok', {'a': 1})
@@ -70,7 +71,7 @@ def parse_checked(data: bytes, limit: int) -> tuple[Any, ...]:
         value = loads_json(data, allow_surrogates=True)  # the request models name the field (422)
     except InputError as exc:
         return "json", exc.message
-    problem = _problem(value, limit)
+    problem = _problem(value, limit, max_keys)
     return ("ok", value) if problem is None else ("invalid", *problem)
 
 
@@ -82,13 +83,13 @@ class BodyParser:
         self.process_bytes = process_bytes
         self._pool: ProcessPoolExecutor | None = None
 
-    async def parse(self, data: bytes, limit: int) -> tuple[Any, ...]:
-        """See the class."""
+    async def parse(self, data: bytes, limit: int, max_keys: int = MAX_OBJECT_KEYS) -> tuple[Any, ...]:
+        """:func:`parse_checked` of ``data`` (see the class)."""
         if len(data) <= self.process_bytes:
-            return await asyncio.to_thread(parse_checked, data, limit)
+            return await asyncio.to_thread(parse_checked, data, limit, max_keys)
         if self._pool is None:
             self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-        return await asyncio.wrap_future(self._pool.submit(parse_checked, data, limit))
+        return await asyncio.wrap_future(self._pool.submit(parse_checked, data, limit, max_keys))
 
     def close(self) -> None:
         """Stop the pool (the service's shutdown)."""

@@ -119,7 +119,7 @@ def add_gate_route(app: FastAPI, service: Any, upstream: Upstream, detection_out
     async def chat_completions(request: Request) -> Response:
         """OpenAI-compatible chat completions through the upstream, with the answer's hallucinated spans."""
         try:
-            raw = await json_body(request)
+            raw = await json_body(request, service.parser)
         except ServiceError as exc:
             return openai_error(exc.status, exc.message, "invalid_request_error")
         except RequestValidationError:  # the strict JSON parser's refusal
