@@ -18,7 +18,7 @@ from ragtruth_spans.serving.app import ServeSettings, create_app
 pytestmark = pytest.mark.slow
 
 LIMITS = {"header_timeout": 0.6, "body_timeout": 3.0, "body_read_timeout": 0.6, "keep_alive_timeout": 0.5}
-HEAD = b"POST /v1/detect HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n"
+HEAD = b"POST /v1/detect HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n"
 
 
 def _connect(port: int) -> socket.socket:
@@ -77,7 +77,7 @@ def test_a_trickling_body_ends_at_its_total_deadline(server) -> None:
     assert time.monotonic() - started < 5.5
 
 
-@pytest.mark.parametrize("sent", [b"", b"POST /v1/detect HTTP/1.1\r\nhost: x\r\n"])
+@pytest.mark.parametrize("sent", [b"", b"POST /v1/detect HTTP/1.1\r\nhost: localhost\r\n"])
 def test_headers_that_never_finish_are_closed_at_the_header_deadline(server, sent) -> None:
     sock = _connect(server.port)
     sock.sendall(sent)
@@ -106,7 +106,7 @@ def test_headers_sent_a_byte_at_a_time_are_cut_at_the_deadline(server) -> None:
 
 def test_an_idle_keep_alive_connection_is_closed(server) -> None:
     sock = _connect(server.port)
-    sock.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n")
+    sock.sendall(b"GET /health HTTP/1.1\r\nhost: localhost\r\n\r\n")
     data, seconds = _read_until_closed(sock, 5)
     sock.close()
     assert data.startswith(b"HTTP/1.1 200") and seconds < 3
@@ -158,7 +158,7 @@ def test_health_stays_fast_while_a_heavy_body_is_validated(server) -> None:
 def test_headers_over_the_size_limit_are_refused_and_counted(server) -> None:
     before = httpx.get(f"{server.url}/health").json()["connections"]["bad_requests"]
     sock = _connect(server.port)
-    sock.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 20_000 + b"\r\n\r\n")
+    sock.sendall(b"GET /health HTTP/1.1\r\nhost: localhost\r\nx-big: " + b"a" * 20_000 + b"\r\n\r\n")
     data, _ = _read_until_closed(sock, 5)
     sock.close()
     assert data.startswith(b"HTTP/1.1 431")  # whole in one read: h11 took it, the app refuses it
