@@ -43,7 +43,6 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 
 from ragtruth_spans.serving.body import ServiceError, json_body
@@ -122,8 +121,6 @@ def add_gate_route(app: FastAPI, service: Any, upstream: Upstream, detection_out
             raw = await json_body(request, service.parser)
         except ServiceError as exc:
             return openai_error(exc.status, exc.message, "invalid_request_error")
-        except RequestValidationError:  # the strict JSON parser's refusal
-            return openai_error(422, "invalid request: the body is not valid JSON", "invalid_request_error")
         try:
             if not isinstance(raw, dict):
                 raise GateError(422, "the body must be a JSON object", "invalid_request_error")
