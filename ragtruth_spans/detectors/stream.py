@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,10 +153,13 @@ def spans_within(spans: Iterable[Span], sentences: list[Interval]) -> list[Span]
     return [s for s in spans if any(s.start < b and a < s.end for a, b in sentences)]
 
 
-def detect_stream(detect: Callable[[str], Any], chunks: Iterable[str]) -> Iterator[StreamEvent]:
+def detect_stream(detect: Callable[[str], Any], chunks: Iterable[str],
+                  prepare: Callable[[], None] | None = None) -> Iterator[StreamEvent]:
     """:class:`StreamEvent` objects for an answer arriving in ``chunks`` (see the module docstring), judged by
     ``detect`` (an answer's text → its :class:`~ragtruth_spans.detectors.base.Detection`); the last one is final.
     An answer that is empty or only whitespace raises what ``detect`` raises for it, after the chunks are read.
+    ``prepare`` (the detector's :meth:`~ragtruth_spans.detectors.base.Detector.prepare_context`) runs in a thread
+    of its own from the start, while the first chunks arrive; the events are the same without it.
 
     >>> from ragtruth_spans import Detection
     >>> found = lambda text: Detection(spans=[Span(0, 3)] if text.startswith("Ten") else [], score=0.5)
@@ -163,6 +167,7 @@ def detect_stream(detect: Callable[[str], Any], chunks: Iterable[str]) -> Iterat
     [([(0, 9)], 1, False), ([(10, 19)], 1, True)]
     """
     tracker = SentenceTracker()
+    ahead = None if prepare is None else start_preparing(prepare)
 
     def judged(new: list[Interval], final: bool) -> StreamEvent:
         checked = len(tracker.text) if final else new[-1][1]
@@ -171,8 +176,26 @@ def detect_stream(detect: Callable[[str], Any], chunks: Iterable[str]) -> Iterat
         return StreamEvent(sentences=new, spans=spans, score=found.score, checked=checked, final=final,
                            detection=found if final else None, text=tracker.text[:checked])
 
-    for chunk in chunks:
-        new = tracker.feed(chunk)
-        if new:
-            yield judged(new, final=False)
-    yield judged(tracker.finish(), final=True)
+    try:
+        for chunk in chunks:
+            new = tracker.feed(chunk)
+            if new:
+                yield judged(new, final=False)
+        yield judged(tracker.finish(), final=True)
+    finally:
+        if ahead is not None:
+            ahead.join()
+
+
+def start_preparing(prepare: Callable[[], None]) -> threading.Thread:
+    """``prepare()`` started in a daemon thread (joined by the caller); a failure is logged at debug level and
+    costs nothing but the time saved (the check then does the work itself and meets the same error, if any)."""
+    def run() -> None:
+        try:
+            prepare()
+        except Exception as exc:  # the check that follows raises it where it belongs
+            logger.debug("preparing the context failed (%s: %s)", type(exc).__name__, exc)
+
+    thread = threading.Thread(target=run, name="prepare-context", daemon=True)
+    thread.start()
+    return thread

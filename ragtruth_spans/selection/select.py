@@ -182,8 +182,14 @@ def _detect(detector: Detector, responses: list[str], context: str, task: str,
             question: str | None) -> list[Detection]:
     """The detector's :class:`~ragtruth_spans.detectors.base.Detection` of each response, in one
     ``detect_batch`` call."""
+    from ragtruth_spans.detectors.stream import start_preparing
+
     items = [DetectItem(context=context, response=r, task=task, question=question) for r in responses]
-    return detector.detect_batch(items)
+    ahead = start_preparing(lambda: detector.prepare_context(context, question, task=task))  # the context once,
+    try:  # encoded beside the candidates' own sentences
+        return detector.detect_batch(items)
+    finally:
+        ahead.join()
 
 
 def select_best(

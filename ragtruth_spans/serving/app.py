@@ -114,6 +114,9 @@ class BatchedDetector(Detector):
     def describe(self) -> dict[str, Any]:
         return self._inner.describe()
 
+    def prepare_context(self, context: str, question: str | None = None, *, task: str | None = None) -> None:
+        self._inner.prepare_context(context, question, task=task)  # the encoder's own work: not the batcher's
+
 
 def detection_out(item_id: Any, response: str, detection: Detection) -> DetectionOut:
     spans = [{"text": response[s.start:s.end], **s.to_dict()} for s in detection.spans]

@@ -169,6 +169,8 @@ def test_the_int8_encoder_is_verified_recorded_and_kept_apart(encoders, cache: P
     assert cosines.min() > 0.9 and not np.allclose(cosines, 1.0, atol=1e-4)  # near fp32, yet not fp32
     units = ["The bridge opened in 1932."]
     assert int8.encode_units(units) is not encoders[0].encode_units(units)  # the context caches never mix them
+    together = int8.encode(TEXTS)  # dynamic quantization scales by the batch: each text runs alone, so alike
+    assert all(np.array_equal(together[i], int8.encode([text])[0]) for i, text in enumerate(TEXTS))
 
 
 def test_models_that_are_not_bert_stay_on_torch(tmp_path: Path) -> None:

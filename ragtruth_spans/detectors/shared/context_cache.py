@@ -7,6 +7,10 @@ token embeddings, a 2,000-character one under 1 MB, so a count bound would bound
 entries go first; an entry larger than the whole cache is not kept. A cache of 0 bytes keeps nothing (every
 context is encoded again): results are the same with and without the cache, only the time differs (tested).
 Thread-safe (one lock): the HTTP service's batcher thread and the evidence threads may share an encoder.
+:meth:`ContextCache.get_or_make` makes each entry once even when threads ask for it together: a thread that finds
+another one making it waits for that result instead of encoding the context a second time — what lets a context be
+encoded ahead (:meth:`Detector.prepare_context <ragtruth_spans.detectors.base.Detector.prepare_context>`, while an
+answer is still being written) and the answer's check take it over wherever that encoding has got to.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -86,6 +90,7 @@ class ContextCache:
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
         self._entries: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
+        self._making: dict[str, threading.Event] = {}
         self.stats = CacheStats(max_bytes=max_bytes)
 
     @property
@@ -110,6 +115,35 @@ class ContextCache:
             self._entries.move_to_end(key)
             self.stats.hits += 1
             return found[0]
+
+    def get_or_make(self, key: str, make: Callable[[], Any]) -> Any:
+        """The value under ``key``; when there is none, ``make()``'s, kept. While one thread makes a key, another
+        that asks for it waits and then reads it (one miss, then one hit); if the maker fails or its value is too
+        large to keep, the waiter makes it itself.
+
+        >>> cache = ContextCache(max_bytes=1000)
+        >>> cache.get_or_make("a", lambda: np.ones(3)).sum(), cache.get_or_make("a", lambda: 1 / 0).sum()
+        (np.float64(3.0), np.float64(3.0))
+        """
+        found = self.get(key)
+        while found is None:
+            with self._lock:
+                event = self._making.get(key)
+                mine = event is None
+                if mine:
+                    event = self._making[key] = threading.Event()
+            if mine:
+                try:
+                    found = make()
+                    self.put(key, found)
+                finally:
+                    with self._lock:
+                        del self._making[key]
+                    event.set()
+                return found
+            event.wait()
+            found = self.get(key)
+        return found
 
     def put(self, key: str, value: Any) -> None:
         """Keep ``value`` under ``key``, dropping the least recently used entries to stay within the bound (a

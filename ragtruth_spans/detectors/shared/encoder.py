@@ -104,12 +104,7 @@ class SentenceEncoder:
 
     def encode_units(self, units: Sequence[str]) -> np.ndarray:
         """:meth:`encode` of a context's evidence units, kept in :attr:`context_cache` by their texts."""
-        key = context_key(self._identity, "units", units)
-        found = self.context_cache.get(key)
-        if found is None:
-            found = self.encode(units)
-            self.context_cache.put(key, found)
-        return found
+        return self.context_cache.get_or_make(context_key(self._identity, "units", units), lambda: self.encode(units))
 
     def embed(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """``{text: unit-length embedding}`` for every text of ``texts``: the ones not seen lately are encoded
@@ -165,13 +160,18 @@ class SentenceEncoder:
         (:func:`length_batches`, each batch cut to its longest text): per text, ``(index, sentence, offsets,
         tokens)`` — its mean-pooled unit-length embedding, the character interval ``[start, end)`` of each word
         piece (special tokens left out) and their unit-length contextual embeddings (both None without
-        ``with_tokens``); texts cut at the model's ``max_seq_length``. No text, no pass (a tokenizer cannot batch
-        nothing: ONNX's arrays would not reshape, torch's would have no row)."""
+        ``with_tokens``); texts cut at the model's ``max_seq_length``. On int8 each text runs alone, so that what
+        it is batched with never changes its embedding (as on fp32, where batching changes nothing). No text, no
+        pass (a tokenizer cannot batch nothing: ONNX's arrays would not reshape, torch's would have no row)."""
         if not texts:
             return
         tokenized = self._tokenize(texts)
         lengths = tokenized["attention_mask"].sum(1)
-        for chunk in length_batches(lengths.tolist(), self.batch_size):
+        # int8: each text alone, since dynamic quantization scales a batch's activations by the whole batch's
+        # range (a sentence batched with others moved by up to cosine 0.03): a text's embedding is then its own
+        chunks = [[i] for i in np.argsort(-lengths, kind="stable").tolist()] if self.precision == "int8" else \
+            length_batches(lengths.tolist(), self.batch_size)
+        for chunk in chunks:
             batch = {name: array[chunk, :int(lengths[chunk].max())] for name, array in tokenized.items()}
             hidden = self._hidden(batch)
             attention = batch["attention_mask"]
@@ -210,17 +210,22 @@ class SentenceEncoder:
     def context_tokens(self, units: Sequence[str]) -> np.ndarray:
         """The token embeddings of every unit of a context stacked (``n x dim``), kept in :attr:`context_cache` by
         the units' texts; the units' sentence embeddings from the same pass are kept for :meth:`encode_units`."""
-        key = context_key(self._identity, "tokens", units)
-        found = self.context_cache.get(key)
-        if found is not None:
-            return found
-        embeddings, pieces = self.encode_with_tokens(units)
-        parts = [emb for _, emb in pieces]
-        stacked = np.concatenate(parts) if parts else np.zeros((0, self.dimension()), dtype=np.float32)
-        self.context_cache.put(key, stacked)
-        if self.model is None:
-            self.context_cache.put(context_key(self._identity, "units", units), embeddings)
-        return stacked
+        def make() -> np.ndarray:
+            embeddings, pieces = self.encode_with_tokens(units)
+            parts = [emb for _, emb in pieces]
+            stacked = np.concatenate(parts) if parts else np.zeros((0, self.dimension()), dtype=np.float32)
+            if self.model is None:
+                self.context_cache.put(context_key(self._identity, "units", units), embeddings)
+            return stacked
+
+        return self.context_cache.get_or_make(context_key(self._identity, "tokens", units), make)
+
+    def prepare_context(self, units: Sequence[str], *, with_tokens: bool) -> None:
+        """Encode a context's units into :attr:`context_cache` ahead of the answers that will read them (its
+        token embeddings too with ``with_tokens``); a check that asks for them meanwhile waits for this pass."""
+        if with_tokens:
+            self.context_tokens(units)
+        self.encode_units(units)
 
     def describe(self) -> dict[str, Any]:
         """The encoder and its revision (not the runtime: ONNX Runtime and torch give the same embeddings to

@@ -170,6 +170,13 @@ class ColumnBuilder:
                 self._indexes.popitem(last=False)
         return self._indexes[key]
 
+    def prepare(self, context: str, task: str, question: str | None) -> None:
+        """The encoder's work on ``context`` (its units' sentence and, with ``token_support``, token embeddings)
+        done ahead into the encoder's context cache; nothing without an encoder."""
+        if self.encoder is not None:
+            units = evidence_units(context, task, question, split=sentences)
+            self.encoder.prepare_context(units, with_tokens=self.token_support)
+
     def _encoder_columns(self, items: Sequence[DetectItem], cuts: Sequence[list[Interval]],
                          spans: Sequence[list[Interval]]) -> tuple[list[np.ndarray | None], list[np.ndarray | None]]:
         """Per item, ``(cosines, soft)`` (None without an encoder; ``soft`` None unless ``token_support``):

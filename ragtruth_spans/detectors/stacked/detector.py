@@ -71,6 +71,17 @@ class StackedDetector(Detector):
         """The sentence encoder's cache of context encodings (None without an encoder)."""
         return getattr(self.builder.encoder, "context_cache", None)
 
+    def prepare_context(self, context: str, question: str | None = None, *, task: str | None = None) -> None:
+        """The sentence encoder's pass over the context's units, into its context cache (see
+        :meth:`Detector.prepare_context <ragtruth_spans.detectors.base.Detector.prepare_context>`); the context and
+        question read in NFC, as ``detect_batch`` reads them."""
+        from ragtruth_spans.core.text import normalise
+        from ragtruth_spans.detectors.base import quick_task
+
+        question = None if question is None else normalise(question)
+        with one_native_thread():
+            self.builder.prepare(normalise(context), quick_task(task, question), question)
+
     def detect_batch(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[Detection]:
         checked = [DetectItem.of(item) for item in items]
         with one_native_thread():  # small products: a second BLAS/OpenMP thread costs more than it gives

@@ -67,3 +67,40 @@ def test_concurrent_use_keeps_the_byte_count_exact() -> None:
     for thread in threads:
         thread.join()
     assert cache.stats.bytes == 400 * cache.stats.entries <= cache.max_bytes
+
+
+def test_an_entry_asked_for_while_it_is_made_is_made_once() -> None:
+    """A check that asks for a context its prewarm is still encoding waits for that pass (one make, one value)."""
+    cache = ContextCache(max_bytes=10_000)
+    started, release, made = threading.Event(), threading.Event(), []
+
+    def make() -> np.ndarray:
+        made.append(1)
+        started.set()
+        release.wait(5)
+        return _array(10)
+
+    got: list[np.ndarray] = []
+    first = threading.Thread(target=lambda: got.append(cache.get_or_make("ctx", make)))
+    first.start()
+    started.wait(5)
+    second = threading.Thread(target=lambda: got.append(cache.get_or_make("ctx", make)))
+    second.start()
+    second.join(0.2)
+    assert second.is_alive()  # waiting for the first pass, not encoding again
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert len(made) == 1 and len(got) == 2 and got[0] is got[1]
+    assert (cache.stats.misses, cache.stats.hits) == (2, 1)
+
+
+def test_a_failed_make_leaves_the_waiter_to_make_it_and_a_zero_cache_makes_every_time() -> None:
+    cache = ContextCache(max_bytes=10_000)
+    with pytest.raises(ZeroDivisionError):
+        cache.get_or_make("ctx", lambda: 1 / 0)
+    assert cache.get_or_make("ctx", lambda: _array(5)).shape == (5,)
+    empty, made = ContextCache(max_bytes=0), []
+    for _ in range(2):
+        empty.get_or_make("ctx", lambda: made.append(1) or _array(5))
+    assert len(made) == 2
