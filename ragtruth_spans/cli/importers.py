@@ -139,3 +139,59 @@ def import_nli_sets(
         stats = import_nli(nli_dir, out_dir, parse_only(only))
     out.print(nli_import_summary(stats))
     note(f"wrote {out_dir}/{{train,dev,test}}.jsonl and {out_dir}/stats.json")
+
+
+def _parse_extras(values: list[str]) -> dict[str, Path]:
+    """``--extra NAME=DIR`` values → ``{name: folder}``; a value without a name, or a name given twice, is an
+    :class:`~ragtruth_spans.core.errors.InputError`."""
+    from ragtruth_spans.core.errors import InputError
+
+    extras: dict[str, Path] = {}
+    for value in values:
+        name, sep, folder = value.partition("=")
+        if not sep or not name.strip() or not folder.strip():
+            raise InputError(f"expected NAME=DIR (e.g. summedits=data/summedits), got {value!r}", field="--extra")
+        if name.strip() in extras:
+            raise InputError(f"the extra {name.strip()!r} is given twice", field="--extra")
+        extras[name.strip()] = Path(folder.strip())
+    return extras
+
+
+@import_app.command("nli-sentences")
+def import_nli_sentences(
+    prepared: Path = typer.Option(..., "--prepared", help="A prepared directory (ragtruth-spans prepare or "
+                                  "import): pairs from its train and dev splits; its test split is never read."),
+    out_dir: Path = typer.Option(..., "--out", help="Output folder for train/dev/test.jsonl of pairs and "
+                                 "stats.json (a prepared NLI directory; test.jsonl stays empty)."),
+    source: str = typer.Option("ragtruth", "--source", help="The source name of the pairs of --prepared."),
+    extra: list[str] = typer.Option([], "--extra", help="NAME=DIR: another prepared directory whose train split "
+                                    "adds pairs (source NAME), e.g. summedits=data/summedits; repeatable."),
+    replay: Optional[Path] = typer.Option(None, "--replay", help="A prepared NLI directory (import nli) whose "
+                                          "train.jsonl gives a seeded sample, copied as it is."),
+    replay_pairs: int = typer.Option(0, "--replay-pairs", min=0, help="Pairs sampled from --replay."),
+    recipe: str = typer.Option("entailment-minilm-rag", "--recipe", help="The entailment recipe whose run reads "
+                               "these pairs: its model.max_length and detection settings choose the premises."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the replay sample."),
+) -> None:
+    """A task's own labels → NLI pairs: each response sentence against the context windows the entailment
+    detector judges it by, contradiction / neutral / entailment from the gold spans (docs/ENTAILMENT.md)."""
+    from ragtruth_spans.core.errors import InputError
+    from ragtruth_spans.detectors.entailment.recipe import EntailmentRecipe
+    from ragtruth_spans.detectors.entailment.task_pairs import import_task_pairs, pair_detector
+    from ragtruth_spans.detectors.recipes import load_recipe
+    from ragtruth_spans.reporting.console import nli_import_summary
+
+    with user_errors():
+        read = load_recipe(recipe)
+        if not isinstance(read, EntailmentRecipe):
+            raise InputError(f"is a {read.kind} recipe, not an entailment one", path=recipe, field="--recipe")
+        if replay_pairs and replay is None:
+            raise InputError("needs --replay (the NLI directory to sample from)", field="--replay-pairs")
+        stats = import_task_pairs(prepared, out_dir, pair_detector(read), source=source, extras=_parse_extras(extra),
+                                  replay=replay, replay_pairs=replay_pairs, seed=seed)
+    out.print(nli_import_summary(stats))
+    skipped = {name: sum(sum(s["skipped"].values()) for s in splits.values())
+               for name, splits in stats["sentences"].items()}
+    note("sentences skipped (labelled as a whole, more than one sentence): "
+         + ", ".join(f"{name} {n}" for name, n in skipped.items()))
+    note(f"wrote {out_dir}/{{train,dev,test}}.jsonl and {out_dir}/stats.json")

@@ -32,7 +32,7 @@ def test_every_shipped_recipe_validates():
     assert set(names) == {"tiny-cpu", "llama-2-13b/qlora", "llama-3.1-8b-instruct/qlora", "mistral-7b-instruct/qlora",
                           "qwen2.5-7b-instruct/qlora", "smollm2-135m-instruct/qlora", *TOKEN_CLS_RECIPES,
                           *BASELINE_RECIPES, "recommended-cpu", "recommended-cpu-member", "entailment-minilm",
-                          "entailment-minilm-cpu"}
+                          "entailment-minilm-cpu", "entailment-minilm-rag"}
     for name in names:
         recipe = load_recipe(name)
         if name.startswith("entailment-minilm"):

@@ -107,13 +107,20 @@ class EntailmentDetector(Detector):
             out.append(rows)
         return out
 
+    def judged_windows(self, items: Sequence[DetectItem]) -> tuple[list[list[Window]], list[list[tuple[int, int]]],
+                                                                   list[list[tuple[np.ndarray, np.ndarray]]]]:
+        """Per item: its windows, its response sentences ``[start, end)`` and, per sentence, the indices of the
+        windows it is judged against (best first) with their similarities — the one choice of premises, shared by
+        the detector and the pairs built from a task's own labels (:mod:`.task_pairs`), so both read the same."""
+        windows = [self.windows_of(item) for item in items]
+        sentences = [split_sentences(item.response) for item in items]
+        return windows, sentences, self._choices(items, windows, sentences)
+
     def sentence_scores(self, items: Sequence[DetectItem | Record | Mapping[str, Any]]) -> list[list[SentenceScores]]:
         """Per item, the :class:`SentenceScores` of each response sentence, in order (every pair of the batch in
         one batched run of the model; a pair asked twice is run once)."""
         items = [DetectItem.of(item) for item in items]
-        windows = [self.windows_of(item) for item in items]
-        sentences = [split_sentences(item.response) for item in items]
-        choices = self._choices(items, windows, sentences)
+        windows, sentences, choices = self.judged_windows(items)
         pairs: dict[tuple[str, str], int] = {}
         for item, found, spans, rows in zip(items, windows, sentences, choices):
             for (a, b), (order, _) in zip(spans, rows):
