@@ -38,6 +38,11 @@ Reported: requests sent, answered, lost (no answer: a transport error or timeout
 another request's id, or one id answered twice), wrongly failed (a valid request not answered 200 with the spans
 the detector gives that item alone), hostile answered 4xx as expected, hostile answered 5xx or 200 (mishandled),
 and the server alive at the end. Exit status 1 when anything was lost, duplicated, wrongly failed or mishandled.
+
+Gate mode (``--gate [--gate-repeats 3] [--gate-concurrent 30] [--health-limit 0.1]``): only ``serve --upstream``
+against misbehaving fake upstreams in this process — lying framing, slow upstreams while ``/health`` is timed, the
+block policy on answers it cannot check, on ``n=2`` and under load (``fault_inject_gate.py``); one ``PASS`` or
+``FAIL`` line per check, exit status 1 on any ``FAIL``.
 """
 
 from __future__ import annotations
@@ -53,8 +58,9 @@ import time
 from collections import Counter
 from typing import Any
 
+import fault_inject_gate  # scripts/ is on sys.path when this file runs as a script
 import httpx
-from bench_serve import stop_server, wait_ready  # scripts/ is on sys.path when this file runs as a script
+from bench_serve import stop_server, wait_ready
 
 HOST = "127.0.0.1"
 JSON_TYPE = {"content-type": "application/json"}
@@ -419,6 +425,16 @@ def _check_valid(item: dict[str, Any], response: httpx.Response, reference: dict
         counts["valid_ok"] += 1
 
 
+def _write_json(path: str, result: dict[str, Any]) -> None:
+    """``result`` written to ``path`` atomically (a file beside it, then renamed)."""
+    import os
+
+    temporary = f"{path}.tmp"
+    with open(temporary, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(result, indent=2) + "\n")
+    os.replace(temporary, path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="numbers", help="A cheap named detector (numbers, flag-all, flag-none).")
@@ -437,10 +453,16 @@ def main() -> None:
     parser.add_argument("--attack-keys", type=int, default=300_000, help="Unknown keys of the many-keys body.")
     parser.add_argument("--attack-timeout", type=float, default=2.0,
                         help="--header-timeout and --body-read-timeout of the attacked server.")
+    fault_inject_gate.add_arguments(parser)
     args = parser.parse_args()
     from ragtruth_spans.core.logs import configure
 
     configure("normal")  # the script's one set-up of logging: progress on stderr, the libraries quiet
+    if args.gate:
+        gate_result = fault_inject_gate.gate_mode(args)
+        if args.json:
+            _write_json(args.json, gate_result)
+        sys.exit(1 if gate_result["failed"] else 0)
     port = free_port()
     url = f"http://{HOST}:{port}"
     server = start_server(args.model, port)
@@ -457,8 +479,7 @@ def main() -> None:
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
+        _write_json(args.json, result)
     bad = result["lost"] or result["duplicated"] or result["wrongly_failed"] or result["hostile_mishandled"]
     if args.heavy:
         phase = result["heavy_evidence"]

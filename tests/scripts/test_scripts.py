@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
 COVERED_ELSEWHERE = {"make_sample.py", "bench_serve.py", "bench_obvious.py",
                      "bench_selection.py", "bench_calibration.py", "build_default_detector.py", "gpu_check.py",
-                     "gpu_check.sh", "bench_transfer.py", "bench_train_scale.py"}
+                     "gpu_check.sh", "bench_transfer.py", "bench_train_scale.py",
+                     "fault_inject_gate.py", "lying_upstream.py"}  # the last two: fault_inject_serve.py --gate's
 CORE_ONLY = """
 import importlib.util, sys
 BLOCKED = set()
@@ -124,6 +125,22 @@ def test_bench_predict_tiny(prepared: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_bench_predict_runtimes_side_by_side(prepared: Path, tmp_path: Path) -> None:
+    """The shipped detector on fp32 and int8 features in one run: both timed on new and repeated contexts, the
+    second's scores compared with the first's (int8 moves them, a little)."""
+    pytest.importorskip("onnxruntime")
+    out = tmp_path / "runtimes.json"
+    result = run_script("bench_predict.py", "--data", str(prepared / "small.jsonl"), "--runtimes",
+                        "onnx-fp32,onnx-int8", "--singles", "2", "--markdown", "--json", str(out), cwd=tmp_path,
+                        timeout=600)
+    fp32, int8 = json.loads(out.read_text(encoding="utf-8"))["results"]
+    assert (fp32["runtime"], int8["runtime"], fp32["responses"]) == ("onnx-fp32", "onnx-int8", 6)
+    assert fp32["max_score_difference"] == 0 and 0 < int8["max_score_difference"] < 0.5
+    assert all(r["new_p50_ms"] > 0 and r["repeated_p50_ms"] > 0 for r in (fp32, int8))
+    assert "| onnx-int8 |" in result.stdout
+
+
+@pytest.mark.slow
 def test_bench_stacked_one_variant(prepared: Path, tmp_path: Path) -> None:
     result = run_script("bench_stacked.py", "--prepared", str(prepared), "--out", str(tmp_path / "bench"),
                         "--only", "features", cwd=tmp_path, timeout=600)
@@ -178,3 +195,18 @@ def test_bench_peers_reads_load_options_after_a_run_directory() -> None:
     run_spec = load_script("bench_peers").run_spec
     assert run_spec("runs/r7[runtime=torch,gate=0.5]") == ("runs/r7", {"runtime": "torch", "gate": 0.5})
     assert run_spec("numbers") == ("numbers", {})
+
+
+def test_fault_inject_serve_gate_mode(tmp_path: Path) -> None:
+    """The gate mode at toy scale: every lying framing, slow upstream and block-policy check passes (``/health``
+    against a looser limit than the real run's 0.1 s: this machine's cores are shared)."""
+    out = tmp_path / "gate.json"
+    run_script("fault_inject_serve.py", "--gate", "--model", "numbers", "--gate-repeats", "1", "--gate-concurrent",
+               "6", "--health-limit", "0.5", "--json", str(out), cwd=tmp_path)
+    report = json.loads(out.read_text(encoding="utf-8"))
+    failed = [line for line in report["checks"] if not line["pass"]]
+    assert not failed and report["passed"] >= 35, failed
+    names = " | ".join(line["check"] for line in report["checks"])
+    for behaviour in ("reset mid-body", "malformed SSE", "mixed LF/CRLF/CR", "gzip", "redirect", "never answers",
+                      "huge", "/health", "tool_calls", "n=2", "6 concurrent hallucinated answers"):
+        assert behaviour in names
