@@ -9,6 +9,16 @@ recipe into a temporary directory; without ``--data`` it prepares the embedded s
 Each batch size runs the whole split ``--repeats`` times (median kept) after a one-batch warm-up, with the same
 loaded model (the CPU may be shared: the spread is printed); generated
 tokens (padding excluded) are counted so that runs with different output lengths can be compared (tokens/s).
+
+With ``--runtimes`` it times a detector with a sentence encoder instead (the shipped one without ``--model``) on
+each encoder runtime side by side, in one run (docs/INFERENCE.md)::
+
+    python scripts/bench_predict.py --data pool/test.jsonl --runtimes onnx-fp32,onnx-int8 --markdown
+
+per runtime: the load, ``predict``'s throughput (``detect_batch`` in the detector's chunks, the context cache
+emptied first: each context is encoded once, as ``predict`` does), one ``detect`` on a **new** context (the cache
+emptied before each) and on a **repeated** one (p50 / p95 ms), and the response scores' largest difference from
+the first runtime's.
 """
 
 from __future__ import annotations
@@ -42,22 +52,32 @@ def parse_args() -> argparse.Namespace:
                         help="Skip the response score 1 - P(clean), to measure what it costs.")
     parser.add_argument("--compare-clean-scoring", action="store_true",
                         help="Also time P(clean) from the generation's KV cache against a second full prefill.")
+    parser.add_argument("--runtimes", default=None, help="Comma-separated sentence-encoder runtimes (onnx-fp32, "
+                        "onnx-int8, torch) to time side by side on a detector with an encoder (see above).")
+    parser.add_argument("--singles", type=int, default=60, help="With --runtimes: detects timed one by one.")
+    parser.add_argument("--markdown", action="store_true", help="With --runtimes: also print a Markdown table.")
     return parser.parse_args()
+
+
+def test_data(data: Path | None, tmp: Path) -> Path:
+    """``data``, or the embedded sample's test split prepared under ``tmp``."""
+    from ragtruth_spans.data.prepare import prepare
+    from ragtruth_spans.data.ragtruth import sample_data_dir
+
+    if data is not None:
+        return data
+    prepare(sample_data_dir(), tmp / "data", dev_per_task=1)
+    return tmp / "data" / "test.jsonl"
 
 
 def data_and_model(args: argparse.Namespace) -> tuple[Path, Path]:
     """``--data`` (default: the sample's test split, prepared in a temporary folder) and ``--model`` (default: the
     quickstart's model when there is one, else ``tiny-cpu`` trained on that data with ``--set``'s overrides)."""
-    from ragtruth_spans.data.prepare import prepare
-    from ragtruth_spans.data.ragtruth import sample_data_dir
     from ragtruth_spans.detectors.recipes import load_recipe
     from ragtruth_spans.detectors.train import train
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_predict_"))
-    data = args.data
-    if data is None:
-        prepare(sample_data_dir(), tmp / "data", dev_per_task=1)
-        data = tmp / "data" / "test.jsonl"
+    data = test_data(args.data, tmp)
     model = args.model
     if model is None:
         quickstart_model = Path("ragtruth-spans-quickstart/model")
@@ -89,11 +109,71 @@ def time_batch_size(detector: Any, records: list[Any], batch_size: int, repeats:
             "parse_failures": sum(not r.ok for r in results), "all_seconds": [round(t, 2) for t in timings]}
 
 
+def time_runtime(model: str | None, runtime: str, records: list[Any], singles: int) -> dict[str, Any]:
+    """One runtime's figures (see the module docstring) and its response scores (``scores``)."""
+    from ragtruth_spans.detectors.loader import load_detector
+
+    start = time.perf_counter()
+    detector = load_detector(model, runtime=runtime)
+    loaded = time.perf_counter() - start
+    cache = detector.context_cache()
+    cache.clear()
+    start, scores = time.perf_counter(), []
+    size = detector.preferred_chunk_size
+    for at in range(0, len(records), size):
+        scores += [d.score for d in detector.detect_batch(records[at:at + size])]
+    seconds = time.perf_counter() - start
+    timed: dict[str, list[float]] = {"new": [], "repeated": []}
+    for record in records[:singles]:
+        for kind in ("new", "repeated"):  # the same item twice: first with the cache emptied, then seen before
+            if kind == "new":
+                cache.clear()
+            tick = time.perf_counter()
+            detector.detect_batch([record])
+            timed[kind].append((time.perf_counter() - tick) * 1000)
+    row = {"runtime": runtime, "load_s": round(loaded, 2), "responses": len(records),
+           "responses_per_s": round(len(records) / seconds, 2)}
+    for kind, values in timed.items():
+        ordered = sorted(values)
+        row[f"{kind}_p50_ms"] = round(statistics.median(ordered), 1)
+        row[f"{kind}_p95_ms"] = round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1)
+    return row | {"scores": scores}
+
+
+def runtimes_main(args: argparse.Namespace) -> None:
+    """``--runtimes``: every runtime timed in turn on the same records (see the module docstring)."""
+    from ragtruth_spans.core.jsonl import read_records
+
+    data = test_data(args.data, Path(tempfile.mkdtemp(prefix="bench_predict_")))
+    records = read_records(data)
+    rows = [time_runtime(None if args.model is None else str(args.model), runtime.strip(), records, args.singles)
+            for runtime in args.runtimes.split(",")]
+    for row in rows:
+        row["max_score_difference"] = round(max((abs(a - b) for a, b in zip(row["scores"], rows[0]["scores"])),
+                                                default=0.0), 4)
+        print(json.dumps({k: v for k, v in row.items() if k != "scores"}))
+    if args.markdown:
+        print("\n| runtime | load s | predict responses/s | new context p50 / p95 ms | repeated p50 / p95 ms | "
+              "max score difference |\n|---|---:|---:|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['runtime']} | {r['load_s']} | {r['responses_per_s']} | {r['new_p50_ms']} / "
+                  f"{r['new_p95_ms']} | {r['repeated_p50_ms']} / {r['repeated_p95_ms']} | "
+                  f"{r['max_score_difference']} |")
+    if args.json:
+        info = {"model": str(args.model or "default"), "data": str(data), "cpus": os.cpu_count(),
+                "load_average": os.getloadavg(), "results": [{k: v for k, v in r.items() if k != "scores"}
+                                                             for r in rows]}
+        args.json.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+
+
 def main() -> None:
     args = parse_args()
     from ragtruth_spans.core.logs import configure
 
     configure("normal")  # the script's one set-up of logging: progress on stderr, the libraries quiet
+    if args.runtimes is not None:
+        runtimes_main(args)
+        return
 
     import torch
 
