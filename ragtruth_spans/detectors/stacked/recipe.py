@@ -23,7 +23,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
 from ragtruth_spans.models.pretrained import MINILM
 from ragtruth_spans.training.recipe import DataSection, Recipe, Section, check_eval_split
@@ -86,6 +86,14 @@ class FeatureSection(Section):
     @classmethod
     def _retired(cls, data: Any) -> Any:
         return drop_retired("features", data)
+
+    @model_serializer(mode="wrap")
+    def _fp32_unsaid(self, handler: Any) -> Any:
+        """fp32 features are left unsaid: the recipes and run files written before int8 ones stay as they were."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("precision") == "fp32":
+            data.pop("precision")
+        return data
 
     @field_validator("drop")
     @classmethod
