@@ -79,15 +79,24 @@ class SentenceTracker:
 
     def feed(self, chunk: str) -> list[Interval]:
         """Add ``chunk`` to the answer; the sentences it completed (none when it only grew the last one)."""
+        return self.completed() if self.add(chunk) else []
+
+    def add(self, chunk: str) -> bool:
+        """The cheap half of :meth:`feed`: ``chunk`` added to the answer, unsplit; whether :meth:`completed` may now
+        find sentences (a caller may run that, the costly half, in a thread of its own: the splitter takes ~20-40
+        µs a character)."""
         if not chunk:
-            return []
+            return False
         self._parts.append(chunk)
         self._length += len(chunk)
         self._ready = self._ready or bool(_END_THEN_TEXT.search(chunk)) or (self._end_pending and not chunk.isspace())
         self._end_pending = bool(_END_AT_END.search(chunk)) or (self._end_pending and chunk.isspace())
         tail = self._length - self._open
-        if not self._ready or (tail > SHORT_TAIL_CHARS and 4 * (self._length - self._split_at) < tail):
-            return []
+        return self._ready and not (tail > SHORT_TAIL_CHARS and 4 * (self._length - self._split_at) < tail)
+
+    def completed(self) -> list[Interval]:
+        """The sentences the text added so far completed and not reported yet: one split of the text after the
+        last complete sentence, whatever the number of chunks or sentences it holds."""
         return self._new(self._open_sentences()[:-1])
 
     def finish(self) -> list[Interval]:

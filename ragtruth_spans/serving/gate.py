@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from ragtruth_spans.core.fields import is_blank, surrogate_at
 from ragtruth_spans.detectors.base import DetectItem, quick_task
-from ragtruth_spans.detectors.stream import spans_within
+from ragtruth_spans.detectors.stream import SentenceTracker, spans_within
 from ragtruth_spans.serving.body import ServiceError
 from ragtruth_spans.serving.policy import Answer, applied, check_header, notice, unchecked, why_unchecked
 
@@ -44,7 +44,7 @@ class Upstream:
     url: str
     timeout: float = 120.0
     stream_timeout: float = 600.0
-    """Seconds a streamed answer may take in all (checked as each read arrives)."""
+    """Seconds a streamed answer may take in all (a deadline on the whole stream, a silent upstream's included)."""
     require_context: bool = False
     block_above: float | None = None
     block_mode: str = "annotate"
@@ -146,6 +146,7 @@ class Gate:
     def __init__(self, service: Any, upstream: Upstream, detection_out: Callable[..., Any]) -> None:
         self.service, self.upstream, self.detection_out = service, upstream, detection_out
         self._client: Any = None
+        self._splitting: Any = None  # the limiter of sentence splits (made on the event loop, at first use)
         self.client()  # made now: its TLS context takes ~0.1 s to build, never on a request's event loop
 
     def client(self) -> Any:
@@ -181,6 +182,17 @@ class Gate:
         except httpx.HTTPError as exc:
             raise GateError(502, f"the upstream cannot be reached ({type(exc).__name__})", "upstream_error") \
                 from None
+
+    async def sentences(self, tracker: SentenceTracker) -> list[tuple[int, int]]:
+        """``tracker.completed()`` in a worker thread, one split at a time for the whole gate: the splitter is
+        pure Python (~20-40 µs a character: 0.3-0.4 s for an 8 KB event of short sentences), so on the event loop
+        it would hold up every other request, ``/health`` included; one thread at a time keeps the interpreter
+        lock's contention to the loop and that thread."""
+        import anyio
+
+        if self._splitting is None:
+            self._splitting = anyio.CapacityLimiter(1)
+        return await anyio.to_thread.run_sync(tracker.completed, limiter=self._splitting)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -241,22 +253,33 @@ class Gate:
             found["answer"] = answer.text
         return text
 
+    async def answer(self, response: Any, seconds: float, check: CheckRequest | None) -> Response:
+        """The upstream's ``response`` read whole (:meth:`read`, within ``seconds``) and answered
+        (:meth:`checked_json`), then closed."""
+        try:
+            return await self.checked_json(response, await self.read(response, seconds), check)
+        finally:
+            await response.aclose()
+
     async def read(self, response: Any, seconds: float) -> bytes:
-        """The whole body of the upstream's ``response`` (bounded in size: 502; and in time, ``seconds``: 504),
-        then closed."""
+        """The whole body of the upstream's ``response`` (bounded in size: 502; and in time, ``seconds``: 504);
+        the caller closes it (on an error it is closed here: its connection, not read to its end, is dropped)."""
         import httpx
 
         limit = self.upstream.max_response_bytes
         try:
             return await asyncio.wait_for(read_bounded(response, limit), max(0.0, seconds))
         except (asyncio.TimeoutError, httpx.TimeoutException):
+            await response.aclose()
             raise GateError(504, f"the upstream did not answer within {self.upstream.timeout:g} s",
                             "upstream_timeout") from None
         except httpx.HTTPError as exc:
+            await response.aclose()
             raise GateError(502, f"the upstream cannot be reached ({type(exc).__name__})", "upstream_error") \
                 from None
-        finally:
+        except BaseException:
             await response.aclose()
+            raise
 
     async def checked_json(self, response: Any, raw: bytes, check: CheckRequest | None) -> Response:
         """An upstream answer read whole (``raw``): passed through unless it is a chat completion to check (a 200
@@ -268,8 +291,9 @@ class Gate:
             return passed_through(response.status_code, raw, response, f"unchecked; {why}")
         try:
             payload = json.loads(raw)
-        except ValueError:
+        except ValueError:  # mis-framed (a Content-Length shorter than the body: the rest waits on the connection)
             payload = None
+            await discard(response)
         choices = payload.get("choices") if isinstance(payload, dict) else None
         if not isinstance(choices, list) or not choices:
             why = "the upstream's answer is not a chat completion with choices"
@@ -319,6 +343,17 @@ def _answer_of(choice: Any, position: int) -> Answer:
     message = choice.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     return Answer(index, content if isinstance(content, str) else "", why_unchecked(message))
+
+
+async def discard(response: Any) -> None:
+    """Close the upstream's ``response`` and the connection it came on, never returned to the pool: after an
+    answer whose framing lied (a ``Content-Length`` shorter than its body: httpx keeps the bytes left over and
+    would read them as the next request's answer) or a stream cut short. The connection is httpcore's
+    ``network_stream`` response extension; closed, the pool drops it instead of reusing it."""
+    stream = response.extensions.get("network_stream")
+    if stream is not None:
+        await stream.aclose()
+    await response.aclose()
 
 
 def returned_headers(response: Any) -> dict[str, str]:

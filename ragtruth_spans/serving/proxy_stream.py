@@ -18,6 +18,7 @@ from ragtruth_spans.serving.gate import (
     CHECK_HEADER,
     CheckRequest,
     Gate,
+    discard,
     returned_headers,
 )
 from ragtruth_spans.serving.policy import DROPPED_WHEN_WITHHELD, Answer, why_unchecked
@@ -70,7 +71,7 @@ async def stream(gate: Gate, request: Request, body: dict[str, Any], check: Chec
     response = await gate.open(request, body)
     media = response.headers.get("content-type", "")
     if response.status_code != 200 or not media.lower().startswith("text/event-stream"):
-        return await gate.checked_json(response, await gate.read(response, upstream.timeout), check)
+        return await gate.answer(response, upstream.timeout, check)
     note = "checked" if check is not None else "unchecked; no context in the request"
     events = _events(response, upstream.max_response_bytes, upstream.stream_timeout)
     source = _unchecked(events) if check is None else CheckedStream(gate, check).run(events)
@@ -106,29 +107,42 @@ class StreamFailed(Exception):
 
 async def _events(response: Any, limit: int, seconds: float) -> AsyncIterator[bytes]:
     """The upstream's server-sent events, each whole (:class:`~ragtruth_spans.serving.sse.EventSplitter`: its line
-    ends made LF), as they complete; an error of the
-    upstream mid-stream, a stream over ``limit`` bytes or one still running after ``seconds`` (checked as each read
-    arrives) raises :class:`StreamFailed`."""
+    ends made LF), as they complete; :class:`StreamFailed` for an error of the upstream mid-stream, a stream over
+    ``limit`` bytes, one still running ``seconds`` after it started (a deadline on the whole stream, a silent
+    upstream's included, not a limit per read) or one that ends without ``data: [DONE]`` (cut short, by a
+    ``Content-Length`` shorter than the stream for one: its connection is then dropped, never reused)."""
+    import anyio
     import httpx
 
-    splitter, size = EventSplitter(), 0
+    splitter, size, last = EventSplitter(), 0, b""
     deadline = time.monotonic() + seconds
+    reads = response.aiter_bytes()
     try:
-        async for part in response.aiter_bytes():
+        while True:
+            try:
+                with anyio.fail_after(max(0.0, deadline - time.monotonic())):
+                    part = await reads.__anext__()
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise StreamFailed(f"the upstream's stream ran over {seconds:g} s (--upstream-stream-timeout)",
+                                   "upstream_timeout") from None
             size += len(part)
             if size > limit:
                 raise StreamFailed(f"the upstream's answer is over {limit} bytes", "upstream_error")
-            if time.monotonic() > deadline:
-                raise StreamFailed(f"the upstream's stream ran over {seconds:g} s (--upstream-stream-timeout)",
-                                   "upstream_timeout")
             for event in splitter.feed(part):
+                last = event
                 yield event
             await asyncio.sleep(0)  # a fast upstream's reads never hold the event loop for long
     except httpx.HTTPError as exc:
         kind = "upstream_timeout" if isinstance(exc, httpx.TimeoutException) else "upstream_error"
         raise StreamFailed(f"the upstream stream failed ({type(exc).__name__})", kind) from None
     for event in splitter.finish():
+        last = event
         yield event
+    if (event_data(last) or "").strip() != "[DONE]":
+        await discard(response)
+        raise StreamFailed("the upstream's stream ended without data: [DONE] (cut short)", "upstream_error")
 
 
 def _without(event: bytes, withheld: set[int]) -> bytes | None:
@@ -153,18 +167,24 @@ def _without(event: bytes, withheld: set[int]) -> bytes | None:
 class _Choice:
     """One choice of a checked stream: its text, why it cannot be checked, its sentence checks."""
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, room: int | None = None) -> None:
         self.index = index
         self.tracker = SentenceTracker()
+        self.room = room  # characters of answer a check can take (--max-chars less context and question)
+        self.chars = 0
+        self.due = False  # text came that may complete sentences: split it (CheckedStream._split)
         self.why: str | None = None
         self.waiting: list[tuple[int, int]] = []  # completed sentences not yet given to a check
         self.running: asyncio.Task[dict[str, Any]] | None = None
 
     def read(self, delta: dict[str, Any]) -> None:
-        """One delta of this choice: its text to the tracker; tool calls, a refusal or parts noted."""
+        """One delta of this choice: its text to the tracker (unsplit; past ``room`` its sentences are not tracked:
+        no check could judge them); tool calls, a refusal or parts noted."""
         content = delta.get("content")
         if isinstance(content, str):
-            self.waiting += self.tracker.feed(content)
+            self.chars += len(content)
+            self.due = self.tracker.add(content) or self.due
+            self.due = self.due and (self.room is None or self.chars <= self.room)
         elif content is not None:
             self.why = self.why or "its content is a list of parts, not a text"
         self.why = self.why or why_unchecked(delta | {"content": "x"})
@@ -189,8 +209,17 @@ class CheckedStream:
             return
         if "choices" in chunk:
             self.last = chunk
+        room = self.gate.service.settings.max_chars - self.check.chars()
         for index, delta in _choices(chunk):
-            self.choices.setdefault(index, _Choice(index)).read(delta)
+            self.choices.setdefault(index, _Choice(index, room)).read(delta)
+
+    async def _split(self) -> None:
+        """The sentences completed in each choice that has new text to split (off the event loop:
+        :meth:`Gate.sentences`); none in replace mode, which sends no sentence events."""
+        for choice in self.choices.values() if not self.replace else ():
+            if choice.due:
+                choice.due = False
+                choice.waiting += await self.gate.sentences(choice.tracker)
 
     async def _finished(self, wait: bool) -> AsyncIterator[bytes]:
         """Each choice's sentence event when its check is done (``wait``: wait for it), then its next check."""
@@ -229,6 +258,7 @@ class CheckedStream:
                     else:
                         yield event
                     self._read(data)
+                    await self._split()
                     async for out in self._finished(wait=False):
                         yield out
             except StreamFailed as failed:

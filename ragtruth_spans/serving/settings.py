@@ -229,8 +229,8 @@ class ServeSettings:
                                    "\"context\" (docs/SERVING.md).", convert=_upstream_url)
     upstream_timeout: float = setting(120.0, "Gate: seconds the upstream may take to answer (without streaming: "
                                       "the whole answer; streamed: each read); beyond, 504.", min=0.1)
-    upstream_stream_timeout: float = setting(600.0, "Gate: seconds a streamed answer may take in all (checked as "
-                                             "each read arrives; each read is also bounded by --upstream-timeout); "
+    upstream_stream_timeout: float = setting(600.0, "Gate: seconds a streamed answer may take in all (a deadline "
+                                             "on the whole stream; each read is also bounded by --upstream-timeout); "
                                              "beyond, the stream ends with an error event.", min=0.1)
     upstream_api_key: str | None = setting(None, "Gate: send the upstream 'Authorization: Bearer KEY', KEY read "
                                            "from this environment variable, instead of passing the client's "

@@ -48,3 +48,21 @@ def test_a_5000_character_answer_in_5_character_chunks_is_tracked_in_linear_time
     elapsed = time.perf_counter() - started
     assert reported and reported[-1][1] == len(text.rstrip())
     assert elapsed < 2.0, f"{elapsed:.2f} s for {len(text)} characters"  # re-splitting all: 19 s
+
+
+def test_an_event_of_many_sentences_is_split_once_and_only_by_completed(monkeypatch) -> None:
+    """``add`` (the event loop's half) never splits; ``completed`` splits the new text once per event, whatever
+    its number of sentences (an 8 KB event of ~745 short sentences), and reports what ``feed`` would."""
+    from ragtruth_spans.detectors.shared import sentences
+
+    calls = []
+    real = sentences.split_sentences
+    monkeypatch.setattr(sentences, "split_sentences", lambda text: calls.append(len(text)) or real(text))
+    event = "More text. " * 745
+    tracker = SentenceTracker()
+    assert tracker.add(event) is True and calls == []
+    first = tracker.completed()
+    assert len(first) == 744 and len(calls) == 1  # the last one may still grow
+    assert tracker.add(event) and len(tracker.completed()) == 745 and len(calls) == 2
+    assert calls[1] < len(event) + 20  # only the text after the last complete sentence
+    assert tracker.add("") is False and tracker.add("More") is True

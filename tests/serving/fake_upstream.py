@@ -2,7 +2,8 @@
 ``model`` picks the behaviour, so one server serves a whole test module.
 
 - ``ok`` (or anything else): the answer ANSWER, plain or streamed in PIECES.
-- ``long-N-S``: a streamed answer of N characters in chunks of S, as fast as the socket takes them.
+- ``long-N-S``: a streamed answer of N characters in chunks of S, as fast as the socket takes them (``short-N-S``:
+  the same of 11-character sentences).
 - ``slow``: an endless stream, one piece every 50 ms (``state["pieces"]`` counts the pieces sent).
 - ``line-ends``: a stream whose events end with LF then CRLF, CRLF CRLF, CR CR and LF LF in turn.
 - ``json``: a JSON chat completion even to a stream request.
@@ -80,9 +81,10 @@ def _deltas(model: str) -> list[list[dict[str, Any]]]:
 
 async def stream_events(model: str, state: dict[str, Any]) -> AsyncIterator[str]:
     """The streamed answer for ``model`` (see the module docstring)."""
-    if model.startswith("long-"):
-        _, chars, size = model.split("-")
-        text = ("The hotel opened in 1999 and it has 120 rooms and a pool. " * (int(chars) // 58 + 1))[:int(chars)]
+    if model.startswith(("long-", "short-")):
+        kind, chars, size = model.split("-")
+        sentence = "The hotel opened in 1999 and it has 120 rooms and a pool. " if kind == "long" else "More text. "
+        text = (sentence * (int(chars) // len(sentence) + 1))[:int(chars)]
         yield sse([{"index": 0, "delta": {"role": "assistant"}}])
         for i in range(0, len(text), int(size)):
             yield sse([{"index": 0, "delta": {"content": text[i:i + int(size)]}}])

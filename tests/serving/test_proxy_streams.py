@@ -65,6 +65,30 @@ def test_a_long_answer_in_tiny_chunks_is_fast_and_health_answers_meanwhile(upstr
     assert waits and max(waits) < 0.1, f"/health took up to {max(waits):.3f} s"
 
 
+def test_events_of_many_short_sentences_never_hold_up_health(upstream) -> None:
+    """8 KB events of ~745 sentences each: their split (~0.3 s an event on the event loop) runs in a thread, so
+    ``/health`` answers meanwhile; the sentence events still cover the answer."""
+    up, _ = upstream
+    with ServerThread(gate_app(up.url)) as gate:
+        body = {"model": "short-40960-8192", "stream": True, "messages": [], "context": CONTEXT}
+        httpx.post(f"{gate.url}/v1/chat/completions", json=body | {"model": "ok"}, timeout=60)  # first-use imports
+        running, waits = threading.Event(), []
+        running.set()
+        poller = threading.Thread(target=_health_waits, args=(gate.url, running, waits))
+        poller.start()
+        try:
+            with httpx.stream("POST", f"{gate.url}/v1/chat/completions", json=body, timeout=120) as response:
+                chunks = _events(response)
+        finally:
+            running.clear()
+            poller.join(30)
+    assert waits and max(waits) < 0.1, f"/health took up to {max(waits):.3f} s ({len(waits)} polls)"
+    deltas = [c["hallucinations"] for c in chunks
+              if c.get("hallucinations", {}).get("object") == "hallucinations.delta"]
+    assert deltas and sum(len(d["sentences"]) for d in deltas) > 1000
+    assert chunks[-1]["hallucinations"]["status"] == "checked"
+
+
 def test_a_stream_is_bounded_in_size_and_in_duration(upstream) -> None:
     up, _ = upstream
     with ServerThread(gate_app(up.url, max_body_bytes=20_000, upstream_stream_timeout=1.0)) as gate:
