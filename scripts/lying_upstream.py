@@ -11,7 +11,7 @@
 - ``json``: a JSON completion even to a stream request. ``gzip``: the answer gzip-compressed.
 - ``redirect``: 307 to ``/v1/elsewhere`` on this server (whose hits are counted: the gate must never follow).
 - ``trickle``: an endless stream, one piece every 0.2 s. ``never``: reads the request and never answers.
-- ``huge``: a 1 MB answer (streamed: 8 KB events of one endless sentence).
+- ``huge``: a 1 MB answer (streamed: 8 KB events of ~745 short sentences each, the splitter's costliest text).
 - ``tiny-chunks``: a 5,000-character answer in 5-character chunks.
 - ``parts``, ``tool_calls``, ``refusal``: a first choice of that kind. ``too-long``: an answer of ~600 characters.
 - ``n2``: two choices, index 1 listed first and hallucinated, index 0 GOOD.
@@ -81,7 +81,8 @@ def events(model: str) -> list[bytes]:
     elif model in ("parts", "tool_calls", "refusal"):
         out = [sse([{"index": 0, "delta": message(model)}]), sse([stop])]
     else:
-        text = {"tiny-chunks": ((ANSWER + " ") * 57)[:5000], "too-long": LONG, "huge": "word " * 2**18}.get(model)
+        text = {"tiny-chunks": ((ANSWER + " ") * 57)[:5000], "too-long": LONG,
+                "huge": "More text. " * (2**20 // 11)}.get(model)
         size = 8192 if model == "huge" else 5
         chunks = PIECES if text is None else [text[i:i + size] for i in range(0, len(text), size)]
         ends = ["\n\r\n", "\r\n\r\n", "\r\r", "\n\n"] if model == "line-ends" else ["\n\n"]

@@ -94,6 +94,11 @@ class SentenceTracker:
         tail = self._length - self._open
         return self._ready and not (tail > SHORT_TAIL_CHARS and 4 * (self._length - self._split_at) < tail)
 
+    @property
+    def open_chars(self) -> int:
+        """Characters after the last complete sentence: what :meth:`completed` splits."""
+        return self._length - self._open
+
     def completed(self) -> list[Interval]:
         """The sentences the text added so far completed and not reported yet: one split of the text after the
         last complete sentence, whatever the number of chunks or sentences it holds."""

@@ -30,6 +30,10 @@ FORWARDED_HEADERS = ("authorization", "openai-organization", "openai-project", "
 RETURNED_HEADERS = ("retry-after", "retry-after-ms", "x-request-id")
 """The upstream's response headers passed back to the client (with every ``x-ratelimit-*``), on every answer."""
 
+INLINE_SPLIT_CHARS = 160
+"""A sentence split of at most this many characters runs on the event loop (at most ~5 ms); a longer one in a
+worker thread (:meth:`Gate.sentences`)."""
+
 logger = logging.getLogger(__name__)
 
 
@@ -184,12 +188,15 @@ class Gate:
                 from None
 
     async def sentences(self, tracker: SentenceTracker) -> list[tuple[int, int]]:
-        """``tracker.completed()`` in a worker thread, one split at a time for the whole gate: the splitter is
-        pure Python (~20-40 µs a character: 0.3-0.4 s for an 8 KB event of short sentences), so on the event loop
-        it would hold up every other request, ``/health`` included; one thread at a time keeps the interpreter
-        lock's contention to the loop and that thread."""
+        """``tracker.completed()``: in a worker thread, one split at a time for the whole gate, unless the text to
+        split is at most :data:`INLINE_SPLIT_CHARS` (a few ms: a token stream's usual split, which then never waits
+        behind a long one). The splitter is pure Python (~20-40 µs a character: 0.3-0.4 s for an 8 KB event of
+        short sentences): on the event loop it would hold up every other request, ``/health`` included; one thread
+        at a time keeps the interpreter lock's contention to the loop and that thread."""
         import anyio
 
+        if tracker.open_chars <= INLINE_SPLIT_CHARS:
+            return tracker.completed()
         if self._splitting is None:
             self._splitting = anyio.CapacityLimiter(1)
         return await anyio.to_thread.run_sync(tracker.completed, limiter=self._splitting)
