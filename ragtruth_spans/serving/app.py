@@ -312,7 +312,8 @@ def _add_gate(app: FastAPI, service: Service) -> Any:
     upstream = Upstream(url=s.upstream or "", timeout=s.upstream_timeout, stream_timeout=s.upstream_stream_timeout,
                         require_context=s.require_context,
                         block_above=s.block_above, block_mode=s.block_mode, max_response_bytes=s.max_body_bytes,
-                        api_key=s.upstream_api_key, connections=s.max_connections)
+                        api_key=s.upstream_api_key, connections=s.max_connections,
+                        prepare_context=s.upstream_prepare_context)
     return add_gate_route(app, service, upstream, detection_out)
 
 

@@ -140,6 +140,7 @@ def add_gate_route(app: FastAPI, service: Any, upstream: Upstream, detection_out
             body = {k: v for k, v in raw.items() if k not in GATE_FIELDS}
             if check is None:
                 logger.warning("a chat completion without context was forwarded unchecked")
+            gate.prepare(check)  # the context encoded while the upstream answers
             if body.get("stream") is True:
                 return await stream(gate, request, body, check)
             return await complete(gate, request, body, check)
