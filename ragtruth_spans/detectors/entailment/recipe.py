@@ -74,7 +74,7 @@ class EvaluationSection(Section):
 
     splits: list[Literal["dev", "test"]] = Field(default_factory=lambda: ["dev", "test"], min_length=1)
     max_pairs_per_source: int | None = Field(None, ge=1, description="Measure at most this many pairs of each "
-                                             "source and split, the first in file order (null: all).")
+                                             "source and split, a seeded sample (null: all).")
     batch_size: int = Field(64, ge=1)
 
 

@@ -37,7 +37,7 @@ from ragtruth_spans.detectors.entailment.model import (
     load_tokenizer,
     pair_probabilities,
 )
-from ragtruth_spans.detectors.entailment.pairs import Pair, counts, first_per_source, load_split, sample_pairs
+from ragtruth_spans.detectors.entailment.pairs import Pair, counts, load_split, sample_pairs, sample_per_source
 from ragtruth_spans.detectors.entailment.recipe import EntailmentRecipe, StageSection
 from ragtruth_spans.evaluation.overlap import TrainedOn, text_fingerprint
 from ragtruth_spans.models.hf_models import check_report_to, is_local_reference
@@ -163,7 +163,7 @@ def _train_stage(recipe: EntailmentRecipe, index: int, start_from: str, tokenize
     final = folder / FINAL_DIR
     trainer.save_model(str(final))
     dev = load_split(stage.data, "dev", required=False)
-    dev = first_per_source(dev, recipe.evaluation.max_pairs_per_source)
+    dev = sample_per_source(dev, recipe.evaluation.max_pairs_per_source, recipe.training.seed)
     record = {"name": stage.name, "data": list(stage.data), "sources": stage.sources, "pairs": len(pairs),
               "counts": counts(pairs), "resumed_from": last,
               "train": {k: metrics[k] for k in ("train_loss", "train_loss_whole_run", "train_runtime",
@@ -241,8 +241,8 @@ def _measure_run(recipe: EntailmentRecipe, model: Any, tokenizer: Any) -> tuple[
     metrics: dict[str, Any] = {}
     files: dict[str, str | None] = {}
     for split in recipe.evaluation.splits:
-        pairs = first_per_source(load_split(recipe.data_dirs(), split, required=False),
-                                 recipe.evaluation.max_pairs_per_source)
+        pairs = sample_per_source(load_split(recipe.data_dirs(), split, required=False),
+                                  recipe.evaluation.max_pairs_per_source, recipe.training.seed)
         metrics[split] = measure(model, tokenizer, pairs, max_length=recipe.model.max_length,
                                  batch_size=recipe.evaluation.batch_size) if pairs else None
         _log_accuracy(f"the trained model on {split}", metrics[split])

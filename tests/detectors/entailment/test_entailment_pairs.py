@@ -11,10 +11,10 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.entailment.pairs import (
     NOT_ENTAILMENT,
     counts,
-    first_per_source,
     load_split,
     read_pairs,
     sample_pairs,
+    sample_per_source,
 )
 
 GOOD = {"id": "snli-test-1", "premise": "A man sleeps.", "hypothesis": "A man rests.", "label": "entailment",
@@ -56,4 +56,6 @@ def test_splits_filters_samples_and_caps(tmp_path):
     sample = sample_pairs(pairs, 4, seed=1)
     assert sample == sample_pairs(pairs, 4, seed=1) and len(sample) == 4
     assert [pairs.index(p) for p in sample] == sorted(pairs.index(p) for p in sample)  # file order kept
-    assert [p.hypothesis for p in first_per_source(pairs, 1)] == ["H 0.", "H 1."]
+    per_source = sample_per_source(pairs, 1, seed=1)
+    assert len(per_source) == len({p.source for p in pairs}) and per_source == sample_per_source(pairs, 1, seed=1)
+    assert sample_per_source(pairs, None, seed=1) == pairs
