@@ -26,8 +26,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -111,12 +113,20 @@ def _streamed(reply: Reply, text: str) -> None:
             reply.found[found["index"]] = found
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every client of this process: httpx builds one per client otherwise (~20-100 ms of the
+    interpreter lock each, loading the CA bundle), which, 18 clients at once, stalled this process's ``/health``
+    poller for up to 0.21 s and was counted against the server."""
+    return ssl.create_default_context()
+
+
 def ask(url: str, model: str, stream: bool, n: int | None = None) -> Reply:
     """One chat completion through the gate (a loopback Host, JSON, no Origin), parsed."""
     body = {"model": model, "messages": [{"role": "user", "content": "Tell me about the hotel."}],
             "context": CONTEXT, "stream": stream} | ({"n": n} if n else {})
     started = time.perf_counter()
-    response = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=60)
+    response = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=60, verify=_tls())
     reply = Reply(response.status_code, round(time.perf_counter() - started, 2),
                   response.headers.get("x-hallucination-check", ""), stream, raw=response.content)
     if response.headers.get("content-type", "").startswith("text/event-stream"):
@@ -218,7 +228,7 @@ def framing_phase(judge: Judge, url: str, upstream: LyingUpstream, repeats: int)
 def _health_waits(url: str, running: threading.Event) -> list[float]:
     """Seconds each ``/health`` took, polled back to back while ``running`` is set."""
     waits: list[float] = []
-    with httpx.Client(base_url=url, timeout=30) as client:
+    with httpx.Client(base_url=url, timeout=30, verify=_tls()) as client:
         while running.is_set():
             started = time.perf_counter()
             client.get("/health")

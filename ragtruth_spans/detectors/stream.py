@@ -102,20 +102,27 @@ class SentenceTracker:
     def completed(self) -> list[Interval]:
         """The sentences the text added so far completed and not reported yet: one split of the text after the
         last complete sentence, whatever the number of chunks or sentences it holds."""
-        return self._new(self._open_sentences()[:-1])
+        start, text = self.pending()
+        return self.completed_in(start, split_open(text))
+
+    def pending(self) -> tuple[int, str]:
+        """:meth:`completed` in halves, for a caller that splits elsewhere (another process): where the text after
+        the last complete sentence starts and that text, now counted as split; its :func:`split_open` then goes
+        to :meth:`completed_in` (chunks may be added meanwhile)."""
+        self._split_at, self._ready = self._length, False
+        return self._open, self.text[self._open:]
+
+    def completed_in(self, start: int, split: list[Interval]) -> list[Interval]:
+        """The sentences ``split`` (:func:`split_open` of the text :meth:`pending` gave, starting at ``start``)
+        completed, not reported yet; none when ``start`` is no longer where the open text starts (stale)."""
+        if start != self._open:
+            return []
+        return self._new([(a + start, b + start) for a, b in split[:-1]])
 
     def finish(self) -> list[Interval]:
         """The answer has ended: its sentences not reported yet (the last one included)."""
-        return self._new(self._open_sentences())
-
-    def _open_sentences(self) -> list[Interval]:
-        """The sentences of the text after the last complete one (offsets of the whole answer)."""
-        from ragtruth_spans.detectors.shared.sentences import split_sentences
-
-        self._split_at, self._ready = self._length, False
-        text = self.text
-        tail = text[self._open:]
-        return [(a + self._open, b + self._open) for a, b in split_sentences(tail)] if tail.strip() else []
+        start, text = self.pending()
+        return self._new([(a + start, b + start) for a, b in split_open(text)])
 
     def _new(self, complete: list[Interval]) -> list[Interval]:
         reached = self.done[-1][1] if self.done else 0
@@ -156,6 +163,24 @@ class StreamEvent:
         if self.detection is not None:
             out |= {k: v for k, v in self.detection.to_dict().items() if k not in ("spans", "score")}
         return out
+
+
+def split_open(text: str) -> list[Interval]:
+    """Sentence intervals ``[start, end)`` of ``text``
+    (:func:`~ragtruth_spans.detectors.shared.sentences.split_sentences`), none for a blank one: the split of
+    :meth:`SentenceTracker.completed`, a module-level function so that another process can run it.
+
+    >>> split_open("It opened. It has")
+    [(0, 10), (11, 17)]
+    """
+    from ragtruth_spans.detectors.shared.sentences import split_sentences
+
+    return split_sentences(text) if text.strip() else []
+
+
+def load_splitter() -> None:
+    """Load the sentence splitter (its first use builds it): at a process's start, never on a request's time."""
+    split_open("Loaded. Now.")
 
 
 def spans_within(spans: Iterable[Span], sentences: list[Interval]) -> list[Span]:

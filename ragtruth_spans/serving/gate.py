@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,9 +18,10 @@ from pydantic import BaseModel
 
 from ragtruth_spans.core.fields import is_blank, surrogate_at
 from ragtruth_spans.detectors.base import DetectItem, quick_task
-from ragtruth_spans.detectors.stream import SentenceTracker, spans_within
+from ragtruth_spans.detectors.stream import SentenceTracker, load_splitter, spans_within, split_open
 from ragtruth_spans.serving.body import ServiceError
 from ragtruth_spans.serving.policy import Answer, applied, check_header, notice, unchecked, why_unchecked
+from ragtruth_spans.serving.worker import WorkerProcess
 
 CHECK_HEADER = "X-Hallucination-Check"
 """Response header: ``checked``, or ``unchecked; <why>`` for a request forwarded without a check."""
@@ -31,8 +33,15 @@ RETURNED_HEADERS = ("retry-after", "retry-after-ms", "x-request-id")
 """The upstream's response headers passed back to the client (with every ``x-ratelimit-*``), on every answer."""
 
 INLINE_SPLIT_CHARS = 160
-"""A sentence split of at most this many characters runs on the event loop (at most ~5 ms); a longer one in a
-worker thread (:meth:`Gate.sentences`)."""
+"""A sentence split of at most this many characters runs on the event loop (at most ~5 ms); a longer one in the
+splitter's worker process (:meth:`Gate.sentences`)."""
+SPLITS_PENDING = 4
+"""Long sentence splits queued or running in the splitter's process at most, all streams together; a stream whose
+split finds no room goes on and splits at its next event (its text then split in one go)."""
+SPLITTER_NICE = 10
+"""The splitter's process runs at a lower CPU priority than the service: sentence events may wait, the event loop
+and the streams it passes on may not (on 2 busy cores a full-priority splitter slowed a 1,000-event stream past its
+deadline)."""
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +166,8 @@ class Gate:
     def __init__(self, service: Any, upstream: Upstream, detection_out: Callable[..., Any]) -> None:
         self.service, self.upstream, self.detection_out = service, upstream, detection_out
         self._client: Any = None
-        self._splitting: Any = None  # the limiter of sentence splits (made on the event loop, at first use)
+        self.splitter = WorkerProcess("sentence splitter", initializer=load_splitter, max_pending=SPLITS_PENDING,
+                                      nice=SPLITTER_NICE)
         self._preparing: set[asyncio.Task[None]] = set()  # contexts being encoded ahead (held until done)
         self.client()  # made now: its TLS context takes ~0.1 s to build, never on a request's event loop
 
@@ -195,19 +205,24 @@ class Gate:
             raise GateError(502, f"the upstream cannot be reached ({type(exc).__name__})", "upstream_error") \
                 from None
 
-    async def sentences(self, tracker: SentenceTracker) -> list[tuple[int, int]]:
-        """``tracker.completed()``: in a worker thread, one split at a time for the whole gate, unless the text to
-        split is at most :data:`INLINE_SPLIT_CHARS` (a few ms: a token stream's usual split, which then never waits
-        behind a long one). The splitter is pure Python (~20-40 µs a character: 0.3-0.4 s for an 8 KB event of
-        short sentences): on the event loop it would hold up every other request, ``/health`` included; one thread
-        at a time keeps the interpreter lock's contention to the loop and that thread."""
-        import anyio
-
+    async def sentences(self, tracker: SentenceTracker) -> list[tuple[int, int]] | None:
+        """``tracker.completed()``, the same sentences: on the event loop when the text to split is at most
+        :data:`INLINE_SPLIT_CHARS` (a few ms: a token stream's usual split, never queued behind a long one), else in
+        the splitter's worker process (:attr:`splitter`, its splitter loaded when it starts); None, nothing split,
+        when :data:`SPLITS_PENDING` splits are already there (the caller splits at its next event). The splitter is
+        pure Python (~20-40 µs a character: 0.3-0.4 s for an 8 KB event of short sentences): on the event loop, or
+        in a thread holding the interpreter lock, it would hold up every other request, ``/health`` included.
+        The caller awaits one split at a time per stream."""
         if tracker.open_chars <= INLINE_SPLIT_CHARS:
             return tracker.completed()
-        if self._splitting is None:
-            self._splitting = anyio.CapacityLimiter(1)
-        return await anyio.to_thread.run_sync(tracker.completed, limiter=self._splitting)
+        if self.splitter.full:
+            return None
+        start, text = tracker.pending()
+        try:
+            split = await self.splitter.run(split_open, text)
+        except BrokenProcessPool:  # logged by the worker; these sentences come with the final event
+            return []
+        return tracker.completed_in(start, split)
 
     def prepare(self, check: CheckRequest | None) -> None:
         """Start encoding ``check``'s context in a worker thread, beside the forwarded request (at most
@@ -228,9 +243,11 @@ class Gate:
         task.add_done_callback(self._preparing.discard)
 
     async def aclose(self) -> None:
+        """Close the client to the upstream and stop the splitter's process (the app's shutdown)."""
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        await asyncio.to_thread(self.splitter.close)
 
     def headers(self, request: Request) -> dict[str, str]:
         """The client's headers the upstream gets (the key passed through, or the gate's own)."""

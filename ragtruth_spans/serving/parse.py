@@ -3,22 +3,22 @@
 :func:`parse_checked` parses a body with the project's strict JSON parser and refuses, by counting alone, an object
 with more keys than any request object has (:data:`MAX_OBJECT_KEYS`) or a body holding more JSON values than a
 request within the item limit can hold; it returns a small tagged tuple, never an exception, so that it can run in
-another process. :class:`BodyParser` runs it in a worker thread for a small body and in a one-process pool for a
-body over ``process_bytes``: Python's JSON parser holds the interpreter lock for a whole parse (about 0.1–0.2 s per
-MB of a body of many keys on 2 shared cores), which in a thread would still hold up the event loop, ``/health``
-included; in another process it holds up nothing. This module imports only the parser, so the pool starts fast.
+another process. :class:`BodyParser` runs it in a worker thread for a small body and in a worker process
+(:class:`~ragtruth_spans.serving.worker.WorkerProcess`) for a body over ``process_bytes``: Python's JSON parser
+holds the interpreter lock for a whole parse (about 0.1–0.2 s per MB of a body of many keys on 2 shared cores),
+which in a thread would still hold up the event loop, ``/health`` included; in another process it holds up nothing.
+This module imports only the parser, so the process starts fast.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import loads_json
+from ragtruth_spans.serving.worker import WorkerProcess
 
 logger = logging.getLogger(__name__)
 
@@ -77,22 +77,18 @@ def parse_checked(data: bytes, limit: int, max_keys: int = MAX_OBJECT_KEYS) -> t
 
 class BodyParser:
     """:func:`parse_checked` off the event loop: in a worker thread for a body of at most ``process_bytes``, in a
-    one-process pool (started on first use, spawned: no copy of the service's threads) for a larger one."""
+    :class:`~ragtruth_spans.serving.worker.WorkerProcess` (started on first use) for a larger one."""
 
     def __init__(self, process_bytes: int = 512 * 1024) -> None:
         self.process_bytes = process_bytes
-        self._pool: ProcessPoolExecutor | None = None
+        self._worker = WorkerProcess("body parser")
 
     async def parse(self, data: bytes, limit: int, max_keys: int = MAX_OBJECT_KEYS) -> tuple[Any, ...]:
         """:func:`parse_checked` of ``data`` (see the class)."""
         if len(data) <= self.process_bytes:
             return await asyncio.to_thread(parse_checked, data, limit, max_keys)
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-        return await asyncio.wrap_future(self._pool.submit(parse_checked, data, limit, max_keys))
+        return await self._worker.run(parse_checked, data, limit, max_keys)
 
     def close(self) -> None:
-        """Stop the pool (the service's shutdown)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """Stop the worker process (the service's shutdown)."""
+        self._worker.close()

@@ -24,10 +24,11 @@ retrieved context.
   ``hallucinations.delta`` (a sentence event) or ``hallucinations`` (the final one): the OpenAI Python client
   yields them as ordinary chunks, with the field in ``chunk.model_extra``. At most one sentence check per stream
   runs at a time; sentences completed meanwhile are checked together; a check still pending when the answer ends
-  is dropped (the final event covers its sentences and need not wait behind it). Sentences are split in a worker
-  thread, one split at a time (the splitter is pure Python: ~0.3 s for an 8 KB event of short sentences), never on
-  the event loop; an answer past ``--max-chars`` is no longer split (no check could judge it: the final event says
-  ``unchecked``).
+  is dropped (the final event covers its sentences and need not wait behind it). A long text's sentences are split
+  in a worker process at a lower priority, one split at a time per stream and at most four pending in all (the
+  splitter is pure Python: ~0.3 s for an 8 KB event of short sentences; in a thread it would hold the interpreter
+  lock against the event loop), a short one on the event loop; an answer past ``--max-chars`` is no longer split
+  (no check could judge it: the final event says ``unchecked``).
 - **Errors**: an upstream answer other than 200 is passed through with its status and body; no answer within
   ``timeout`` seconds is a 504, an unreachable upstream a 502, an upstream answer over ``max_response_bytes`` a
   502 (errors of the gate itself in OpenAI's shape: ``{"error": {"message", "type"}}``). An error after a stream

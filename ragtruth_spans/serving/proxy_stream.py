@@ -200,6 +200,8 @@ class CheckedStream:
         self.why: str | None = None  # the stream as a whole cannot be checked
         self.last: dict[str, Any] | None = None
         self.replace = gate.upstream.block_above is not None and gate.upstream.block_mode == "replace"
+        if not self.replace:
+            gate.splitter.start()  # its process loads the splitter while the first events arrive
 
     def _read(self, data: str | None) -> None:
         chunk = _chunk_of(data) if data is not None else None
@@ -214,12 +216,14 @@ class CheckedStream:
             self.choices.setdefault(index, _Choice(index, room)).read(delta)
 
     async def _split(self) -> None:
-        """The sentences completed in each choice that has new text to split (off the event loop:
-        :meth:`Gate.sentences`); none in replace mode, which sends no sentence events."""
+        """The sentences completed in each choice that has new text to split (:meth:`Gate.sentences`: a long
+        text in the splitter's process; one with no room there stays due, split at the next event); none in
+        replace mode, which sends no sentence events."""
         for choice in self.choices.values() if not self.replace else ():
             if choice.due:
-                choice.due = False
-                choice.waiting += await self.gate.sentences(choice.tracker)
+                new = await self.gate.sentences(choice.tracker)
+                choice.due = new is None
+                choice.waiting += new or []
 
     async def _finished(self, wait: bool) -> AsyncIterator[bytes]:
         """Each choice's sentence event when its check is done (``wait``: wait for it), then its next check."""

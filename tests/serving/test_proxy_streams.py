@@ -89,6 +89,37 @@ def test_events_of_many_short_sentences_never_hold_up_health(upstream) -> None:
     assert chunks[-1]["hallucinations"]["status"] == "checked"
 
 
+def test_several_streams_of_short_sentences_at_once_never_hold_up_health(upstream) -> None:
+    """Four 8 KB-event streams of short sentences at once: their long splits run in the splitter's worker process
+    (a thread would hold the interpreter lock against the event loop: /health up to ~0.2 s), so ``/health`` stays
+    under 0.1 s; every stream is still checked."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    up, _ = upstream
+    with ServerThread(gate_app(up.url)) as gate:
+        body = {"model": "short-40960-8192", "stream": True, "messages": [], "context": CONTEXT}
+        httpx.post(f"{gate.url}/v1/chat/completions", json=body, timeout=120)  # first use: the splitter's process
+
+        def one(_: int) -> list[dict]:
+            with httpx.stream("POST", f"{gate.url}/v1/chat/completions", json=body, timeout=120) as response:
+                return _events(response)
+
+        running, waits = threading.Event(), []
+        running.set()
+        poller = threading.Thread(target=_health_waits, args=(gate.url, running, waits))
+        poller.start()
+        try:
+            with ThreadPoolExecutor(4) as pool:
+                streams = list(pool.map(one, range(4)))
+        finally:
+            running.clear()
+            poller.join(30)
+    assert waits and max(waits) < 0.1, f"/health took up to {max(waits):.3f} s ({len(waits)} polls)"
+    assert all(chunks[-1]["hallucinations"]["status"] == "checked" for chunks in streams)
+    assert all(any(c.get("hallucinations", {}).get("object") == "hallucinations.delta" for c in chunks)
+               for chunks in streams)
+
+
 def test_a_stream_is_bounded_in_size_and_in_duration(upstream) -> None:
     up, _ = upstream
     with ServerThread(gate_app(up.url, max_body_bytes=20_000, upstream_stream_timeout=1.0)) as gate:

@@ -138,8 +138,8 @@ def test_a_large_body_is_parsed_in_another_process_with_the_same_outcome() -> No
     parser = BodyParser(process_bytes=100)
     small, large = json.dumps(ITEM).encode(), json.dumps([ITEM] * 4).encode()
     try:
-        assert asyncio.run(parser.parse(small, max_values(4))) == ("ok", ITEM) and parser._pool is None
-        assert asyncio.run(parser.parse(large, max_values(4))) == ("ok", [ITEM] * 4) and parser._pool is not None
+        assert asyncio.run(parser.parse(small, max_values(4))) == ("ok", ITEM) and not parser._worker.started
+        assert asyncio.run(parser.parse(large, max_values(4))) == ("ok", [ITEM] * 4) and parser._worker.started
         assert asyncio.run(parser.parse(json.dumps(list(range(1000))).encode(), max_values(4)))[0] == "invalid"
         assert asyncio.run(parser.parse(b"[" * 50 + b"x", max_values(4)))[0] == "json"
     finally:
