@@ -331,6 +331,15 @@ class Gate:
             await response.aclose()
             raise
 
+    async def framed(self, response: Any, raw: bytes) -> bool:
+        """Whether an answer passed through unchecked (``raw``, read whole) is known to end where its framing
+        said: a JSON body that parses whole (off the event loop). Any other (not JSON, cut short by a lying
+        ``Content-Length``) cannot be told from one whose rest waits on the connection: the caller closes it."""
+        media = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media != "application/json" and not media.endswith("+json"):
+            return False
+        return await self.service.parser.is_whole_json(raw)
+
     async def checked_json(self, response: Any, raw: bytes, check: CheckRequest | None) -> Response:
         """An upstream answer read whole (``raw``): passed through unless it is a chat completion to check (a 200
         to a request with a context), else every choice checked, with its ``hallucinations`` (the top-level one
@@ -338,6 +347,8 @@ class Gate:
         Under a policy in ``replace`` mode, a 200 that is no chat completion is withheld (502)."""
         if response.status_code != 200 or check is None:
             why = "no context in the request" if check is None else "upstream error"
+            if not await self.framed(response, raw):
+                await discard(response)
             return passed_through(response.status_code, raw, response, f"unchecked; {why}")
         try:
             payload = json.loads(raw)

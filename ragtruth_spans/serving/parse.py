@@ -75,6 +75,19 @@ def parse_checked(data: bytes, limit: int, max_keys: int = MAX_OBJECT_KEYS) -> t
     return ("ok", value) if problem is None else ("invalid", *problem)
 
 
+def is_whole_json(data: bytes) -> bool:
+    """Whether ``data`` is one whole JSON text (the project's parser; no structural bounds).
+
+    >>> is_whole_json(b'{"a": [1, 2]}'), is_whole_json(b'{"a": [1, 2')
+    (True, False)
+    """
+    try:
+        loads_json(data, allow_surrogates=True)
+    except InputError:
+        return False
+    return True
+
+
 class BodyParser:
     """:func:`parse_checked` off the event loop: in a worker thread for a body of at most ``process_bytes``, in a
     :class:`~ragtruth_spans.serving.worker.WorkerProcess` (started on first use) for a larger one."""
@@ -88,6 +101,12 @@ class BodyParser:
         if len(data) <= self.process_bytes:
             return await asyncio.to_thread(parse_checked, data, limit, max_keys)
         return await self._worker.run(parse_checked, data, limit, max_keys)
+
+    async def is_whole_json(self, data: bytes) -> bool:
+        """:func:`is_whole_json` of ``data``, off the event loop as :meth:`parse` (a large one in the process)."""
+        if len(data) <= self.process_bytes:
+            return await asyncio.to_thread(is_whole_json, data)
+        return await self._worker.run(is_whole_json, data)
 
     def close(self) -> None:
         """Stop the worker process (the service's shutdown)."""

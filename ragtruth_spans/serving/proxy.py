@@ -34,7 +34,8 @@ retrieved context.
   502 (errors of the gate itself in OpenAI's shape: ``{"error": {"message", "type"}}``). An error after a stream
   has started is sent as a last ``data: {"error": ...}`` event (the OpenAI client raises it), and so is the end of
   a stream without ``data: [DONE]`` (cut short). A connection whose answer was cut short or mis-framed (a
-  ``Content-Length`` shorter than the body, whose rest would be read as the next answer) is closed, never reused.
+  ``Content-Length`` shorter than the body, whose rest would be read as the next answer) is closed, never reused;
+  so is one whose answer was passed through unchecked and is not JSON that parses whole (its framing unconfirmed).
 - **Policy** (off by default, :mod:`~ragtruth_spans.serving.policy`): with ``block_above`` set, an answer whose
   response score is above it — or that could not be checked — is replaced by a notice (``block_mode="replace"``;
   a stream is then held back until the answer is checked, and the original text is kept in

@@ -52,8 +52,11 @@ class _Lying(socketserver.StreamRequestHandler):
             self.server.models.append(model)
             data = _stream(model) if streamed else json.dumps(completion(model)).encode()
             kind = b"text/event-stream" if streamed else b"application/json"
-            declared = len(data) - (SHORT if model == "cl-short" else 0)
-            self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: " + kind + b"\r\ncontent-length: "
+            status = b"200 OK"
+            if model == "cl-short-500":  # an error page in plain text, just as mis-framed
+                status, kind, data = b"500 Internal Server Error", b"text/plain", b"upstream broke: " + b"x" * 60
+            declared = len(data) - (SHORT if model.startswith("cl-short") else 0)
+            self.wfile.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: " + kind + b"\r\ncontent-length: "
                              + str(declared).encode() + b"\r\n\r\n" + (data[:120] if model == "silent" else data))
             self.wfile.flush()
             if model == "silent":
@@ -77,8 +80,8 @@ def _gate(server: socketserver.ThreadingTCPServer, **settings) -> ServerThread:
     return ServerThread(create_app(load_detector("numbers"), settings=ServeSettings(upstream=url, **settings)))
 
 
-def _ask(gate: ServerThread, model: str, stream: bool) -> tuple[int, list[dict]]:
-    body = {"model": model, "messages": [], "context": CONTEXT, "stream": stream}
+def _ask(gate: ServerThread, model: str, stream: bool, context: bool = True) -> tuple[int, list[dict]]:
+    body = {"model": model, "messages": [], "stream": stream} | ({"context": CONTEXT} if context else {})
     response = httpx.post(f"{gate.url}/v1/chat/completions", json=body, timeout=60)
     if not stream:
         try:
@@ -118,6 +121,20 @@ def test_after_a_lying_content_length_the_next_request_is_answered_and_checked(l
         e["hallucinations"] for e in events if e.get("hallucinations", {}).get("object") == "hallucinations")
     assert found["status"] == "checked" and found["spans"]
     assert stream or events[0]["choices"][0]["message"]["content"].startswith("The Harbour Hotel")
+
+
+@pytest.mark.parametrize(("model", "context"), [("cl-short", False), ("cl-short-500", False), ("cl-short-500", True)])
+def test_after_a_lying_content_length_passed_through_unparsed_the_next_request_is_answered(lying, model: str,
+                                                                                          context: bool) -> None:
+    """An answer passed through as it came (no context in the request; an error status, here in plain text) is
+    not parsed, so its framing cannot be confirmed: its connection is closed, never reused."""
+    with _gate(lying) as gate:
+        status, _ = _ask(gate, model, stream=False, context=context)
+        assert status == (500 if model == "cl-short-500" else 200)
+        status, events = _ask(gate, "ok", stream=False)
+    assert status == 200, events
+    assert events[0]["hallucinations"]["status"] == "checked"
+    assert events[0]["choices"][0]["message"]["content"].startswith("The Harbour Hotel")
 
 
 def test_the_stream_timeout_is_a_deadline_on_the_whole_stream(lying) -> None:
