@@ -12,8 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from tests.detectors.entailment.conftest import write_nli_dir
+from conftest import write_nli_dir
 
 pytest.importorskip("torch")
 
