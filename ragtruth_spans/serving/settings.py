@@ -236,8 +236,9 @@ class ServeSettings:
                                            "from this environment variable, instead of passing the client's "
                                            "header through (needed with --api-key-env).",
                                            flag="--upstream-key-env", convert=_upstream_key)
-    upstream_prepare_context: bool = setting(True, "Gate: encode the request's context into the detector's cache "
-                                             "while the upstream answers (the same verdicts, sooner).", cli=False)
+    encode_after_answer: bool = setting(False, "Gate: encode the request's context only once the upstream has "
+                                        "answered, not while it answers (to measure that head start; the verdicts "
+                                        "are the same).")
     require_context: bool = setting(False, "Gate: refuse (422) a chat completion without a \"context\" instead of "
                                     "forwarding it unchecked.")
     block_above: float | None = setting(None, "Gate: an answer whose hallucination score is above this is "

@@ -33,7 +33,7 @@ def detector():
 def _verdicts(upstream, detector, stream: bool, prepare: bool) -> dict:
     """The final ``hallucinations`` of one request through a gate on a fresh context cache."""
     detector.context_cache().clear()
-    settings = ServeSettings(upstream=f"{upstream.url}/v1", upstream_prepare_context=prepare)
+    settings = ServeSettings(upstream=f"{upstream.url}/v1", encode_after_answer=not prepare)
     body = {"model": "ok", "messages": [], "context": CONTEXT, "stream": stream}
     with ServerThread(create_app(detector, settings=settings)) as gate:
         response = httpx.post(f"{gate.url}/v1/chat/completions", json=body, timeout=60)

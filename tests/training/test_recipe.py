@@ -165,7 +165,7 @@ def test_strict_values_the_trainer_would_reject(tmp_path):
 
 def test_recipe_kind_defaults_to_generative_and_unknown_kinds_are_named(tmp_path):
     assert validate_recipe(MINIMAL).kind == "generative"
-    with pytest.raises(InputError, match=r"unknown recipe kind 'magic' \(expected one of generative"):
+    with pytest.raises(InputError, match=r"unknown recipe kind 'magic' \(expected one of entailment, generative"):
         validate_recipe({**MINIMAL, "kind": "magic"})
     binary = tmp_path / "latin1.yaml"
     binary.write_bytes(b"model:\n  name_or_path: caf\xe9\n")
