@@ -68,6 +68,19 @@ def _label(value: str, labels: Mapping[str, str], path: Path, line: int, field: 
     return label
 
 
+def _aligned_lines(paths: list[Path]) -> list[list[str]]:
+    """The lines of files aligned line by line (one column each, a final newline allowed); a file whose line
+    count differs from the first's is an :class:`InputError` naming it and the first line past the shorter."""
+    columns = [read_text(path).split("\n") for path in paths]
+    for path, lines in zip(paths, columns):
+        if lines and lines[-1] == "":
+            lines.pop()
+        if len(lines) != len(columns[0]):
+            raise InputError(f"{len(lines)} lines where {paths[0].name} has {len(columns[0])} (the files are "
+                             "aligned line by line)", path=path, line=min(len(lines), len(columns[0])) + 1)
+    return columns
+
+
 def read_esnli(folder: Path) -> tuple[list[NliPair], ImportReport]:
     """e-SNLI's ``dataset/eSNLI/{s1,s2,labels}.{dev,test}`` (one text a line, aligned; PTB-tokenised SNLI text,
     detokenised here). SNLI dev → train, SNLI test → test."""
@@ -75,13 +88,7 @@ def read_esnli(folder: Path) -> tuple[list[NliPair], ImportReport]:
     maker = PairMaker("snli", report, binary=False, tokenised=True)
     for part, split in (("dev", "train"), ("test", "test")):
         paths = [_file(folder, f"dataset/eSNLI/{name}.{part}", report) for name in ("s1", "s2", "labels")]
-        columns = [read_text(path).split("\n") for path in paths]
-        for path, lines in zip(paths, columns):
-            if lines and lines[-1] == "":
-                lines.pop()
-            if len(lines) != len(columns[0]):
-                raise InputError(f"{len(lines)} lines where {paths[0].name} has {len(columns[0])} (the files are "
-                                 "aligned line by line)", path=path, line=min(len(lines), len(columns[0])) + 1)
+        columns = _aligned_lines(paths)
         for line, (premise, hypothesis, label) in enumerate(zip(*columns), start=1):
             maker.add(f"snli-{part}-{line:06d}", premise, hypothesis,
                       _label(label, THREE_WAY, paths[2], line, "label"), split, path=paths[0], line=line,
@@ -166,13 +173,7 @@ def read_fever_rte(folder: Path) -> tuple[list[NliPair], ImportReport]:
     maker = PairMaker("fever_rte", report, binary=True, tokenised=True)
     names = ("dev.raw.input0", "dev.raw.input1", "dev.label")
     paths = [_file(folder, f"RTE-Fever/processed/{name}", report) for name in names]
-    columns = [read_text(path).split("\n") for path in paths]
-    for path, lines in zip(paths, columns):
-        if lines and lines[-1] == "":
-            lines.pop()
-        if len(lines) != len(columns[0]):
-            raise InputError(f"{len(lines)} lines where {names[0]} has {len(columns[0])} (the files are aligned "
-                             "line by line)", path=path, line=min(len(lines), len(columns[0])) + 1)
+    columns = _aligned_lines(paths)
     labels = {"entailment": "entailment", "not_entailment": "not_entailment"}
     for line, (evidence, claim, label) in enumerate(zip(*columns), start=1):
         maker.add(f"fever_rte-{line:06d}", evidence, claim, _label(label, labels, paths[2], line, "label"),
