@@ -53,10 +53,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from ragtruth_spans.serving.body import ServiceError, json_body
-from ragtruth_spans.serving.gate import (
+from ragtruth_spans.serving.gate import Gate
+from ragtruth_spans.serving.gate_request import (
     GATE_FIELDS,
     CheckRequest,
-    Gate,
     GateError,
     OpenAIError,
     Upstream,

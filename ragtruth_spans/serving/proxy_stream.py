@@ -14,13 +14,8 @@ from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
 from ragtruth_spans.detectors.stream import SentenceTracker
-from ragtruth_spans.serving.gate import (
-    CHECK_HEADER,
-    CheckRequest,
-    Gate,
-    discard,
-    returned_headers,
-)
+from ragtruth_spans.serving.gate import CHECK_HEADER, Gate, discard, returned_headers
+from ragtruth_spans.serving.gate_request import CheckRequest
 from ragtruth_spans.serving.policy import DROPPED_WHEN_WITHHELD, Answer, why_unchecked
 from ragtruth_spans.serving.sse import EventSplitter, event_data
 

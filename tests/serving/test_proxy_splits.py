@@ -9,7 +9,8 @@ import asyncio
 import pytest
 
 from ragtruth_spans.detectors.stream import SentenceTracker, split_open
-from ragtruth_spans.serving.gate import INLINE_SPLIT_CHARS, SPLITS_PENDING, Gate, Upstream
+from ragtruth_spans.serving.gate import INLINE_SPLIT_CHARS, SPLITS_PENDING, Gate
+from ragtruth_spans.serving.gate_request import Upstream
 
 TEXTS = [
     "More text. " * 745,  # an 8 KB event of short sentences, the splitter's costliest text
