@@ -8,7 +8,7 @@ Usage::
                                   [--max-batch 32] [--max-wait-ms 10] [--data TEST.jsonl] [--device cpu]
                                   [--context-chars 1000-3000] [--max-response-chars 700]
                                   [--batch-size N] [--max-new-tokens N] [--select 6] [--gate]
-                                  [--token-rate 50] [--markdown] [--json OUT]
+                                  [--token-rate 50] [--runtimes onnx-fp32,onnx-int8] [--markdown] [--json OUT]
 
 It starts the server as a subprocess on 127.0.0.1 (loopback only, a free port), waits for ``/health``, sends a
 warm-up pass, then for each concurrency level sends exactly ``--requests`` requests (one item each, a unique id
@@ -91,6 +91,8 @@ def start_server(args: argparse.Namespace, port: int) -> subprocess.Popen:
         command += ["--batch-size", str(args.batch_size)]
     if args.upstream:
         command += ["--upstream", args.upstream]
+    if args.runtime:
+        command += ["--runtime", args.runtime]
     log = open(args.server_log, "w", encoding="utf-8")  # noqa: SIM115 (closed with the process)
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
 
@@ -444,6 +446,9 @@ def main() -> None:
                         "upstream in this process.")
     parser.add_argument("--token-rate", type=float, default=50.0, help="The fake upstream's words per second.")
     parser.add_argument("--gate-requests", type=int, default=10)
+    parser.add_argument("--runtimes", default=None, help="Comma-separated sentence-encoder runtimes (onnx-fp32, "
+                        "onnx-int8, torch): one server each (serve --runtime), measured one after the other in "
+                        "this run (default: the server's own choice).")
     parser.add_argument("--markdown", action="store_true", help="Also print a Markdown table.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the results here.")
     args = parser.parse_args()
@@ -453,6 +458,20 @@ def main() -> None:
     args.upstream = None
     if args.gate:
         _, args.upstream = start_upstream(fake_upstream(items[0]["response"], args.token_rate))
+    runtimes = args.runtimes.split(",") if args.runtimes else [None]
+    results = {runtime: run_server(args, items, runtime) for runtime in runtimes}
+    if args.runtimes:
+        report_runtimes(args, results, len(items))
+    else:
+        report(args, *results[None], len(items))
+
+
+def run_server(args: argparse.Namespace, items: list[dict[str, Any]],
+               runtime: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One server (``--runtime runtime`` when given): the concurrency levels, then select and gate if asked."""
+    args.runtime = runtime
+    if runtime:
+        print(f"runtime {runtime}:", flush=True)
     port = free_port()
     url = f"http://{HOST}:{port}"
     process = start_server(args, port)
@@ -466,7 +485,7 @@ def main() -> None:
             extra["gate"] = measure_gate(args, url, items[0])
     finally:
         stop_server(process)
-    report(args, rows, extra, len(items))
+    return rows, extra
 
 
 def report(args: argparse.Namespace, rows: list[dict[str, Any]], extra: dict[str, Any], n_items: int) -> None:
@@ -483,6 +502,36 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], extra: dict[str
                                          "items": n_items, "rows": rows, "scaling": ratio, **extra}, indent=2)
                              + "\n", encoding="utf-8")
     if any(r["lost"] or r["answered_twice"] or r["failures"] for r in rows):
+        raise SystemExit("some requests were lost, answered twice or failed")
+
+
+def runtimes_markdown(results: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]]) -> str:
+    """One row per runtime: single-client p50 / p95, the highest level's requests/s, select, the gate's added ms."""
+    lines = ["| runtime | 1 client p50 / p95 ms | requests/s (most clients) | select / detect | "
+             "gate added, streamed ms | gate added, not streamed ms |", "|---|---:|---:|---:|---:|---:|"]
+    for runtime, (rows, extra) in results.items():
+        select = f"{extra['select']['ratio']:.2f}x" if "select" in extra else "–"
+        gate = {r["stream"]: f"{r['added_last_ms']:+.0f}" for r in extra.get("gate", [])}
+        lines.append(f"| {runtime} | {rows[0]['p50_ms']:.0f} / {rows[0]['p95_ms']:.0f} | "
+                     f"{rows[-1]['requests_per_s']:.1f} | {select} | {gate.get(True, '–')} | "
+                     f"{gate.get(False, '–')} |")
+    return "\n".join(lines)
+
+
+def report_runtimes(args: argparse.Namespace, results: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]],
+                    n_items: int) -> None:
+    """Each runtime's summary, the side-by-side table with ``--markdown``; ``--json`` keyed by runtime."""
+    for runtime, (rows, _) in results.items():
+        ratio = rows[-1]["requests_per_s"] / rows[0]["requests_per_s"]
+        print(f"{runtime}: throughput at {args.levels[-1]} clients / at {args.levels[0]}: {ratio:.2f}x")
+    if args.markdown:
+        print(runtimes_markdown(results))
+    if args.json:
+        args.json.write_text(json.dumps({"model": args.model, "machine": platform.platform(), "cpus": os.cpu_count(),
+                                         "items": n_items, "runtimes": {
+                                             r: {"rows": rows, **extra} for r, (rows, extra) in results.items()}},
+                                        indent=2) + "\n", encoding="utf-8")
+    if any(r["lost"] or r["answered_twice"] or r["failures"] for rows, _ in results.values() for r in rows):
         raise SystemExit("some requests were lost, answered twice or failed")
 
 

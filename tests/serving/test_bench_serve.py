@@ -53,3 +53,20 @@ def test_context_chars_is_min_dash_max_or_a_one_line_refusal(tmp_path: Path) -> 
     result = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_serve.py"), "--model", "numbers",
                              "--context-chars", "3000-1000"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert result.returncode == 2 and "expected MIN-MAX" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_runtimes_table_has_one_row_per_runtime_with_its_own_figures() -> None:
+    from conftest import load_script
+
+    bench = load_script("bench_serve")
+    row = {"p50_ms": 40.0, "p95_ms": 55.0, "requests_per_s": 20.0}
+    results = {
+        "onnx-fp32": ([row, {**row, "requests_per_s": 30.0}],
+                      {"select": {"ratio": 1.5}, "gate": [{"stream": True, "added_last_ms": 12.0},
+                                                          {"stream": False, "added_last_ms": 25.0}]}),
+        "onnx-int8": ([{**row, "p50_ms": 20.0}], {}),
+    }
+    table = bench.runtimes_markdown(results).splitlines()
+    assert len(table) == 4
+    assert table[2] == "| onnx-fp32 | 40 / 55 | 30.0 | 1.50x | +12 | +25 |"
+    assert table[3] == "| onnx-int8 | 20 / 55 | 20.0 | – | – | – |"
