@@ -13,7 +13,6 @@ similarity of all-MiniLM-L6-v2 sentence embeddings, and a claim far from every p
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ragtruth_spans.core.errors import check_choice
+from ragtruth_spans.core.lru import BoundedCache
 from ragtruth_spans.core.types import Record, Span
 from ragtruth_spans.detectors.base import Detection, DetectItem, NormalItem
 from ragtruth_spans.detectors.shared.sentences import split_sentences
@@ -45,15 +45,16 @@ def claim_of(response: str, span: Span, sentences: Sequence[tuple[int, int]] | N
 class EvidenceFinder:
     """Attaches evidence to detections (see the module docstring). ``settings``: the verdict's thresholds;
     ``encoder``: an already loaded :class:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder` (encoder
-    mode; loaded on first use otherwise, on ``device``)."""
+    mode; loaded on first use otherwise, on ``device``); ``indexes``: the cache of context indexes, which finders
+    of several threads may share (:meth:`prepare` fills it ahead)."""
 
     def __init__(self, mode: str = "lexical", *, settings: VerdictSettings | None = None, encoder: Any = None,
-                 device: str | None = None) -> None:
+                 device: str | None = None, indexes: BoundedCache | None = None) -> None:
         check_choice(mode, MODES, "evidence mode", field="evidence")
         self.mode = mode
         self.settings = settings or (ENCODER_SETTINGS if mode == "encoder" else LEXICAL_SETTINGS)
         self._encoder, self._device = encoder, device
-        self._indexes: OrderedDict[tuple[str, str], ContextIndex] = OrderedDict()
+        self.indexes = indexes if indexes is not None else BoundedCache(INDEX_CACHE_SIZE)
 
     @property
     def encoder(self) -> Any:
@@ -73,16 +74,16 @@ class EvidenceFinder:
         return out
 
     def index(self, context: str, task: str) -> ContextIndex:
-        """The (cached) :class:`ContextIndex` of a context."""
-        key = (task if task == "Data2txt" else "text", context)
-        if key in self._indexes:
-            self._indexes.move_to_end(key)
-            return self._indexes[key]
-        index = ContextIndex.build(context, task)
-        self._indexes[key] = index
-        if len(self._indexes) > INDEX_CACHE_SIZE:
-            self._indexes.popitem(last=False)
-        return index
+        """The (cached) :class:`ContextIndex` of a context (read as given: :meth:`explain_batch` gives it in NFC)."""
+        kind = task if task == "Data2txt" else "text"
+        return self.indexes.get_or_make((kind, context), lambda: ContextIndex.build(context, task))
+
+    def prepare(self, context: str, task: str) -> None:
+        """Build ``context``'s index ahead (read in NFC, as :meth:`explain_batch` reads it), so that explaining
+        a response to it later pays only for the response."""
+        from ragtruth_spans.core.text import normalise
+
+        self.index(normalise(context), task)
 
     def explain(self, item: DetectItem | Record | Mapping[str, Any], spans: Sequence[Span]) -> list[Span]:
         """``spans`` (characters of ``item``'s response) with their evidence set, in the same order."""

@@ -50,6 +50,7 @@ from fastapi.responses import HTMLResponse
 
 from ragtruth_spans import __version__
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.lru import BoundedCache
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector, operating_point
 from ragtruth_spans.serving.batcher import MicroBatcher, Overloaded, ShuttingDown, TooLarge
 from ragtruth_spans.serving.body import (
@@ -84,6 +85,9 @@ from ragtruth_spans.serving.schemas import (
 from ragtruth_spans.serving.settings import ServeSettings
 
 logger = logging.getLogger(__name__)
+
+EVIDENCE_INDEXES = 256
+"""Contexts whose evidence index the service keeps (shared by its evidence threads; the gate builds them ahead)."""
 
 
 async def when_free(attempt: Callable[[], Any], wait: float) -> Any:
@@ -142,19 +146,29 @@ class Service:
         self.batcher = MicroBatcher(detector.detect_batch, max_batch=settings.max_batch,
                                     max_wait_ms=settings.max_wait_ms, max_queue=settings.max_queue,
                                     in_flight=lambda: self.in_flight.count)
-        self._finders = threading.local()  # one finder per evidence thread: its context cache is not thread-safe
+        self._finders = threading.local()  # one finder per evidence thread (encoder mode: its encoder)...
+        self.evidence_indexes = BoundedCache(EVIDENCE_INDEXES)  # ...all reading one cache of context indexes
         self.evidence_pools = {
             "heavy": (ThreadPoolExecutor(max_workers=settings.evidence_workers, thread_name_prefix="evidence"),
                       threading.BoundedSemaphore(settings.evidence_workers + settings.evidence_queue)),
             "light": (ThreadPoolExecutor(max_workers=1, thread_name_prefix="evidence-light"),
                       threading.BoundedSemaphore(1 + settings.evidence_queue))}
 
+    def prepare_context(self, context: str, question: str | None, task: str) -> None:
+        """What every check of an answer to ``context`` shares, done ahead (the gate calls it, in a worker
+        thread, while the upstream answers): the detector's context encoding and the context's evidence index."""
+        from ragtruth_spans.evidence import EvidenceFinder
+
+        self.detector.prepare_context(context, question, task=task)
+        EvidenceFinder(indexes=self.evidence_indexes).prepare(context, task)  # the index is the same in any mode
+
     def _attach(self, items: list[DetectItem], detections: list[Detection]) -> list[Detection]:
         finder = getattr(self._finders, "finder", None)
         if finder is None:
             from ragtruth_spans.evidence import EvidenceFinder
 
-            finder = self._finders.finder = EvidenceFinder(self.settings.evidence_mode)
+            finder = self._finders.finder = EvidenceFinder(self.settings.evidence_mode,
+                                                           indexes=self.evidence_indexes)
         return finder.attach_batch(items, detections)
 
     async def evidence(self, items: list[DetectItem], detections: list[Detection],

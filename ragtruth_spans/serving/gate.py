@@ -110,16 +110,17 @@ class Gate:
         return tracker.completed_in(start, split)
 
     def prepare(self, check: CheckRequest | None) -> None:
-        """Start encoding ``check``'s context in a worker thread, beside the forwarded request (at most
-        :data:`PREPARING` at a time: beyond, the check does that work itself, as without a head start)."""
+        """Start the work on ``check``'s context (its encoding and evidence index: ``Service.prepare_context``) in a
+        worker thread, beside the forwarded request (at most :data:`PREPARING` at a time: beyond, the check does
+        that work itself, as without a head start)."""
         if check is None or not self.upstream.prepare_context or len(self._preparing) >= PREPARING:
             return
         import anyio
 
         async def run() -> None:
             try:
-                await anyio.to_thread.run_sync(lambda: self.service.detector.prepare_context(
-                    check.context, check.question, task=check.task))
+                await anyio.to_thread.run_sync(lambda: self.service.prepare_context(
+                    check.context, check.question, check.task))
             except Exception as exc:  # the check meets the same error where it belongs
                 logger.debug("preparing the context failed (%s: %s)", type(exc).__name__, exc)
 

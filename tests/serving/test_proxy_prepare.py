@@ -69,3 +69,12 @@ def test_the_context_is_encoded_before_the_upstream_answers(upstream, detector) 
         assert calls == []
     finally:
         del detector.prepare_context
+
+
+def test_the_head_start_also_builds_the_word_and_evidence_indexes(upstream, detector) -> None:
+    settings = ServeSettings(upstream=f"{upstream.url}/v1")
+    app = create_app(detector, settings=settings)
+    service = app.state.service
+    service.prepare_context(CONTEXT, None, "Summary")
+    assert service.evidence_indexes.get(("text", CONTEXT)) is not None
+    assert detector.builder._indexes.get((CONTEXT, None)) is not None

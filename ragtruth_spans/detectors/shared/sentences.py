@@ -9,8 +9,13 @@
   ~7 s), so a line longer than :data:`LONG_LINE_CHARS` is first cut into pieces at most that long, at a sentence
   end followed by a capital, digit or quote (else at a space): every piece costs the same per character, so
   splitting is linear in the text (measured in docs/BENCHMARKS.md). Lines of ordinary length are split exactly as
-  before. The splits of the last :data:`SPLIT_CACHE_SIZE` texts are cached (a context sent again is not split
-  again).
+  before. pysbd's rules are run as ``Segmenter.segment`` runs them, but its sentences are placed in the line by
+  :func:`_placed` (plain ``str.find``), not by a regular expression built from each sentence; and pysbd's modules
+  compile their patterns through :class:`_CompiledOnce` (their ``re``), which keeps every pattern it compiled.
+  pysbd builds its patterns as strings at each call (one per sentence of every new text, three per abbreviation
+  found), more than ``re``'s cache of 512 holds, so every split compiled them all again: 3-4x the split's cost in
+  a server (measured in docs/BENCHMARKS.md). The splits of the last :data:`SPLIT_CACHE_SIZE` texts are
+  cached (a context sent again is not split again).
 - :func:`evidence_units` turns a context (and the QA question) into the short texts a response sentence is
   compared with: the context's sentences, or, for a Data2txt context that is JSON, one ``key: value`` line per
   field (long string values, such as reviews, cut into sentences).
@@ -37,10 +42,47 @@ LONG_VALUE_CHARS = 120
 """A JSON string value longer than this is cut into sentences (reviews, descriptions)."""
 
 
+class _CompiledOnce:
+    """The part of ``re`` pysbd calls, each pattern compiled once (a bounded cache: pysbd's patterns come from its
+    fixed rules and abbreviation list; a sentence's own pattern is no longer built, see :func:`_placed`)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(re, name)  # flags, escape, compile and the rest: re's own
+
+    @staticmethod
+    @lru_cache(maxsize=4096)
+    def _compiled(pattern: Any, flags: int) -> re.Pattern:
+        return re.compile(pattern, flags)
+
+    def sub(self, pattern: Any, repl: Any, string: str, count: int = 0, flags: int = 0) -> str:
+        return self._compiled(pattern, flags).sub(repl, string, count)
+
+    def findall(self, pattern: Any, string: str, flags: int = 0) -> list[Any]:
+        return self._compiled(pattern, flags).findall(string)
+
+    def finditer(self, pattern: Any, string: str, flags: int = 0) -> Any:
+        return self._compiled(pattern, flags).finditer(string)
+
+    def search(self, pattern: Any, string: str, flags: int = 0) -> re.Match | None:
+        return self._compiled(pattern, flags).search(string)
+
+    def match(self, pattern: Any, string: str, flags: int = 0) -> re.Match | None:
+        return self._compiled(pattern, flags).match(string)
+
+    def split(self, pattern: Any, string: str, maxsplit: int = 0, flags: int = 0) -> list[Any]:
+        return self._compiled(pattern, flags).split(string, maxsplit)
+
+
 @cache
 def _segmenter() -> Any:
+    import sys
+
     import pysbd
 
+    compiled_once = _CompiledOnce()
+    for name, module in list(sys.modules.items()):
+        if name.startswith("pysbd.") and getattr(module, "re", None) is re:
+            module.re = compiled_once  # see the module docstring
     return pysbd.Segmenter(language="en", clean=False)
 
 
@@ -72,6 +114,32 @@ def _pieces(line: str, limit: int = LONG_LINE_CHARS) -> list[str]:
     return pieces
 
 
+def _placed(sentences: list[str], line: str) -> list[str]:
+    """The pieces of ``line`` that pysbd's ``Segmenter.segment`` returns for its processed ``sentences``: each
+    sentence with the whitespace after it, at its first occurrence (scanning as ``re.finditer`` scans, without
+    overlaps) that ends after the previous piece; a sentence not found is left out, as pysbd leaves it out."""
+    pieces, prior_end = [], 0
+    for sentence in sentences:
+        at = 0
+        while (found := line.find(sentence, at)) >= 0:
+            end = found + len(sentence)
+            while end < len(line) and line[end].isspace():
+                end += 1
+            if end > prior_end:
+                pieces.append(line[found:end])
+                prior_end = end
+                break
+            at = end if end > found else found + 1
+    return pieces
+
+
+def _segment(line: str) -> list[str]:
+    """pysbd's pieces of a non-empty ``line`` (``Segmenter.segment`` with ``clean=False``, see the module
+    docstring)."""
+    segmenter = _segmenter()
+    return _placed(segmenter.processor(line).process(), line)
+
+
 def split_sentences(text: str) -> list[Interval]:
     """Trimmed sentence intervals ``[start, end)`` of ``text`` in order (see the module docstring)."""
     return list(_split_cached(text))
@@ -84,7 +152,7 @@ def _split_cached(text: str) -> tuple[Interval, ...]:
     for line in (piece for whole in text.splitlines(keepends=True) for piece in _pieces(whole)):
         if line.strip():
             position = offset
-            for piece in _segmenter().segment(line):
+            for piece in _segment(line):
                 # pysbd with clean=False returns pieces that concatenate to its input; find() guards the rare
                 # case where it does not, so offsets always index the original text.
                 found = text.find(piece, position) if piece else -1

@@ -13,14 +13,14 @@ Nothing here depends on a threshold, and nothing is kept at module level.
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from ragtruth_spans.core.lru import BoundedCache
 from ragtruth_spans.detectors.shared.sentences import Interval, evidence_units, split_sentences, tokens
 from ragtruth_spans.detectors.similarity.tiling import overlap_ratio
 
@@ -29,32 +29,6 @@ CONTEXT_CACHE_SIZE = 1024
 SUPPORT_CACHE_SIZE = 200_000
 """Sentence supports kept (one float each, keyed by method, encoder, context hash and sentence text)."""
 SUPPORTS = ("cosine", "overlap")
-
-
-class BoundedCache:
-    """A least-recently-used mapping that keeps at most ``size`` entries."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._data: OrderedDict[Hashable, Any] = OrderedDict()
-
-    def get(self, key: Hashable) -> Any:
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
-        return value
-
-    def put(self, key: Hashable, value: Any) -> None:
-        self._data[key] = value
-        self._data.move_to_end(key)
-        while len(self._data) > self.size:
-            self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        self._data.clear()
-
-    def __len__(self) -> int:
-        return len(self._data)
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,13 @@ gives zeros there and is counted in the item's diagnostics (``member_errors``).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ragtruth_spans.core.lru import BoundedCache
 from ragtruth_spans.detectors.base import DetectItem, Detector
 from ragtruth_spans.detectors.shared.sentences import evidence_units
 from ragtruth_spans.detectors.stacked.features import (
@@ -154,25 +154,21 @@ class ColumnBuilder:
         self.token_support = token_support
         self.dropped = [BASE_FEATURES.index(name) for name in drop]
         self.members = dict(members or {})
-        self._indexes: OrderedDict[tuple[str, str | None], ContextIndex] = OrderedDict()
+        self._indexes = BoundedCache(INDEX_CACHE_SIZE)  # (context, question) -> ContextIndex
 
     @property
     def names(self) -> list[str]:
         return column_names(list(self.members))
 
-    def index(self, item: DetectItem) -> ContextIndex:
-        key = (item.context, item.question)
-        if key in self._indexes:
-            self._indexes.move_to_end(key)
-        else:
-            self._indexes[key] = ContextIndex.build(item.context, item.question)
-            if len(self._indexes) > INDEX_CACHE_SIZE:
-                self._indexes.popitem(last=False)
-        return self._indexes[key]
+    def index(self, context: str, question: str | None) -> ContextIndex:
+        """The (cached) word-feature index of ``context`` and ``question``."""
+        return self._indexes.get_or_make((context, question), lambda: ContextIndex.build(context, question))
 
     def prepare(self, context: str, task: str, question: str | None) -> None:
-        """The encoder's work on ``context`` (its units' sentence and, with ``token_support``, token embeddings)
-        done ahead into the encoder's context cache; nothing without an encoder."""
+        """What the columns of any response to ``context`` share, done ahead: its word-feature index and the
+        encoder's work (its units' sentence and, with ``token_support``, token embeddings, into the encoder's
+        context cache)."""
+        self.index(context, question)
         if self.encoder is not None:
             units = evidence_units(context, task, question, split=sentences)
             self.encoder.prepare_context(units, with_tokens=self.token_support)
@@ -223,8 +219,8 @@ class ColumnBuilder:
         out = []
         for i, item in enumerate(items):
             spans = spans_of[i]
-            base = word_features(item.response, spans, self.index(item), task=item.task, sentences=cuts[i],
-                                 sentence_cosine=cosines[i], soft_support=soft[i])
+            base = word_features(item.response, spans, self.index(item.context, item.question), task=item.task,
+                                 sentences=cuts[i], sentence_cosine=cosines[i], soft_support=soft[i])
             base[:, self.dropped] = 0.0
             blocks, failed = [base], []
             for name in self.members:
