@@ -62,11 +62,11 @@ def test_runtimes_table_has_one_row_per_runtime_with_its_own_figures() -> None:
     row = {"p50_ms": 40.0, "p95_ms": 55.0, "requests_per_s": 20.0}
     results = {
         "onnx-fp32": ([row, {**row, "requests_per_s": 30.0}],
-                      {"select": {"ratio": 1.5}, "gate": [{"stream": True, "added_last_ms": 12.0},
+                      {"select": {"ratio": 1.5, "detect_ms": 90.0, "detect_p95_ms": 120.0}, "gate": [{"stream": True, "added_last_ms": 12.0},
                                                           {"stream": False, "added_last_ms": 25.0}]}),
         "onnx-int8": ([{**row, "p50_ms": 20.0}], {}),
     }
     table = bench.runtimes_markdown(results).splitlines()
     assert len(table) == 4
-    assert table[2] == "| onnx-fp32 | 40 / 55 | 30.0 | 1.50x | +12 | +25 |"
-    assert table[3] == "| onnx-int8 | 20 / 55 | 20.0 | – | – | – |"
+    assert table[2] == "| onnx-fp32 | 40 / 55 | 90 / 120 | 30.0 | 1.50x | +12 | +25 |"
+    assert table[3] == "| onnx-int8 | 20 / 55 | – | 20.0 | – | – | – |"
