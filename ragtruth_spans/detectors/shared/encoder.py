@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.lru import BoundedCache
 from ragtruth_spans.detectors.shared.context_cache import DEFAULT_CACHE_BYTES, ContextCache, context_key
 from ragtruth_spans.models.pretrained import MINILM
 
@@ -34,6 +35,9 @@ PRECISION = {"auto": "fp32", "onnx-fp32": "fp32", "onnx-int8": "int8", "torch": 
 
 TEXT_CACHE_SIZE = 50_000
 """Sentence embeddings kept by text (384 float32 each for MiniLM: about 75 MB when full)."""
+SENTENCE_CACHE_SIZE = 1024
+"""Response sentences whose sentence and token embeddings :meth:`SentenceEncoder.encode_with_tokens` keeps with
+``cached=True`` (~30 tokens x 384 float32 each: ~50 MB when full)."""
 
 
 class SentenceEncoder:
@@ -78,6 +82,7 @@ class SentenceEncoder:
         """The context encodings (unit and token embeddings) kept, bounded in bytes."""
         self._identity = f"{name_or_path}@{self.revision}/{self.runtime}/{self._max_length}"
         self._texts: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._sentences = BoundedCache(SENTENCE_CACHE_SIZE)  # text -> (sentence, (offsets, tokens))
         self._path = path
         self._fast_tokenizer: Any = None
 
@@ -195,16 +200,33 @@ class SentenceEncoder:
             out[i] = (offsets, tokens.astype(np.float32, copy=False))
         return out
 
-    def encode_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    def encode_with_tokens(self, texts: Sequence[str], *, cached: bool = False
+                           ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
         """``(encode(texts), token_embeddings(texts))``: from one transformer pass when the model is a transformer
         with mean pooling (all-MiniLM-L6-v2: :func:`mean_pooling_layout`; the embeddings equal
-        sentence-transformers' to float precision), else from sentence-transformers and a token pass."""
+        sentence-transformers' to float precision), else from sentence-transformers and a token pass. ``cached``:
+        texts encoded lately (the sentences of an answer checked again as it streams) come from a bounded cache of
+        :data:`SENTENCE_CACHE_SIZE` texts; the same arrays either way, since a text's pass never depends on what
+        it is batched with (fp32: padding is masked, bit for bit; int8: each text runs alone)."""
         if self.model is not None:
             return self.encode(texts), self.token_embeddings(texts)
         sentences = np.zeros((len(texts), self.dimension()), dtype=np.float32)
         tokens: list[Any] = [None] * len(texts)
-        for i, pooled, offsets, embedded in self._passes(texts):
+        todo = []
+        for i, text in enumerate(texts):
+            kept = self._sentences.get(text) if cached else None
+            if kept is None:
+                todo.append(i)
+            else:
+                sentences[i], tokens[i] = kept
+        for at, pooled, offsets, embedded in self._passes([texts[i] for i in todo]):
+            i = todo[at]
             sentences[i], tokens[i] = pooled, (offsets, embedded.astype(np.float32, copy=False))
+            if cached:
+                kept = (pooled.copy(), tokens[i])
+                for array in (kept[0], *kept[1]):
+                    array.setflags(write=False)  # shared by every later check of this text
+                self._sentences.put(texts[i], kept)
         return sentences, tokens
 
     def context_tokens(self, units: Sequence[str]) -> np.ndarray:

