@@ -271,6 +271,16 @@ def fresh_context(item: dict[str, Any], tag: str) -> str:
     return f"Reference {tag}.\n{item['context']}"
 
 
+def fresh_answer(answer: str, tag: str) -> str:
+    """``answer`` with ``tag`` opening each of its sentences: an answer none of whose sentences the server has
+    encoded before (its sentence cache would otherwise time a repeated answer, not a new one). The tag is one
+    capitalised word (``Ref<tag>``), so each sentence still reads as a sentence to every splitter (a lower-case word
+    after a full stop would join the sentences into one)."""
+    import re
+
+    return re.sub(r"(?:^|(?<=[.!?]\s)|(?<=\n))(?=\S)", f"Ref{tag} ", answer)
+
+
 def distinct_candidates(group: list[dict[str, Any]], items: list[dict[str, Any]], n: int, skip: int) -> list[str]:
     """``n`` different responses: those written from the group's context, then others of the data (from ``skip``
     on), so that no candidate repeats another (a repeated text would time nothing new)."""
@@ -290,27 +300,34 @@ def measure_select(url: str, items: list[dict[str, Any]], n: int, rounds: int) -
     for item in items:
         groups.setdefault(item["context"], []).append(item)
     chosen = sorted(groups.values(), key=len, reverse=True)
-    detect_s, select_s = [], []
+    detect_s, select_s, seen_s = [], [], []
     with httpx.Client(base_url=url, timeout=600) as client:
         for r in range(rounds):
             group = chosen[r % len(chosen)]
             item = group[0]
             started = time.perf_counter()
-            answer = client.post("/v1/detect", json=item | {"context": fresh_context(item, f"d{r}")})
+            answer = client.post("/v1/detect", json=item | {"context": fresh_context(item, f"d{r}"),
+                                                            "response": fresh_answer(item["response"], f"d{r}")})
             detect_s.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            seen = client.post("/v1/detect", json=item | {"response": fresh_answer(item["response"], f"n{r}")})
+            seen_s.append(time.perf_counter() - started)
             body = {"context": fresh_context(item, f"s{r}"), "task": item["task"], "question": item["question"],
-                    "candidates": distinct_candidates(group, items, n, skip=3 * r)}
+                    "candidates": [fresh_answer(c, f"s{r}") for c in distinct_candidates(group, items, n, 3 * r)]}
             started = time.perf_counter()
             chosen_answer = client.post("/v1/select", json=body)
             select_s.append(time.perf_counter() - started)
-            if answer.status_code != 200 or chosen_answer.status_code != 200:
-                raise SystemExit(f"/v1/detect answered {answer.status_code}, /v1/select {chosen_answer.status_code}")
+            if {answer.status_code, seen.status_code, chosen_answer.status_code} != {200}:
+                raise SystemExit(f"/v1/detect answered {answer.status_code} and {seen.status_code}, /v1/select "
+                                 f"{chosen_answer.status_code}")
     out = {"candidates": n, "rounds": rounds, "detect_ms": 1000 * quantile(detect_s, 0.5),
-           "detect_p95_ms": 1000 * quantile(detect_s, 0.95), "select_ms": 1000 * quantile(select_s, 0.5)}
+           "detect_p95_ms": 1000 * quantile(detect_s, 0.95), "select_ms": 1000 * quantile(select_s, 0.5),
+           "seen_context_ms": 1000 * quantile(seen_s, 0.5), "seen_context_p95_ms": 1000 * quantile(seen_s, 0.95)}
     out["ratio"] = out["select_ms"] / out["detect_ms"]
     print(f"/v1/select of {n} candidates: {out['select_ms']:.0f} ms median against {out['detect_ms']:.0f} ms for "
           f"one /v1/detect ({out['ratio']:.2f} detects; new contexts, {rounds} rounds; target < 2); one /v1/detect "
-          f"on a new context: p95 {out['detect_p95_ms']:.0f} ms", flush=True)
+          f"on a new context: p95 {out['detect_p95_ms']:.0f} ms; on a context seen before with a new answer: p50 "
+          f"{out['seen_context_ms']:.0f} / p95 {out['seen_context_p95_ms']:.0f} ms", flush=True)
     return out
 
 
@@ -319,22 +336,25 @@ def measure_select(url: str, items: list[dict[str, Any]], n: int, rounds: int) -
 
 def fake_upstream(answer: str, words_per_s: float) -> Any:
     """An OpenAI-compatible server answering ``answer``, a word every ``1 / words_per_s`` seconds (streamed
-    word by word, or all at once after the same time)."""
+    word by word, or all at once after the same time); a request's ``user`` field, when set, opens each sentence
+    (:func:`fresh_answer`), so that each request gets an answer of its own of the same length."""
     import asyncio
     import re
 
     from fastapi import FastAPI, Request
     from fastapi.responses import StreamingResponse
 
-    app, pieces = FastAPI(), re.findall(r"\S+\s*", answer)
+    app = FastAPI()
 
     async def chat(request: Request) -> Any:
         body = await request.json()
+        text = fresh_answer(answer, body["user"]) if body.get("user") else answer
+        pieces = re.findall(r"\S+\s*", text)
         head = {"id": "chatcmpl-bench", "created": 0, "model": body.get("model", "bench")}
         if not body.get("stream"):
             await asyncio.sleep(len(pieces) / words_per_s)
             return head | {"object": "chat.completion", "choices": [
-                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer}}]}
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]}
 
         async def events() -> Any:
             for piece in pieces:
@@ -389,7 +409,8 @@ def measure_gate(args: argparse.Namespace, url: str, item: dict[str, Any]) -> li
         for stream in (True, False):
             times: dict[str, list[tuple[float, float]]] = {"upstream": [], "gate": []}
             for i in range(args.gate_requests):
-                body = {"model": "bench", "stream": stream, "messages": [{"role": "user", "content": "?"}]}
+                body = {"model": "bench", "stream": stream, "messages": [{"role": "user", "content": "?"}],
+                        "user": f"g{i}{'s' if stream else 'p'}"}  # an answer of its own: nothing cached from before
                 times["upstream"].append(timed_completion(client, args.upstream, body))
                 checked = body | {"context": fresh_context(item, f"g{i}{stream}"), "question": item["question"],
                                   "task": item["task"]}
@@ -506,17 +527,19 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], extra: dict[str
 
 
 def runtimes_markdown(results: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]]) -> str:
-    """One row per runtime: single-client p50 / p95 (contexts seen before, and new ones: ``--select``'s detects),
-    the highest level's requests/s, select, the gate's added ms."""
-    lines = ["| runtime | 1 client p50 / p95 ms, seen contexts | new contexts | requests/s (most clients) | "
-             "select / detect | gate added, streamed ms | gate added, not streamed ms |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    """One row per runtime: single-client p50 / p95 of a repeated request (context and answer seen before), of a
+    new answer to a context seen before and of a new context (``--select``'s detects), the highest level's
+    requests/s, select, the gate's added ms."""
+    lines = ["| runtime | 1 client p50 / p95 ms: repeated request | new answer, seen context | new context | "
+             "requests/s (most clients) | select / detect | gate added, streamed ms | gate added, not streamed ms |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for runtime, (rows, extra) in results.items():
         chosen = extra.get("select")
         select = f"{chosen['ratio']:.2f}x" if chosen else "–"
         new = f"{chosen['detect_ms']:.0f} / {chosen['detect_p95_ms']:.0f}" if chosen else "–"
+        seen = f"{chosen['seen_context_ms']:.0f} / {chosen['seen_context_p95_ms']:.0f}" if chosen else "–"
         gate = {r["stream"]: f"{r['added_last_ms']:+.0f}" for r in extra.get("gate", [])}
-        lines.append(f"| {runtime} | {rows[0]['p50_ms']:.0f} / {rows[0]['p95_ms']:.0f} | {new} | "
+        lines.append(f"| {runtime} | {rows[0]['p50_ms']:.0f} / {rows[0]['p95_ms']:.0f} | {seen} | {new} | "
                      f"{rows[-1]['requests_per_s']:.1f} | {select} | {gate.get(True, '–')} | "
                      f"{gate.get(False, '–')} |")
     return "\n".join(lines)

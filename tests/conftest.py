@@ -19,7 +19,9 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_SAMPLE = REPO_ROOT.parent / "shared" / "data" / "ragtruth_sample"
 
-# Two cores: keep torch from oversubscribing when it is imported by a test.
+# Two cores: keep torch from oversubscribing when it is imported by a test; with two xdist workers, one each.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -62,11 +62,27 @@ def test_runtimes_table_has_one_row_per_runtime_with_its_own_figures() -> None:
     row = {"p50_ms": 40.0, "p95_ms": 55.0, "requests_per_s": 20.0}
     results = {
         "onnx-fp32": ([row, {**row, "requests_per_s": 30.0}],
-                      {"select": {"ratio": 1.5, "detect_ms": 90.0, "detect_p95_ms": 120.0}, "gate": [{"stream": True, "added_last_ms": 12.0},
+                      {"select": {"ratio": 1.5, "detect_ms": 90.0, "detect_p95_ms": 120.0, "seen_context_ms": 50.0,
+                                  "seen_context_p95_ms": 70.0}, "gate": [{"stream": True, "added_last_ms": 12.0},
                                                           {"stream": False, "added_last_ms": 25.0}]}),
         "onnx-int8": ([{**row, "p50_ms": 20.0}], {}),
     }
     table = bench.runtimes_markdown(results).splitlines()
     assert len(table) == 4
-    assert table[2] == "| onnx-fp32 | 40 / 55 | 90 / 120 | 30.0 | 1.50x | +12 | +25 |"
-    assert table[3] == "| onnx-int8 | 20 / 55 | – | 20.0 | – | – | – |"
+    assert table[2] == "| onnx-fp32 | 40 / 55 | 50 / 70 | 90 / 120 | 30.0 | 1.50x | +12 | +25 |"
+    assert table[3] == "| onnx-int8 | 20 / 55 | – | – | 20.0 | – | – | – |"
+
+
+def test_a_fresh_answer_shares_no_sentence_with_the_original() -> None:
+    from conftest import load_script
+
+    from ragtruth_spans.detectors.shared.sentences import split_sentences
+    from ragtruth_spans.detectors.stacked.features import sentences
+
+    bench = load_script("bench_serve")
+    answer = "The hotel opened in 1999. It has 120 rooms!\nGuests:\n- praise it. Others do not"
+    fresh = bench.fresh_answer(answer, "r7")
+    old = {answer[a:b] for a, b in split_sentences(answer)}
+    new = [fresh[a:b] for a, b in split_sentences(fresh)]
+    assert len(new) == len(old) and all(s.startswith("Refr7 ") and s not in old for s in new)
+    assert len(sentences(fresh)) == len(sentences(answer))  # the stacked detector's own cut too
