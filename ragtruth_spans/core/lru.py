@@ -1,4 +1,5 @@
-"""A bounded, thread-safe least-recently-used map: what the detectors keep per context (indexes, units).
+"""A bounded, thread-safe least-recently-used map (what the detectors keep per context) and the make-once rule
+it shares with the context cache of encodings.
 
 :class:`BoundedCache` keeps at most ``size`` entries; :meth:`BoundedCache.get_or_make` makes a missing entry once
 even when threads ask for it together (a context prepared ahead while its answer is still being written, and the
@@ -11,6 +12,38 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
+
+
+class MakeOnce:
+    """Each missing key made by one thread at a time: a thread asking for a key another thread is making waits
+    for it, then reads it; if that maker fails (or its value is not kept), the waiter makes it itself."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._making: dict[Hashable, threading.Event] = {}
+
+    def __call__(self, key: Hashable, get: Callable[[Hashable], Any], put: Callable[[Hashable, Any], None],
+                 make: Callable[[], Any]) -> Any:
+        """``get(key)``; when it is None, ``make()``'s value, given to ``put`` (see the class docstring)."""
+        found = get(key)
+        while found is None:
+            with self._lock:
+                event = self._making.get(key)
+                mine = event is None
+                if mine:
+                    event = self._making[key] = threading.Event()
+            if mine:
+                try:
+                    found = make()
+                    put(key, found)
+                finally:
+                    with self._lock:
+                        del self._making[key]
+                    event.set()
+                return found
+            event.wait()
+            found = get(key)
+        return found
 
 
 class BoundedCache:
@@ -29,7 +62,7 @@ class BoundedCache:
         self.size = size
         self._data: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()
-        self._making: dict[Hashable, threading.Event] = {}
+        self._once = MakeOnce()
 
     def get(self, key: Hashable) -> Any:
         """The value under ``key`` (now the most recently used), or None."""
@@ -56,25 +89,7 @@ class BoundedCache:
         >>> BoundedCache(4).get_or_make("a", lambda: [1, 2])
         [1, 2]
         """
-        found = self.get(key)
-        while found is None:
-            with self._lock:
-                event = self._making.get(key)
-                mine = event is None
-                if mine:
-                    event = self._making[key] = threading.Event()
-            if mine:
-                try:
-                    found = make()
-                    self.put(key, found)
-                finally:
-                    with self._lock:
-                        del self._making[key]
-                    event.set()
-                return found
-            event.wait()
-            found = self.get(key)
-        return found
+        return self._once(key, self.get, self.put, make)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"size": self.size}  # a copy (pickled for another process) starts empty: entries are not state

@@ -132,9 +132,11 @@ def test_select_best_takes_text_or_at_file_like_detect(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "nope.txt" in result.output and "field '--context'" in result.output
 
 
-def test_help_is_not_cut_at_80_columns() -> None:
-    """Without a terminal to measure (a pipe, a file, the test runner), --help is laid out wide enough that no
-    option's help is cut ("token-classific…")."""
+def test_help_is_not_cut_at_80_columns(monkeypatch) -> None:
+    """Without a terminal to measure (a pipe, a file, the test runner) and no COLUMNS (an xdist worker is given
+    COLUMNS=80), --help is laid out wide enough that no option's help is cut ("token-classific…")."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("TERMINAL_WIDTH", raising=False)
     result = runner.invoke(app, ["predict", "--help"])
     assert result.exit_code == 0 and "…" not in result.output
     assert "token-classification:" in result.output

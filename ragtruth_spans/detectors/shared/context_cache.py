@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from ragtruth_spans.core.lru import MakeOnce
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
@@ -90,7 +92,7 @@ class ContextCache:
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
         self._entries: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
-        self._making: dict[str, threading.Event] = {}
+        self._once = MakeOnce()
         self.stats = CacheStats(max_bytes=max_bytes)
 
     @property
@@ -125,25 +127,7 @@ class ContextCache:
         >>> cache.get_or_make("a", lambda: np.ones(3)).sum(), cache.get_or_make("a", lambda: 1 / 0).sum()
         (np.float64(3.0), np.float64(3.0))
         """
-        found = self.get(key)
-        while found is None:
-            with self._lock:
-                event = self._making.get(key)
-                mine = event is None
-                if mine:
-                    event = self._making[key] = threading.Event()
-            if mine:
-                try:
-                    found = make()
-                    self.put(key, found)
-                finally:
-                    with self._lock:
-                        del self._making[key]
-                    event.set()
-                return found
-            event.wait()
-            found = self.get(key)
-        return found
+        return self._once(key, self.get, self.put, make)
 
     def put(self, key: str, value: Any) -> None:
         """Keep ``value`` under ``key``, dropping the least recently used entries to stay within the bound (a
