@@ -7,6 +7,8 @@ import pickle
 import threading
 import time
 
+import pytest
+
 from ragtruth_spans.core.lru import BoundedCache
 
 
@@ -43,10 +45,8 @@ def test_a_failed_make_leaves_the_key_to_the_next_caller() -> None:
     def fail() -> str:
         raise RuntimeError("no")
 
-    try:
+    with pytest.raises(RuntimeError):
         cache.get_or_make("k", fail)
-    except RuntimeError:
-        pass
     assert cache.get_or_make("k", lambda: "second") == "second"
 
 
