@@ -126,7 +126,7 @@ def _per_word(words_of: Sequence[Interval], starts: list[np.ndarray], ends: list
         lo, hi = np.searchsorted(start, a, side="left"), np.searchsorted(start, b, side="left")
         inside = value[lo:hi][end[lo:hi] <= b]
         if len(inside):
-            out[k] = inside.mean()
+            out[k] = float(inside.sum()) / len(inside)  # = inside.mean(), bit for bit, without its overhead
     return out
 
 
