@@ -42,11 +42,19 @@ def claim_of(response: str, span: Span, sentences: Sequence[tuple[int, int]] | N
     return Claim(response, span.start, span.end, min(span.start, touching[0][0]), max(span.end, touching[-1][1]))
 
 
+def cached_index(indexes: BoundedCache, context: str, task: str) -> ContextIndex:
+    """The :class:`ContextIndex` of ``context`` (read as given) for ``task``, made once and kept in ``indexes`` —
+    the cache every :class:`EvidenceFinder` given it reads, so an index built ahead (the gate, with the context
+    in NFC as :meth:`EvidenceFinder.explain_batch` reads it) is the one the check finds."""
+    kind = task if task == "Data2txt" else "text"
+    return indexes.get_or_make((kind, context), lambda: ContextIndex.build(context, task))
+
+
 class EvidenceFinder:
     """Attaches evidence to detections (see the module docstring). ``settings``: the verdict's thresholds;
     ``encoder``: an already loaded :class:`~ragtruth_spans.detectors.shared.encoder.SentenceEncoder` (encoder
     mode; loaded on first use otherwise, on ``device``); ``indexes``: the cache of context indexes, which finders
-    of several threads may share (:meth:`prepare` fills it ahead)."""
+    of several threads may share (:func:`cached_index` fills it ahead)."""
 
     def __init__(self, mode: str = "lexical", *, settings: VerdictSettings | None = None, encoder: Any = None,
                  device: str | None = None, indexes: BoundedCache | None = None) -> None:
@@ -75,15 +83,7 @@ class EvidenceFinder:
 
     def index(self, context: str, task: str) -> ContextIndex:
         """The (cached) :class:`ContextIndex` of a context (read as given: :meth:`explain_batch` gives it in NFC)."""
-        kind = task if task == "Data2txt" else "text"
-        return self.indexes.get_or_make((kind, context), lambda: ContextIndex.build(context, task))
-
-    def prepare(self, context: str, task: str) -> None:
-        """Build ``context``'s index ahead (read in NFC, as :meth:`explain_batch` reads it), so that explaining
-        a response to it later pays only for the response."""
-        from ragtruth_spans.core.text import normalise
-
-        self.index(normalise(context), task)
+        return cached_index(self.indexes, context, task)
 
     def explain(self, item: DetectItem | Record | Mapping[str, Any], spans: Sequence[Span]) -> list[Span]:
         """``spans`` (characters of ``item``'s response) with their evidence set, in the same order."""

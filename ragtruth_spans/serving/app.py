@@ -157,10 +157,11 @@ class Service:
     def prepare_context(self, context: str, question: str | None, task: str) -> None:
         """What every check of an answer to ``context`` shares, done ahead (the gate calls it, in a worker
         thread, while the upstream answers): the detector's context encoding and the context's evidence index."""
-        from ragtruth_spans.evidence import EvidenceFinder
+        from ragtruth_spans.core.text import normalise
+        from ragtruth_spans.evidence.finder import cached_index
 
         self.detector.prepare_context(context, question, task=task)
-        EvidenceFinder(indexes=self.evidence_indexes).prepare(context, task)  # the index is the same in any mode
+        cached_index(self.evidence_indexes, normalise(context), task)  # the same index in either evidence mode
 
     def _attach(self, items: list[DetectItem], detections: list[Detection]) -> list[Detection]:
         finder = getattr(self._finders, "finder", None)

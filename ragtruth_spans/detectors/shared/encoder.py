@@ -9,7 +9,6 @@ batched call).
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,7 +80,7 @@ class SentenceEncoder:
         self.context_cache = ContextCache(context_cache_bytes)
         """The context encodings (unit and token embeddings) kept, bounded in bytes."""
         self._identity = f"{name_or_path}@{self.revision}/{self.runtime}/{self._max_length}"
-        self._texts: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._texts = BoundedCache(TEXT_CACHE_SIZE)  # text -> sentence embedding (embed)
         self._sentences = BoundedCache(SENTENCE_CACHE_SIZE)  # text -> (sentence, (offsets, tokens))
         self._path = path
         self._fast_tokenizer: Any = None
@@ -123,13 +122,11 @@ class SentenceEncoder:
             if cached is None:
                 missing[text] = None
             else:
-                self._texts.move_to_end(text)
                 found[text] = cached
         if missing:
             for text, row in zip(missing, self.encode(list(missing))):
-                found[text] = self._texts[text] = row
-            while len(self._texts) > TEXT_CACHE_SIZE:
-                self._texts.popitem(last=False)
+                found[text] = row
+                self._texts.put(text, row)
         return found
 
     def _tokenizer(self) -> Any:

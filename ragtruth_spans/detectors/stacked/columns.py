@@ -191,7 +191,7 @@ class ColumnBuilder:
 
         texts = [item.response[a:b] for item, cut in zip(items, cuts) for a, b in cut]
         if self.token_support:
-            encoded, pieces = self.encoder.encode_with_tokens(texts, cached=True)  # a streamed answer's again
+            encoded, pieces = self.encoder.encode_with_tokens(texts, cached=True)  # see the docstring
         else:
             encoded, pieces = self.encoder.encode(texts), None
         cosines: list[np.ndarray | None] = []
