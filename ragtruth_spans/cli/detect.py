@@ -143,7 +143,9 @@ def detect_command(
     """Detect hallucinated spans in responses given as arguments or as JSON lines on stdin; print JSON lines (or
     a highlighted view on a terminal). Exit status 0, or 2 for bad input."""
     from ragtruth_spans.detectors.loader import load_detector
+    from ragtruth_spans.detectors.stacked.combiner import import_lightgbm_alone
 
+    import_lightgbm_alone()  # this process only predicts: a second off a cold start
     with user_errors():
         check_choice(output, OUTPUTS, "output", field="--output")
         finder = evidence_finder(evidence, evidence_mode, load.device)
