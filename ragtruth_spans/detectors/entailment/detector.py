@@ -66,8 +66,11 @@ class EntailmentDetector(Detector):
 
     def __init__(self, model: Any, tokenizer: Any, *, max_length: int = 256, threshold: float = 0.5,
                  windows: int = 3, window_sentences: int = 2, window_fields: int = 6, encoder: str = MINILM,
-                 device: str | None = None, batch_size: int = 32, run_info: dict[str, Any] | None = None) -> None:
-        self.model, self.tokenizer, self.max_length = model, tokenizer, max_length
+                 device: str | None = None, batch_size: int = 32, run_info: dict[str, Any] | None = None,
+                 runtime: str = "torch") -> None:
+        """``model``: a torch sequence classifier with its ``tokenizer``, or an
+        :class:`~.onnx.OnnxClassifier` (``runtime`` names which; the tokenizer is then unused)."""
+        self.model, self.tokenizer, self.max_length, self.runtime = model, tokenizer, max_length, runtime
         self.threshold, self.top_k = float(threshold), windows
         self.window_sentences, self.window_fields = window_sentences, window_fields
         self.encoder_name, self.device, self.batch_size = encoder, device, batch_size
@@ -126,8 +129,9 @@ class EntailmentDetector(Detector):
             for (a, b), (order, _) in zip(spans, rows):
                 for w in order:
                     pairs.setdefault((found[w].premise, item.response[a:b]), len(pairs))
-        probabilities = pair_probabilities(self.model, self.tokenizer, list(pairs), max_length=self.max_length,
-                                           batch_size=self.batch_size)
+        onnx = getattr(self.model, "probabilities", None)  # an OnnxClassifier (runtime=onnx-*) tokenizes itself
+        probabilities = onnx(list(pairs), self.batch_size) if onnx is not None else pair_probabilities(
+            self.model, self.tokenizer, list(pairs), max_length=self.max_length, batch_size=self.batch_size)
         out = []
         for item, found, spans, rows in zip(items, windows, sentences, choices):
             scored = []
@@ -175,4 +179,5 @@ class EntailmentDetector(Detector):
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, **self.run_info, "threshold": self.threshold, "windows": self.top_k,
                 "window_sentences": self.window_sentences, "window_fields": self.window_fields,
-                "max_length": self.max_length, "encoder": self.encoder_name, "splitter": "pysbd"}
+                "max_length": self.max_length, "encoder": self.encoder_name, "splitter": "pysbd",
+                "runtime": self.runtime}

@@ -2,8 +2,9 @@
 detector that flags the response sentences no context window entails (:mod:`.detector`).
 
 Options of :func:`load` (``load_detector(run_dir, **options)``): ``device`` (default: CUDA when available),
-``batch_size`` (pairs run together) and ``threshold`` (P(entailment) below which a sentence is flagged; default:
-the run's ``detection.threshold``).
+``batch_size`` (pairs run together), ``threshold`` (P(entailment) below which a sentence is flagged; default:
+the run's ``detection.threshold``) and ``runtime`` (``torch``, default; ``onnx-fp32`` or ``onnx-int8``:
+:mod:`.onnx`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ragtruth_spans.detectors.entailment.recipe import EntailmentRecipe
 from ragtruth_spans.detectors.family import Family, check_options
 
 KIND = "entailment"
-OPTIONS = {"device", "batch_size", "threshold"}
+OPTIONS = {"device", "batch_size", "threshold", "runtime"}
 
 
 def load(run_dir: str | Path, **options: Any) -> Detector:
