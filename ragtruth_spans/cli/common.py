@@ -282,9 +282,10 @@ LOAD_FLAG_OPTIONS: dict[str, tuple[Any, Any]] = {
         None, "--aggregation", help="Token-classification runs: how a token's probabilities from several context "
         "windows combine (mean, max, min, best, by-type; default: the run's).")),
     "runtime": (Optional[str], typer.Option(
-        None, "--runtime", help="Where the sentence encoder runs: auto (the features the detector was built on: "
-        "ONNX Runtime when installed), onnx-fp32, onnx-int8 (quantized) or torch. Features other than the build's "
-        "are logged as such (docs/INFERENCE.md).")),
+        None, "--runtime", help="Where the detector's transformer runs. Stacked detectors, their sentence encoder: "
+        "auto (the features the detector was built on: ONNX Runtime when installed), onnx-fp32, onnx-int8 "
+        "(quantized) or torch; features other than the build's are logged as such (docs/INFERENCE.md). Entailment "
+        "runs, their NLI model: torch (default), onnx-fp32 or onnx-int8 (docs/ENTAILMENT.md).")),
     "option": (Optional[list[str]], typer.Option(
         None, "--option", help="Detector option KEY=VALUE (repeatable; the value is YAML; a dotted key sets a nested "
         "one; a key given twice is refused), e.g. for llm-judge: --option base_url=http://127.0.0.1:8000/v1 "

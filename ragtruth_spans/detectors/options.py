@@ -93,7 +93,9 @@ class DetectorOptions(BaseModel):
     max_new_tokens: Annotated[int, Field(ge=1)] | None = Field(None, description="Generation budget.")
     load_in_4bit: bool | None = Field(None, description="4-bit quantization of the base model.")
     aggregation: str | None = Field(None, description="Token classification: how windows combine.")
-    runtime: str | None = Field(None, description="Sentence encoder: auto, onnx-fp32, onnx-int8 or torch.")
+    runtime: str | None = Field(None, description="Where the transformer runs (stacked: the sentence encoder, auto, "
+                                "onnx-fp32, onnx-int8 or torch; entailment: the NLI model, torch, onnx-fp32 or "
+                                "onnx-int8).")
 
     @classmethod
     def of(cls, options: Mapping[str, Any] | None, *, flag: str = "options") -> DetectorOptions:

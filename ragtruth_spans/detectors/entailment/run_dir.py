@@ -22,10 +22,10 @@ from ragtruth_spans.runs.run_dir import MANIFEST_KEY
 
 
 def load_run(path: str | Path, *, device: str | None = None, batch_size: int = 32,
-             threshold: float | None = None, runtime: str = "torch") -> EntailmentDetector:
+             threshold: float | None = None, runtime: str | None = None) -> EntailmentDetector:
     """The detector of a finished run directory; ``threshold`` overrides the run's; ``runtime``: ``torch``, or
-    ``onnx-fp32`` / ``onnx-int8`` (:mod:`.onnx`: on the CPU, without torch once exported)."""
-    path = Path(path)
+    ``onnx-fp32`` / ``onnx-int8`` (:mod:`.onnx`: on the CPU, without torch once exported); None: torch."""
+    path, runtime = Path(path), runtime or "torch"
     recipe, info = read_finished_run(path, EntailmentRecipe, "detection", dict)
     check_model_folder(path, what="trained NLI model")
     if not (path / "model.safetensors").is_file():
