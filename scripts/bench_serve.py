@@ -337,7 +337,9 @@ def measure_select(url: str, items: list[dict[str, Any]], n: int, rounds: int) -
 def fake_upstream(answer: str, words_per_s: float) -> Any:
     """An OpenAI-compatible server answering ``answer``, a word every ``1 / words_per_s`` seconds (streamed
     word by word, or all at once after the same time); a request's ``user`` field, when set, opens each sentence
-    (:func:`fresh_answer`), so that each request gets an answer of its own of the same length."""
+    (:func:`fresh_answer`), so that each request gets an answer of its own of the same length. Streamed as an LLM
+    server streams: each word with the space before it (as BPE tokens carry it), then, one step later (the stop
+    token's), a chunk with ``finish_reason`` and ``data: [DONE]``."""
     import asyncio
     import re
 
@@ -349,10 +351,10 @@ def fake_upstream(answer: str, words_per_s: float) -> Any:
     async def chat(request: Request) -> Any:
         body = await request.json()
         text = fresh_answer(answer, body["user"]) if body.get("user") else answer
-        pieces = re.findall(r"\S+\s*", text)
+        pieces = re.findall(r"\s*\S+|\s+$", text)
         head = {"id": "chatcmpl-bench", "created": 0, "model": body.get("model", "bench")}
         if not body.get("stream"):
-            await asyncio.sleep(len(pieces) / words_per_s)
+            await asyncio.sleep((len(pieces) + 1) / words_per_s)  # the words and the stop token
             return head | {"object": "chat.completion", "choices": [
                 {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]}
 
@@ -362,6 +364,10 @@ def fake_upstream(answer: str, words_per_s: float) -> Any:
                 chunk = head | {"object": "chat.completion.chunk",
                                 "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
                 yield f"data: {json.dumps(chunk)}\n\n"
+            await asyncio.sleep(1 / words_per_s)  # the stop token
+            stop = head | {"object": "chat.completion.chunk",
+                           "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+            yield f"data: {json.dumps(stop)}\n\n"
             yield "data: [DONE]\n\n"
 
         return StreamingResponse(events(), media_type="text/event-stream")

@@ -144,10 +144,46 @@ class Gate:
             out["authorization"] = f"Bearer {self.upstream.api_key}"
         return out | {"content-type": "application/json", "accept-encoding": "identity"}
 
-    async def check_all(self, check: CheckRequest, answers: list[Answer]) -> list[dict[str, Any]]:
+    def detect_ahead(self, check: CheckRequest, text: str) -> asyncio.Task[Any]:
+        """A detection of ``text`` as an answer to ``check``, started now (never waiting for a busy service): a
+        streamed answer's text checked ahead, at a sentence end or its ``finish_reason``, while the upstream
+        writes on; the sentence check and the final check of that same text reuse it (:meth:`detected`)."""
+        async def run() -> Any:
+            [found] = await self.service.detect([check.item(text)])
+            return found
+
+        task = asyncio.get_running_loop().create_task(run())
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())  # a failure is the reader's
+        return task
+
+    async def detected(self, items: list[Any], ahead: list[asyncio.Task[Any] | None], wait: float) -> list[Any]:
+        """The detections of ``items``: an item checked ahead (its task, the same detection: the detector's result
+        depends on the item alone) reuses it, the others and any whose check ahead failed go through the service
+        in one request (waiting up to ``wait`` seconds for room)."""
+        found: list[Any] = [None] * len(items)
+        for k, task in enumerate(ahead):
+            if task is None or task.cancelled():
+                continue
+            try:
+                found[k] = await asyncio.shield(task)  # shared with a sentence check that may be cancelled
+            except ServiceError:
+                pass
+            except asyncio.CancelledError:
+                if not task.cancelled():
+                    raise  # this check itself was cancelled
+                # else the check ahead was dropped meanwhile (a later text replaced it): detect anew
+        missing = [k for k, one in enumerate(found) if one is None]
+        if missing:
+            for k, one in zip(missing, await self.service.detect([items[k] for k in missing], wait=wait)):
+                found[k] = one
+        return found
+
+    async def check_all(self, check: CheckRequest, answers: list[Answer],
+                        ahead: dict[int, asyncio.Task[Any]] | None = None) -> list[dict[str, Any]]:
         """The ``hallucinations`` object of each answer (detection and evidence through the service, as
-        ``/v1/detect`` with ``"evidence": true``, all in one request); an answer that cannot be checked gets
-        ``"status": "unchecked"`` and why, never a failed request. A busy service is waited for (up to
+        ``/v1/detect`` with ``"evidence": true``, all in one request; ``ahead``: per choice index, the detection
+        of that very answer started while it streamed, :meth:`detect_ahead`); an answer that cannot be checked
+        gets ``"status": "unchecked"`` and why, never a failed request. A busy service is waited for (up to
         ``--upstream-timeout``), so load never decides a verdict; evidence that cannot be had keeps the
         detection (``evidence_error``)."""
         limit, wait = self.service.settings.max_chars, self.upstream.timeout
@@ -164,7 +200,7 @@ class Gate:
             return out
         items = [check.item(answers[i].text) for i in todo]
         try:
-            detections = await self.service.detect(items, wait=wait)
+            detections = await self.detected(items, [(ahead or {}).get(answers[i].index) for i in todo], wait)
         except ServiceError as exc:
             return [unchecked(answers[i].index, exc.message) if i in todo else one for i, one in enumerate(out)]
         evidence_error = None
@@ -262,9 +298,10 @@ class Gate:
                             headers=returned_headers(response) | {CHECK_HEADER: check_header(found)})
 
     async def delta(self, check: CheckRequest, text: str, sentences: list[tuple[int, int]],
-                    index: int = 0) -> dict[str, Any]:
+                    index: int = 0, ahead: asyncio.Task[Any] | None = None) -> dict[str, Any]:
         """A sentence event of choice ``index``: the spans in ``sentences`` of its answer judged up to their end
-        (no evidence; never waits for a busy service: the final check does)."""
+        (no evidence; never waits for a busy service: the final check does); ``ahead``: the detection of that
+        text started earlier (:meth:`detect_ahead`)."""
         checked = sentences[-1][1]
         out: dict[str, Any] = {"object": "hallucinations.delta", "index": index,
                                "sentences": [list(s) for s in sentences], "checked": checked}
@@ -273,7 +310,7 @@ class Gate:
         if check.chars() + checked > self.service.settings.max_chars:
             return out | {"spans": [], "score": None, "error": "not checked: over --max-chars"}
         try:
-            [found] = await self.service.detect([check.item(text[:checked])])
+            [found] = await self.detected([check.item(text[:checked])], [ahead], wait=0.0)
         except ServiceError as exc:
             return out | {"spans": [], "score": None, "error": f"not checked: {exc.message}"}
         spans = [{"text": text[s.start:s.end], **s.to_dict()} for s in spans_within(found.spans, sentences)]

@@ -1,11 +1,17 @@
 """The gate's streamed answers (``"stream": true``; :mod:`~ragtruth_spans.serving.proxy`): the upstream's
 server-sent events passed on as they complete, a chunk of spans as each sentence of the answer completes, and the
-whole answer's check in the last chunk before ``data: [DONE]``."""
+whole answer's check in the last chunk before ``data: [DONE]``.
+
+A choice whose text so far ends a sentence (or whose ``finish_reason`` came) is checked at once, while the
+upstream writes its next token: that text may be the whole answer, whose final check then reuses this detection,
+or the end of a sentence, whose sentence check does. The detection is the same either way (it depends on the
+text alone), only sooner."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -39,6 +45,18 @@ def _choices(chunk: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
             out.append((index if isinstance(index, int) and not isinstance(index, bool) else 0,
                         delta if isinstance(delta, dict) else {}))
     return out
+
+
+_ENDS_SENTENCE = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
+"""Text that ends like a sentence, nothing after its mark (a token stream's next sentence opens with a space)."""
+
+
+def _finished_choices(chunk: dict[str, Any]) -> set[int]:
+    """The indices (as :func:`_choices` reads them) of the choices a chunk gives a ``finish_reason``: their text
+    is complete."""
+    choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else []
+    dicts = [choice for choice in choices if isinstance(choice, dict)]
+    return {index for (index, _), choice in zip(_choices(chunk), dicts) if choice.get("finish_reason") is not None}
 
 
 def _sse(payload: dict[str, Any]) -> bytes:
@@ -171,6 +189,13 @@ class _Choice:
         self.why: str | None = None
         self.waiting: list[tuple[int, int]] = []  # completed sentences not yet given to a check
         self.running: asyncio.Task[dict[str, Any]] | None = None
+        self.finished = False  # its finish_reason came: the text is whole
+        self.ahead: dict[str, asyncio.Task[Any]] = {}  # the text last checked ahead -> its detection
+
+    def may_be_whole(self) -> bool:
+        """Whether the text so far may be the answer or end a sentence (worth checking ahead)."""
+        text = self.tracker.text
+        return bool(text.strip()) and text not in self.ahead and (self.finished or bool(_ENDS_SENTENCE.search(text)))
 
     def read(self, delta: dict[str, Any]) -> None:
         """One delta of this choice: its text to the tracker (unsplit; past ``room`` its sentences are not tracked:
@@ -209,6 +234,22 @@ class CheckedStream:
         room = self.gate.service.settings.max_chars - self.check.chars()
         for index, delta in _choices(chunk):
             self.choices.setdefault(index, _Choice(index, room)).read(delta)
+        for index in _finished_choices(chunk):
+            self.choices[index].finished = True
+
+    def _check_ahead(self) -> None:
+        """Check each choice whose text may be whole (:meth:`_Choice.may_be_whole`) when it can be checked and fits
+        ``--max-chars`` (see the module docstring), beside a sentence check that may be running; only the latest is
+        kept (an older one not started yet is dropped)."""
+        if self.why is not None:
+            return
+        for choice in self.choices.values():
+            if choice.why is None and choice.room is not None and choice.chars <= choice.room and \
+                    choice.may_be_whole():
+                for stale in choice.ahead.values():
+                    stale.cancel()
+                text = choice.tracker.text
+                choice.ahead = {text: self.gate.detect_ahead(self.check, text)}
 
     async def _split(self) -> None:
         """The sentences completed in each choice that has new text to split (:meth:`Gate.sentences`: a long
@@ -228,8 +269,9 @@ class CheckedStream:
                 choice.running = None
             if choice.running is None and choice.waiting and not self.replace:
                 sentences, choice.waiting = choice.waiting, []
-                choice.running = asyncio.create_task(self.gate.delta(self.check, choice.tracker.text, sentences,
-                                                                     choice.index))
+                text = choice.tracker.text
+                choice.running = asyncio.create_task(self.gate.delta(
+                    self.check, text, sentences, choice.index, ahead=choice.ahead.get(text[:sentences[-1][1]])))
 
     async def _last_sentences(self) -> AsyncIterator[bytes]:
         """At the answer's end: the sentence events of checks already done; those still queued or running are
@@ -260,6 +302,7 @@ class CheckedStream:
                     await self._split()
                     async for out in self._finished(wait=False):
                         yield out
+                    self._check_ahead()
             except StreamFailed as failed:
                 done = failed.event  # what arrived is checked; the error event ends the stream
             async for out in self._last_sentences():
@@ -268,15 +311,17 @@ class CheckedStream:
                 yield out
         finally:
             for choice in self.choices.values():
-                if choice.running is not None:
-                    choice.running.cancel()
+                for task in [choice.running, *choice.ahead.values()]:
+                    if task is not None:
+                        task.cancel()
 
     async def _final(self, held: list[bytes], done: bytes | None) -> AsyncIterator[bytes]:
         """Every choice checked whole; the held events (less what is withheld), the notices, one final
         ``hallucinations`` chunk per choice, then ``done``."""
         chosen = [self.choices[i] for i in sorted(self.choices)] or [_Choice(0)]
         answers = [Answer(c.index, c.tracker.text, self.why or c.why) for c in chosen]
-        found = await self.gate.check_all(self.check, answers)
+        ahead = {c.index: c.ahead[c.tracker.text] for c in chosen if c.tracker.text in c.ahead}
+        found = await self.gate.check_all(self.check, answers, ahead)
         notices = [self.gate.apply_policy(one, answer) for one, answer in zip(found, answers)]
         withheld = {a.index for a, text in zip(answers, notices) if text is not None and self.replace}
         for event in held:

@@ -264,3 +264,63 @@ def test_the_shipped_detectors_final_stream_event_equals_detect() -> None:
                 model="m", messages=[], stream=True, extra_body={"context": CONTEXT, "question": QUESTION})
             extras = [c.model_extra["hallucinations"] for c in stream if (c.model_extra or {}).get("hallucinations")]
             _same_check(extras[-1], _detect(gate))
+
+
+def test_a_text_that_ends_a_sentence_is_checked_ahead_once_and_reused() -> None:
+    """The answer's first sentence and the whole answer are checked as soon as their last piece arrives (the
+    upstream here sends nothing more until it sees that check), the sentence check and the final check reuse those
+    detections (each text detected once), and the final event is still ``/v1/detect``'s result."""
+    import threading
+
+    detector = load_detector("numbers")
+    texts: list[str] = []
+    seen = {text: threading.Event() for text in (ANSWER[:ANSWER.index(".") + 1], ANSWER)}
+    detect_batch = detector.detect_batch
+
+    def recording(items):
+        texts.extend(item.response for item in items)
+        for item in items:
+            if item.response in seen:
+                seen[item.response].set()
+        return detect_batch(items)
+
+    detector.detect_batch = recording
+    waited: list[bool] = []
+
+    async def until(event: threading.Event) -> None:
+        for _ in range(1000):  # up to 10 s
+            if event.is_set():
+                waited.append(True)
+                return
+            await asyncio.sleep(0.01)
+        waited.append(False)
+
+    upstream = FastAPI()
+
+    @upstream.post("/v1/chat/completions")
+    async def chat(request: Request):
+        async def events():
+            head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+            for piece in PIECES:
+                yield f"data: {json.dumps(head | {'choices': [{'index': 0, 'delta': {'content': piece}}]})}\n\n"
+                if piece.endswith("1998."):
+                    await until(seen[ANSWER[:ANSWER.index(".") + 1]])
+            await until(seen[ANSWER])
+            yield f"data: {json.dumps(head | {'choices': [{'index': 0, 'delta': {}, 'finish_reason': 'stop'}]})}\n\n"
+            yield "data: [DONE]\n\n"
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    with ServerThread(upstream) as up, ServerThread(create_app(
+            detector, settings=ServeSettings(upstream=f"{up.url}/v1"))) as gate:
+        body = {"model": "m", "messages": [], "stream": True, "context": CONTEXT, "question": QUESTION}
+        with httpx.stream("POST", f"{gate.url}/v1/chat/completions", json=body, timeout=30) as response:
+            events = [json.loads(e.removeprefix("data: ")) for e in response.read().decode().split("\n\n")
+                      if e and e != "data: [DONE]"]
+        streamed = list(texts)
+        final = [e["hallucinations"] for e in events if e.get("hallucinations", {}).get("object") == "hallucinations"]
+        _same_check(final[-1], _detect(gate))
+    assert waited == [True, True]  # both checks began before the upstream sent anything after their text
+    assert all(streamed.count(text) == 1 for text in seen)  # and were reused, not made again
+    first = next(e["hallucinations"] for e in events if e.get("hallucinations", {}).get("object") ==
+             "hallucinations.delta")
+    assert first["checked"] == ANSWER.index(".") + 1 and first["spans"][0]["text"] == "1998"
