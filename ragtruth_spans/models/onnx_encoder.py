@@ -217,19 +217,7 @@ def exported_model(folder: str | Path, inputs: dict[str, str]) -> Path:
 def _quantize(folder: Path, base: Path, out: Path) -> dict[str, Any]:
     """Quantize the fp32 export ``base`` into ``out`` (:data:`QUANTIZATION`); its sentence embeddings' cosines to
     fp32's on :data:`VERIFY_TEXTS` (mean, min; below :data:`INT8_MIN_COSINE` is an :class:`InputError`)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from onnxruntime.quantization.shape_inference import quant_pre_process
-
-    prepared = out.with_name("prepared.onnx")
-    settings = {**QUANTIZATION, "weight_type": getattr(QuantType, QUANTIZATION["weight_type"])}
-    previous = logging.root.manager.disable
-    logging.disable(logging.INFO)  # the quantizer logs a line per tensor to the root logger
-    try:
-        quant_pre_process(str(base), str(prepared), skip_symbolic_shape=True)
-        quantize_dynamic(str(prepared), str(out), **settings)
-    finally:
-        logging.disable(previous)
-    prepared.unlink()
+    quantize_file(base, out)
     reference = OnnxTransformer(base, folder, max_length=256, threads=1).pooled(VERIFY_TEXTS)
     cosines = (OnnxTransformer(out, folder, max_length=256, threads=1).pooled(VERIFY_TEXTS) * reference).sum(1)
     worst = float(cosines.min())
@@ -238,6 +226,24 @@ def _quantize(folder: Path, base: Path, out: Path) -> dict[str, Any]:
                          f"text (< {INT8_MIN_COSINE}); not kept", path=folder)
     return {"verify_texts": len(VERIFY_TEXTS), "mean_cosine_to_fp32": float(cosines.mean()),
             "min_cosine_to_fp32": worst}
+
+
+def quantize_file(base: Path, out: Path) -> None:
+    """The fp32 model ``base`` quantized into ``out`` by ONNX Runtime's dynamic quantization (:data:`QUANTIZATION`;
+    its shape-inferred copy is made beside ``out`` and removed)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    prepared = out.with_name(f"{out.stem}.prepared.onnx")
+    settings = {**QUANTIZATION, "weight_type": getattr(QuantType, QUANTIZATION["weight_type"])}
+    previous = logging.root.manager.disable
+    logging.disable(logging.INFO)  # the quantizer logs a line per tensor to the root logger
+    try:
+        quant_pre_process(str(base), str(prepared), skip_symbolic_shape=True)
+        quantize_dynamic(str(prepared), str(out), **settings)
+    finally:
+        logging.disable(previous)
+        prepared.unlink(missing_ok=True)
 
 
 def load_onnx(folder: str | Path, inputs: dict[str, str], *, max_length: int,
@@ -329,20 +335,21 @@ def mean_pooled(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
     return (pooled / np.maximum(np.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12)).astype(np.float32)
 
 
-def _last_hidden(model: Any) -> Any:
-    """``model`` with plain tensor inputs and its last hidden state as the one output (what is exported)."""
+def with_plain_inputs(model: Any, output: str = "last_hidden_state") -> Any:
+    """``model`` with plain tensor inputs and its ``output`` (a field of its output object) as the one output: what
+    is exported."""
     import torch
 
-    class LastHidden(torch.nn.Module):
+    class Plain(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.model = model
 
         def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+            return getattr(self.model(input_ids=input_ids, attention_mask=attention_mask,
+                                      token_type_ids=token_type_ids), output)
 
-    return LastHidden().eval()
+    return Plain().eval()
 
 
 def _export(folder: Path, out: Path) -> float:
@@ -354,7 +361,7 @@ def _export(folder: Path, out: Path) -> float:
     import torch
     from transformers import AutoModel
 
-    wrapped = _last_hidden(AutoModel.from_pretrained(folder, local_files_only=True).eval())
+    wrapped = with_plain_inputs(AutoModel.from_pretrained(folder, local_files_only=True).eval())
     batch = FastTokenizer(folder, max_length=64)(list(PROBE))
     tensors = tuple(torch.from_numpy(batch[name]) for name in INPUTS)
     batch_dim, seq_dim = torch.export.Dim("batch"), torch.export.Dim("sequence", max=4096)

@@ -28,6 +28,7 @@ import numpy as np
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.files import atomic_write_json
 from ragtruth_spans.detectors.entailment.pairs import LABELS
+from ragtruth_spans.models.onnx_encoder import quantize_file, with_plain_inputs
 
 logger = logging.getLogger(__name__)
 
@@ -116,16 +117,7 @@ def _export_fp32(run_dir: Path, out: Path, max_length: int) -> dict[str, Any]:
                       max_length=max_length, padding=True, return_tensors="pt")
     tensors = tuple(batch[name] for name in INPUTS)
 
-    class Logits(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.inner = model
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).logits
-
-    wrapped = Logits().eval()
+    wrapped = with_plain_inputs(model, "logits")
     batch_dim, seq_dim = torch.export.Dim("batch"), torch.export.Dim("sequence", max=4096)
     with tempfile.TemporaryDirectory(dir=out.parent) as scratch, warnings.catch_warnings(), torch.no_grad(), \
             contextlib.redirect_stdout(sys.stderr):
@@ -148,21 +140,9 @@ def _export_fp32(run_dir: Path, out: Path, max_length: int) -> dict[str, Any]:
 def _quantize(run_dir: Path, base: Path, out: Path, max_length: int) -> dict[str, Any]:
     """Quantize the fp32 export ``base`` into ``out``; its largest probability difference from fp32 on
     :data:`PROBE` (over :data:`INT8_MAX_DIFFERENCE`: an :class:`InputError`)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from onnxruntime.quantization.shape_inference import quant_pre_process
-
-    from ragtruth_spans.models.onnx_encoder import QUANTIZATION
-
-    settings = {**QUANTIZATION, "weight_type": getattr(QuantType, QUANTIZATION["weight_type"])}
     with tempfile.TemporaryDirectory(dir=out.parent) as scratch:
-        prepared, made = Path(scratch) / "prepared.onnx", Path(scratch) / out.name
-        previous = logging.root.manager.disable
-        logging.disable(logging.INFO)  # the quantizer logs a line per tensor to the root logger
-        try:
-            quant_pre_process(str(base), str(prepared), skip_symbolic_shape=True)
-            quantize_dynamic(str(prepared), str(made), **settings)
-        finally:
-            logging.disable(previous)
+        made = Path(scratch) / out.name
+        quantize_file(base, made)
         reference = OnnxClassifier(base, run_dir, max_length=max_length).probabilities(PROBE)
         got = OnnxClassifier(made, run_dir, max_length=max_length).probabilities(PROBE)
         difference = float(np.abs(got - reference).max())
