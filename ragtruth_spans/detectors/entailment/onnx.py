@@ -36,7 +36,10 @@ RUNTIMES = ("torch", "onnx-fp32", "onnx-int8")
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 18
 TOLERANCE = 1e-3
-INT8_MAX_DIFFERENCE = 0.1
+INT8_MAX_DIFFERENCE = 0.25
+"""The most any probe probability of an int8 export may move from fp32's: a check against a broken quantization,
+not an accuracy gate. Measured on the 1,300 pool-dev sentence pairs (docs/lab/NOTEBOOK.md): mean 0.011, 99th
+percentile 0.093, largest 0.207, three-way accuracy 0.810 against fp32's 0.807."""
 PROBE = (("The museum opened in 1950 beside the river.", "The museum opened in 1950."),
          ("The museum opened in 1950 beside the river.", "The museum opened in 1962."),
          ("The garden behind it has two fountains and a pond.", "The garden has a cafe."),

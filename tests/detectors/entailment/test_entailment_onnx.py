@@ -47,7 +47,7 @@ def test_exports_match_torch_and_the_detector_agrees(run):
 
     torch_detector, fp32, int8 = (_detector(run, r) for r in ("torch", "onnx-fp32", "onnx-int8"))
     record = json.loads((run / "onnx" / "model-int8.json").read_text())
-    assert record["precision"] == "int8" and record["max_difference_to_fp32"] <= 0.1
+    assert record["precision"] == "int8" and record["max_difference_to_fp32"] <= 0.25
     assert json.loads((run / "onnx" / "model-fp32.json").read_text())["max_difference_to_torch"] <= 1e-3
     pairs = [*PROBE, (CONTEXT, RESPONSE)]
     expected = pair_probabilities(torch_detector.model, torch_detector.tokenizer, pairs, max_length=64)
