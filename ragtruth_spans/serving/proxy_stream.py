@@ -190,12 +190,21 @@ class _Choice:
         self.waiting: list[tuple[int, int]] = []  # completed sentences not yet given to a check
         self.running: asyncio.Task[dict[str, Any]] | None = None
         self.finished = False  # its finish_reason came: the text is whole
-        self.ahead: dict[str, asyncio.Task[Any]] = {}  # the text last checked ahead -> its detection
+        self.ahead: asyncio.Task[Any] | None = None  # the detection of the text's first ``ahead_at`` characters
+        self.ahead_at = -1  # (the text only grows: its first n characters never change)
 
     def may_be_whole(self) -> bool:
-        """Whether the text so far may be the answer or end a sentence (worth checking ahead)."""
-        text = self.tracker.text
-        return bool(text.strip()) and text not in self.ahead and (self.finished or bool(_ENDS_SENTENCE.search(text)))
+        """Whether the text so far may be the answer or end a sentence (worth checking ahead): constant time in the
+        answer's length but for a finished choice's one blank check."""
+        if self.chars == self.ahead_at or not self.chars:
+            return False
+        if self.finished:
+            return bool(self.tracker.text.strip())
+        return bool(_ENDS_SENTENCE.search(self.tracker.text[-16:]))
+
+    def ahead_of(self, length: int) -> asyncio.Task[Any] | None:
+        """The detection checked ahead of the text's first ``length`` characters, if that is what was checked."""
+        return self.ahead if length == self.ahead_at else None
 
     def read(self, delta: dict[str, Any]) -> None:
         """One delta of this choice: its text to the tracker (unsplit; past ``room`` its sentences are not tracked:
@@ -246,10 +255,9 @@ class CheckedStream:
         for choice in self.choices.values():
             if choice.why is None and choice.room is not None and choice.chars <= choice.room and \
                     choice.may_be_whole():
-                for stale in choice.ahead.values():
-                    stale.cancel()
-                text = choice.tracker.text
-                choice.ahead = {text: self.gate.detect_ahead(self.check, text)}
+                if choice.ahead is not None:
+                    choice.ahead.cancel()  # a no-op once done; a sentence check waiting on it detects anew
+                choice.ahead, choice.ahead_at = self.gate.detect_ahead(self.check, choice.tracker.text), choice.chars
 
     async def _split(self) -> None:
         """The sentences completed in each choice that has new text to split (:meth:`Gate.sentences`: a long
@@ -271,7 +279,7 @@ class CheckedStream:
                 sentences, choice.waiting = choice.waiting, []
                 text = choice.tracker.text
                 choice.running = asyncio.create_task(self.gate.delta(
-                    self.check, text, sentences, choice.index, ahead=choice.ahead.get(text[:sentences[-1][1]])))
+                    self.check, text, sentences, choice.index, ahead=choice.ahead_of(sentences[-1][1])))
 
     async def _last_sentences(self) -> AsyncIterator[bytes]:
         """At the answer's end: the sentence events of checks already done; those still queued or running are
@@ -311,7 +319,7 @@ class CheckedStream:
                 yield out
         finally:
             for choice in self.choices.values():
-                for task in [choice.running, *choice.ahead.values()]:
+                for task in (choice.running, choice.ahead):
                     if task is not None:
                         task.cancel()
 
@@ -320,7 +328,7 @@ class CheckedStream:
         ``hallucinations`` chunk per choice, then ``done``."""
         chosen = [self.choices[i] for i in sorted(self.choices)] or [_Choice(0)]
         answers = [Answer(c.index, c.tracker.text, self.why or c.why) for c in chosen]
-        ahead = {c.index: c.ahead[c.tracker.text] for c in chosen if c.tracker.text in c.ahead}
+        ahead = {c.index: task for c in chosen if (task := c.ahead_of(c.chars)) is not None}
         found = await self.gate.check_all(self.check, answers, ahead)
         notices = [self.gate.apply_policy(one, answer) for one, answer in zip(found, answers)]
         withheld = {a.index for a, text in zip(answers, notices) if text is not None and self.replace}
