@@ -8,7 +8,8 @@ Usage::
                                   [--max-batch 32] [--max-wait-ms 10] [--data TEST.jsonl] [--device cpu]
                                   [--context-chars 1000-3000] [--max-response-chars 700]
                                   [--batch-size N] [--max-new-tokens N] [--select 6] [--gate]
-                                  [--token-rate 50] [--runtimes onnx-fp32,onnx-int8] [--markdown] [--json OUT]
+                                  [--token-rate 50] [--stream-upstream] [--runtimes onnx-fp32,onnx-int8]
+                                  [--markdown] [--json OUT]
 
 It starts the server as a subprocess on 127.0.0.1 (loopback only, a free port), waits for ``/health``, sends a
 warm-up pass, then for each concurrency level sends exactly ``--requests`` requests (one item each, a unique id
@@ -26,7 +27,9 @@ of N candidates; the ratio of their median times is the cost of N candidates in 
 OpenAI-compatible upstream runs in this process on 127.0.0.1, streaming a fixed answer at ``--token-rate`` words
 per second; the server runs with ``--upstream`` pointing at it, and ``--gate-requests`` streamed and plain chat
 completions are sent to the upstream directly and through the gate (each with a context): the gate's added time to
-the first content byte and to the last byte (``[DONE]``) is the difference of their medians.
+the first content byte and to the last byte (``[DONE]``) is the difference of their medians. With
+``--stream-upstream`` the server runs with that option: the plain completions are streamed from the upstream and
+checked as they arrive.
 
 Targets: throughput at the highest concurrency >= 1.5x the single-client figure, p99 latency bounded by the
 configured max wait plus one batch (reported as ``p99 / (max wait + longest batch)``), six candidates under two
@@ -93,6 +96,8 @@ def start_server(args: argparse.Namespace, port: int) -> subprocess.Popen:
         command += ["--upstream", args.upstream]
     if args.runtime:
         command += ["--runtime", args.runtime]
+    if args.upstream and args.stream_upstream:
+        command += ["--stream-upstream"]
     log = open(args.server_log, "w", encoding="utf-8")  # noqa: SIM115 (closed with the process)
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
 
@@ -421,7 +426,8 @@ def measure_gate(args: argparse.Namespace, url: str, item: dict[str, Any]) -> li
                 checked = body | {"context": fresh_context(item, f"g{i}{stream}"), "question": item["question"],
                                   "task": item["task"]}
                 times["gate"].append(timed_completion(client, f"{url}/v1", checked))
-            row = {"stream": stream, "requests": args.gate_requests}
+            row = {"stream": stream, "requests": args.gate_requests,
+                   "stream_upstream": args.stream_upstream and not stream}
             for who, pairs in times.items():
                 row[f"{who}_first_ms"] = 1000 * quantile([p[0] for p in pairs], 0.5)
                 row[f"{who}_last_ms"] = 1000 * quantile([p[1] for p in pairs], 0.5)
@@ -439,7 +445,8 @@ def gate_markdown(rows: list[dict[str, Any]], words_per_s: float) -> str:
     lines = ["| answer | requests | upstream first byte ms | gate first byte ms | added | upstream last byte ms | "
              "gate last byte ms | added |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        kind = f"streamed ({words_per_s:g} words/s)" if r["stream"] else f"not streamed ({words_per_s:g} words/s)"
+        kind = "streamed" if r["stream"] else "not streamed" + (", --stream-upstream" if r["stream_upstream"] else "")
+        kind += f" ({words_per_s:g} words/s)"
         lines.append(f"| {kind} | {r['requests']} | {r['upstream_first_ms']:.0f} | {r['gate_first_ms']:.0f} | "
                      f"{r['added_first_ms']:+.0f} | {r['upstream_last_ms']:.0f} | {r['gate_last_ms']:.0f} | "
                      f"{r['added_last_ms']:+.0f} |")
@@ -473,6 +480,8 @@ def main() -> None:
                         "upstream in this process.")
     parser.add_argument("--token-rate", type=float, default=50.0, help="The fake upstream's words per second.")
     parser.add_argument("--gate-requests", type=int, default=10)
+    parser.add_argument("--stream-upstream", action="store_true", help="Run the gate with --stream-upstream: "
+                        "answers the client wants whole are streamed from the upstream and checked as they arrive.")
     parser.add_argument("--runtimes", default=None, help="Comma-separated sentence-encoder runtimes (onnx-fp32, "
                         "onnx-int8, torch): one server each (serve --runtime), measured one after the other in "
                         "this run (default: the server's own choice).")

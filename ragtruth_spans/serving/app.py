@@ -331,7 +331,7 @@ def _add_gate(app: FastAPI, service: Service) -> Any:
                         require_context=s.require_context,
                         block_above=s.block_above, block_mode=s.block_mode, max_response_bytes=s.max_body_bytes,
                         api_key=s.upstream_api_key, connections=s.max_connections,
-                        prepare_context=not s.encode_after_answer)
+                        prepare_context=not s.encode_after_answer, stream_upstream=s.stream_upstream)
     return add_gate_route(app, service, upstream, detection_out)
 
 

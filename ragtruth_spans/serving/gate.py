@@ -284,8 +284,16 @@ class Gate:
                 raise GateError(502, f"withheld by the hallucination gate: {why}, so it could not be checked",
                                 "upstream_error")
             return passed_through(200, raw, response, f"unchecked; {why}")
+        return await self.checked_payload(payload, response, check)
+
+    async def checked_payload(self, payload: dict[str, Any], response: Any, check: CheckRequest,
+                              ahead: dict[int, asyncio.Task[Any]] | None = None) -> Response:
+        """A chat completion (``payload``, with choices) answered with every choice checked (``ahead``: per choice
+        index, the detection of its text started earlier, :meth:`check_all`) and the block policy applied; the
+        headers are the upstream ``response``'s (:meth:`checked_json`)."""
+        choices = payload["choices"]
         answers = [_answer_of(choice, position) for position, choice in enumerate(choices)]
-        found = await self.check_all(check, answers)
+        found = await self.check_all(check, answers, ahead)
         for choice, answer, one in zip(choices, answers, found):
             text = self.apply_policy(one, answer)
             if text is not None and isinstance(choice, dict):

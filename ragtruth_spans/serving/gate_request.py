@@ -42,6 +42,9 @@ class Upstream:
     prepare_context: bool = True
     """Encode the request's context into the detector's cache while the upstream answers (the check after the
     answer's last byte then pays only for the answer); the verdicts are the same either way (tested)."""
+    stream_upstream: bool = False
+    """Stream from the upstream an answer the client wants whole, checking it as it arrives, and answer the chat
+    completion its chunks make (:func:`~ragtruth_spans.serving.proxy.complete_from_stream`)."""
 
     @property
     def endpoint(self) -> str:

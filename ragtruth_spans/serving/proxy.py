@@ -14,7 +14,8 @@ retrieved context.
 - **Without streaming**: the upstream's JSON plus a top-level ``"hallucinations"`` object for the choice with
   index 0 (with several choices, each carries its own): ``spans`` (character offsets of the answer, half-open,
   each with its text, label (``type``), score and evidence), ``score`` (the response score), ``status``,
-  ``detector``, ``blocked``.
+  ``detector``, ``blocked``. With ``stream_upstream`` (``--stream-upstream``) such an answer is streamed from the
+  upstream and checked as it arrives (:func:`complete_from_stream`); the client gets the same completion.
 - **With** ``"stream": true``: the upstream's server-sent events are passed through unchanged, each as soon as it
   is complete. As sentences of the answer complete (:class:`~ragtruth_spans.detectors.stream.SentenceTracker`),
   their spans go out in a chunk of their own; the last chunk before ``data: [DONE]`` carries the whole answer's
@@ -52,6 +53,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from ragtruth_spans.serving.assemble import assemble
 from ragtruth_spans.serving.body import ServiceError, json_body
 from ragtruth_spans.serving.gate import Gate
 from ragtruth_spans.serving.gate_request import (
@@ -62,19 +64,67 @@ from ragtruth_spans.serving.gate_request import (
     Upstream,
     openai_error,
 )
-from ragtruth_spans.serving.proxy_stream import stream
+from ragtruth_spans.serving.proxy_stream import CheckedStream, StreamFailed, chunk_of, stream, upstream_events
+from ragtruth_spans.serving.sse import event_data
 
-__all__ = ["Upstream", "add_gate_route", "complete"]
+__all__ = ["Upstream", "add_gate_route", "complete", "complete_from_stream"]
 
 logger = logging.getLogger(__name__)
 
 
 async def complete(gate: Gate, request: Request, body: dict[str, Any], check: CheckRequest | None) -> Response:
-    """A request without streaming: forward, read the answer (bounded in time and size), check it."""
+    """A request without streaming: forward, read the answer (bounded in time and size), check it; with
+    ``--stream-upstream``, a request to check that calls no tools is streamed from the upstream instead
+    (:func:`complete_from_stream`)."""
+    if gate.upstream.stream_upstream and check is not None and not body.get("tools") and not body.get("functions"):
+        return await complete_from_stream(gate, request, body, check)
     started = time.monotonic()
     response = await gate.open(request, body)
     raw = await gate.read(response, gate.upstream.timeout - (time.monotonic() - started))
     return await gate.checked_json(response, raw, check)
+
+
+def streamed_body(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` asking the upstream to stream, its usage in the stream's last chunk (``stream_options``)."""
+    options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
+    return body | {"stream": True, "stream_options": options | {"include_usage": True}}
+
+
+async def complete_from_stream(gate: Gate, request: Request, body: dict[str, Any], check: CheckRequest) -> Response:
+    """A request without streaming answered from the upstream's stream (``--stream-upstream``): each choice's
+    text checked ahead as it arrives (at a sentence end and at its ``finish_reason``, as a streamed answer is), so
+    the check after the last byte is mostly done; the answer is the chat completion the chunks make
+    (:func:`~ragtruth_spans.serving.assemble.assemble`) with its ``hallucinations``, as without this option. An
+    error status or an answer that is not an event stream is answered as it came; a stream that breaks off,
+    carries an error or a chunk that is not JSON is a 502 (504 past ``--upstream-timeout``)."""
+    started = time.monotonic()
+    response = await gate.open(request, streamed_body(body))
+    left = gate.upstream.timeout - (time.monotonic() - started)
+    if response.status_code != 200 or not response.headers.get("content-type", "").lower().startswith(
+            "text/event-stream"):
+        return await gate.answer(response, left, check)
+    watcher, chunks = CheckedStream(gate, check, split=False), []
+    try:
+        try:
+            async for event in upstream_events(response, gate.upstream.max_response_bytes, left):
+                data = event_data(event)
+                if data is None or data.strip() == "[DONE]":
+                    continue
+                chunk = chunk_of(data)
+                if chunk is None or "error" in chunk:
+                    error = chunk.get("error") if chunk is not None else None
+                    why = error.get("message") if isinstance(error, dict) else "an event is not a JSON chunk"
+                    raise GateError(502, f"the upstream's stream failed: {why}", "upstream_error")
+                chunks.append(chunk)
+                watcher.watch(data)
+        except StreamFailed as failed:
+            raise GateError(504 if failed.kind == "upstream_timeout" else 502, failed.message, failed.kind) from None
+        if not any(chunk.get("choices") for chunk in chunks):
+            raise GateError(502, "the upstream's stream has no choices", "upstream_error")
+        return await gate.checked_payload(assemble(chunks), response, check, watcher.ahead())
+    finally:
+        watcher.cancel()
+        await response.aclose()
 
 
 CHAT_REQUEST_SCHEMA: dict[str, Any] = {

@@ -26,7 +26,7 @@ from ragtruth_spans.serving.policy import DROPPED_WHEN_WITHHELD, Answer, why_unc
 from ragtruth_spans.serving.sse import EventSplitter, event_data
 
 
-def _chunk_of(data: str) -> dict[str, Any] | None:
+def chunk_of(data: str) -> dict[str, Any] | None:
     """The chunk's JSON object, None when it is not one."""
     try:
         chunk = json.loads(data)
@@ -86,7 +86,7 @@ async def stream(gate: Gate, request: Request, body: dict[str, Any], check: Chec
     if response.status_code != 200 or not media.lower().startswith("text/event-stream"):
         return await gate.answer(response, upstream.timeout, check)
     note = "checked" if check is not None else "unchecked; no context in the request"
-    events = _events(response, upstream.max_response_bytes, upstream.stream_timeout)
+    events = upstream_events(response, upstream.max_response_bytes, upstream.stream_timeout)
     source = _unchecked(events) if check is None else CheckedStream(gate, check).run(events)
     return StreamingResponse(_closing(source, response), media_type=media, headers=returned_headers(response) | {
         CHECK_HEADER: note, "Cache-Control": "no-cache"})
@@ -115,10 +115,11 @@ class StreamFailed(Exception):
 
     def __init__(self, message: str, kind: str) -> None:
         super().__init__(message)
+        self.message, self.kind = message, kind
         self.event = _sse({"error": {"message": message, "type": kind}})
 
 
-async def _events(response: Any, limit: int, seconds: float) -> AsyncIterator[bytes]:
+async def upstream_events(response: Any, limit: int, seconds: float) -> AsyncIterator[bytes]:
     """The upstream's server-sent events, each whole (:class:`~ragtruth_spans.serving.sse.EventSplitter`: its line
     ends made LF), as they complete; :class:`StreamFailed` for an error of the upstream mid-stream, a stream over
     ``limit`` bytes, one still running ``seconds`` after it started (a deadline on the whole stream, a silent
@@ -166,7 +167,7 @@ def _without(event: bytes, withheld: set[int]) -> bytes | None:
     data = event_data(event)
     if data is None or data.strip() == "[DONE]":
         return event
-    chunk = _chunk_of(data)
+    chunk = chunk_of(data)
     if chunk is None:
         return None
     if not any(index in withheld for index, _ in _choices(chunk)):
@@ -221,19 +222,36 @@ class _Choice:
 
 class CheckedStream:
     """One checked stream: pass-through, sentence events, the final events (see the module docstring), for
-    every choice."""
+    every choice; or, for an answer the client gets whole (``split=False``), only its checks ahead
+    (:meth:`watch`)."""
 
-    def __init__(self, gate: Gate, check: CheckRequest) -> None:
+    def __init__(self, gate: Gate, check: CheckRequest, split: bool = True) -> None:
         self.gate, self.check = gate, check
         self.choices: dict[int, _Choice] = {}
         self.why: str | None = None  # the stream as a whole cannot be checked
         self.last: dict[str, Any] | None = None
         self.replace = gate.upstream.block_above is not None and gate.upstream.block_mode == "replace"
-        if not self.replace:
+        if split and not self.replace:
             gate.splitter.start()  # its process loads the splitter while the first events arrive
 
+    def watch(self, data: str | None) -> None:
+        """Read one event's ``data`` and check ahead each choice whose text may be whole (no sentence events)."""
+        self._read(data)
+        self._check_ahead()
+
+    def ahead(self) -> dict[int, asyncio.Task[Any]]:
+        """Per choice index, the detection checked ahead of its whole text so far, where there is one."""
+        return {c.index: task for c in self.choices.values() if (task := c.ahead_of(c.chars)) is not None}
+
+    def cancel(self) -> None:
+        """Cancel every check still running (the stream is over)."""
+        for choice in self.choices.values():
+            for task in (choice.running, choice.ahead):
+                if task is not None:
+                    task.cancel()
+
     def _read(self, data: str | None) -> None:
-        chunk = _chunk_of(data) if data is not None else None
+        chunk = chunk_of(data) if data is not None else None
         if chunk is None:
             if data is not None:
                 self.why = self.why or "an event of the stream is not a JSON chunk"
@@ -318,18 +336,14 @@ class CheckedStream:
             async for out in self._final(held, done):
                 yield out
         finally:
-            for choice in self.choices.values():
-                for task in (choice.running, choice.ahead):
-                    if task is not None:
-                        task.cancel()
+            self.cancel()
 
     async def _final(self, held: list[bytes], done: bytes | None) -> AsyncIterator[bytes]:
         """Every choice checked whole; the held events (less what is withheld), the notices, one final
         ``hallucinations`` chunk per choice, then ``done``."""
         chosen = [self.choices[i] for i in sorted(self.choices)] or [_Choice(0)]
         answers = [Answer(c.index, c.tracker.text, self.why or c.why) for c in chosen]
-        ahead = {c.index: task for c in chosen if (task := c.ahead_of(c.chars)) is not None}
-        found = await self.gate.check_all(self.check, answers, ahead)
+        found = await self.gate.check_all(self.check, answers, self.ahead())
         notices = [self.gate.apply_policy(one, answer) for one, answer in zip(found, answers)]
         withheld = {a.index for a, text in zip(answers, notices) if text is not None and self.replace}
         for event in held:

@@ -239,6 +239,11 @@ class ServeSettings:
     encode_after_answer: bool = setting(False, "Gate: encode the request's context only once the upstream has "
                                         "answered, not while it answers (to measure that head start; the verdicts "
                                         "are the same).")
+    stream_upstream: bool = setting(False, "Gate: ask the upstream to stream an answer the client wants whole, "
+                                    "check it as it arrives and answer the chat completion its chunks make (the "
+                                    "check then runs during the upstream's last tokens, not after them; same "
+                                    "verdicts). The upstream must accept stream_options; a request with tools is "
+                                    "forwarded as it came.")
     require_context: bool = setting(False, "Gate: refuse (422) a chat completion without a \"context\" instead of "
                                     "forwarding it unchecked.")
     block_above: float | None = setting(None, "Gate: an answer whose hallucination score is above this is "

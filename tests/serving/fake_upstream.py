@@ -79,8 +79,9 @@ def _deltas(model: str) -> list[list[dict[str, Any]]]:
     return [[{"index": 0, "delta": delta}], *middle, [{"index": 0, "delta": {}, "finish_reason": "stop"}]]
 
 
-async def stream_events(model: str, state: dict[str, Any]) -> AsyncIterator[str]:
-    """The streamed answer for ``model`` (see the module docstring)."""
+async def stream_events(model: str, state: dict[str, Any], usage: bool = False) -> AsyncIterator[str]:
+    """The streamed answer for ``model`` (see the module docstring); ``usage``: a last chunk with the usage and no
+    choices, as ``stream_options: {"include_usage": true}`` asks."""
     if model.startswith(("long-", "short-")):
         kind, chars, size = model.split("-")
         sentence = "The hotel opened in 1999 and it has 120 rooms and a pool. " if kind == "long" else "More text. "
@@ -98,6 +99,8 @@ async def stream_events(model: str, state: dict[str, Any]) -> AsyncIterator[str]
         ends = ["\n\r\n", "\r\n\r\n", "\r\r", "\n\n"] if model == "line-ends" else ["\n\n"]
         for i, choices in enumerate(_deltas(model)):
             yield sse(choices, ends[i % len(ends)])
+    if usage:
+        yield f"data: {json.dumps(HEAD | {'choices': [], 'usage': completion(model)['usage']})}\n\n"
     yield "data: [DONE]\n\n"
 
 
@@ -116,6 +119,8 @@ def fake_upstream() -> tuple[FastAPI, dict[str, Any]]:
         headers = RATE_HEADERS if model == "limited-ok" else {}
         if not body.get("stream") or model == "json":
             return JSONResponse(completion(model), headers=headers)
-        return StreamingResponse(stream_events(model, state), media_type="text/event-stream", headers=headers)
+        options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
+        return StreamingResponse(stream_events(model, state, usage=options.get("include_usage") is True),
+                                 media_type="text/event-stream", headers=headers)
 
     return app, state
