@@ -341,10 +341,10 @@ def measure_select(url: str, items: list[dict[str, Any]], n: int, rounds: int) -
 
 def fake_upstream(answer: str, words_per_s: float) -> Any:
     """An OpenAI-compatible server answering ``answer``, a word every ``1 / words_per_s`` seconds (streamed
-    word by word, or all at once after the same time); a request's ``user`` field, when set, opens each sentence
-    (:func:`fresh_answer`), so that each request gets an answer of its own of the same length. Streamed as an LLM
-    server streams: each word with the space before it (as BPE tokens carry it), then, one step later (the stop
-    token's), a chunk with ``finish_reason`` and ``data: [DONE]``."""
+    word by word on a fixed schedule, or all at once after the same time); a request's ``user`` field, when set,
+    opens each sentence (:func:`fresh_answer`), so that each request gets an answer of its own of the same length.
+    Streamed as an LLM server streams: each word with the space before it (as BPE tokens carry it), then, one step
+    later (the stop token's), a chunk with ``finish_reason`` and ``data: [DONE]``."""
     import asyncio
     import re
 
@@ -364,12 +364,17 @@ def fake_upstream(answer: str, words_per_s: float) -> Any:
                 {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]}
 
         async def events() -> Any:
-            for piece in pieces:
-                await asyncio.sleep(1 / words_per_s)
+            start = asyncio.get_running_loop().time()
+
+            async def until(step: int) -> None:  # on a schedule, so the stream ends when the whole answer would
+                await asyncio.sleep(max(0.0, start + step / words_per_s - asyncio.get_running_loop().time()))
+
+            for step, piece in enumerate(pieces, 1):
+                await until(step)
                 chunk = head | {"object": "chat.completion.chunk",
                                 "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
                 yield f"data: {json.dumps(chunk)}\n\n"
-            await asyncio.sleep(1 / words_per_s)  # the stop token
+            await until(len(pieces) + 1)  # the stop token
             stop = head | {"object": "chat.completion.chunk",
                            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
             yield f"data: {json.dumps(stop)}\n\n"

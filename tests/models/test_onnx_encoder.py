@@ -191,13 +191,14 @@ def test_the_shipped_detector_scores_alike_on_either_runtime(encoders, cache: Pa
     monkeypatch.setenv("RAGTRUTH_SPANS_CACHE", str(cache))
     context = "Passage 1: The Grand Hotel opened in 1999 and has 120 rooms on six floors."
     responses = ["The Grand Hotel opened in 1998 and has 120 rooms.", "It has 120 rooms on six floors."]
+    assert load_detector().builder.encoder.runtime == "onnx-int8"  # the precision it was built on
     scores = {}
-    for runtime in ("auto", "torch"):
+    for runtime in ("onnx-fp32", "torch"):  # both fp32 features (each warns: not the build's precision)
         detector = load_detector(runtime=runtime)
-        assert detector.builder.encoder.runtime == ("onnx-fp32" if runtime == "auto" else "torch")
+        assert detector.builder.encoder.runtime == runtime
         items = [{"context": context, "question": "Tell me about the hotel.", "response": r} for r in responses]
         scores[runtime] = [d.score for d in detector.detect_batch(items)]
-    assert np.allclose(scores["auto"], scores["torch"], atol=1e-4)
+    assert np.allclose(scores["onnx-fp32"], scores["torch"], atol=1e-4)
 
 
 def test_an_export_that_cannot_be_written_leaves_the_encoder_on_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

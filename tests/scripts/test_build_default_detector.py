@@ -85,7 +85,8 @@ def test_two_builds_give_identical_files_that_load_and_detect(tmp_path: Path) ->
     assert build["data"]["train"]["responses"] >= 36 and build["data"]["eval"]["responses"] >= 1  # the dev part: 7
     assert "--out" not in build["command"]
     assert build["overrides"][0].startswith("data.extra=")  # the script's own (its DEFAULT_OVERRIDES), then ours:
-    assert build["overrides"][1:] == ["features.encoder=null", SMALL_SYNTH, "data.extra=[]"]
+    assert build["overrides"][1:] == ["features.precision=int8", "features.encoder=null", SMALL_SYNTH,
+                                      "data.extra=[]"]
     assert info["data"]["counts"]["synth"]["records"] == 40  # generated from the training contexts alone
     assert build["command"][2:4] == ["--data-dir", "data"]  # relative to the folder it ran in; no path of this machine
     assert not any(str(tmp_path) in text.decode() for text in first.values())
