@@ -364,10 +364,11 @@ def fake_upstream(answer: str, words_per_s: float) -> Any:
                 {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]}
 
         async def events() -> Any:
-            start = asyncio.get_running_loop().time()
+            loop = asyncio.get_running_loop()
+            start = loop.time()
 
             async def until(step: int) -> None:  # on a schedule, so the stream ends when the whole answer would
-                await asyncio.sleep(max(0.0, start + step / words_per_s - asyncio.get_running_loop().time()))
+                await asyncio.sleep(max(0.0, start + step / words_per_s - loop.time()))
 
             for step, piece in enumerate(pieces, 1):
                 await until(step)

@@ -173,6 +173,7 @@ ranked RAGTruth dev and SummEdits worse and flagged 60 % of the crafted faithful
 SYNTH_DOCUMENTS = "data.synth.documents=[external/xsum, external/summedits, external/expertqa]"
 EXTRA_SOURCES = "data.extra=[{dir: external/xsum, weight: 0.3}, {dir: external/expertqa, weight: 0.5}]"
 INT8_FEATURES = "features.precision=int8"
+DEFAULT_OVERRIDES = (EXTRA_SOURCES, INT8_FEATURES)
 """The overrides every build starts with (a ``--set`` given to the script comes after them and may replace them):
 XSum's and ExpertQA's labelled training files as extra training-only data of the word model and the response head
 (the recipe's ``response.extra``; docs/lab/NOTEBOOK.md), and the sentence encoder's features from its int8 ONNX
@@ -180,7 +181,6 @@ export (``features.precision=int8``: the detector then runs on ``onnx-int8``; it
 public test splits stays within the fp32 build's 95 % interval and the crafted suite's rates are unchanged,
 docs/BENCHMARKS.md; ``--set features.precision=fp32`` builds on fp32 features). SummEdits' labels are never read.
 :data:`SYNTH_DOCUMENTS` is not among them: generated data comes from RAGTruth's contexts only."""
-DEFAULT_OVERRIDES = (EXTRA_SOURCES, INT8_FEATURES)
 
 
 def import_documents(data_dir: Path, work: Path, overrides: Sequence[str]) -> dict[str, Path]:
