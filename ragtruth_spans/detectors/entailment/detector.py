@@ -176,6 +176,22 @@ class EntailmentDetector(Detector):
         scores = self.sentence_scores(items)
         return [self.decide(item, self.windows_of(item), found) for item, found in zip(items, scores)]
 
+    def character_scores(self, items: Sequence[DetectItem]) -> list[tuple[np.ndarray, bool]]:
+        """Per item, a float32 score per response character — ``1 - entailment`` of the sentence ``[start, end)``
+        it lies in, 0 between sentences — and True (every item is judged): what a stacked member's columns read
+        (docs/STACKED.md), soft where :meth:`detect_batch` keeps only the sentences below ``threshold``.
+
+        Example: a response of one sentence whose best window entails it at 0.9 scores 0.1 on every character
+        of that sentence.
+        """
+        out = []
+        for item, found in zip(items, self.sentence_scores(items)):
+            scores = np.zeros(len(item.response), dtype=np.float32)
+            for s in found:
+                scores[s.start:s.end] = 1.0 - s.entailment
+            out.append((scores, True))
+        return out
+
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, **self.run_info, "threshold": self.threshold, "windows": self.top_k,
                 "window_sentences": self.window_sentences, "window_fields": self.window_fields,

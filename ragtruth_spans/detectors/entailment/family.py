@@ -3,8 +3,9 @@ detector that flags the response sentences no context window entails (:mod:`.det
 
 Options of :func:`load` (``load_detector(run_dir, **options)``): ``device`` (default: CUDA when available),
 ``batch_size`` (pairs run together), ``threshold`` (P(entailment) below which a sentence is flagged; default:
-the run's ``detection.threshold``) and ``runtime`` (``torch``, default; ``onnx-fp32`` or ``onnx-int8``:
-:mod:`.onnx`).
+the run's ``detection.threshold``), ``windows`` and ``window_sentences`` (the run's ``detection`` values by
+default: fewer and shorter premises cost less) and ``runtime`` (``torch``, default; ``onnx-fp32`` or
+``onnx-int8``: :mod:`.onnx`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ragtruth_spans.detectors.entailment.recipe import EntailmentRecipe
 from ragtruth_spans.detectors.family import Family, check_options
 
 KIND = "entailment"
-OPTIONS = {"device", "batch_size", "threshold", "runtime"}
+OPTIONS = {"device", "batch_size", "threshold", "runtime", "windows", "window_sentences"}
 
 
 def load(run_dir: str | Path, **options: Any) -> Detector:

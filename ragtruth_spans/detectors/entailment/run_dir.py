@@ -22,10 +22,15 @@ from ragtruth_spans.runs.run_dir import MANIFEST_KEY
 
 
 def load_run(path: str | Path, *, device: str | None = None, batch_size: int = 32,
-             threshold: float | None = None, runtime: str | None = None) -> EntailmentDetector:
-    """The detector of a finished run directory; ``threshold`` overrides the run's; ``runtime``: ``torch``, or
-    ``onnx-fp32`` / ``onnx-int8`` (:mod:`.onnx`: on the CPU, without torch once exported); None: torch."""
+             threshold: float | None = None, runtime: str | None = None, windows: int | None = None,
+             window_sentences: int | None = None) -> EntailmentDetector:
+    """The detector of a finished run directory; ``threshold``, ``windows`` and ``window_sentences`` override the
+    run's ``detection`` values; ``runtime``: ``torch``, or ``onnx-fp32`` / ``onnx-int8`` (:mod:`.onnx`: on the
+    CPU, without torch once exported); None: torch."""
     path, runtime = Path(path), runtime or "torch"
+    for name, value in (("windows", windows), ("window_sentences", window_sentences)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise InputError(f"option {name} must be a whole number of at least 1, got {value!r}", field=name)
     recipe, info = read_finished_run(path, EntailmentRecipe, "detection", dict)
     check_model_folder(path, what="trained NLI model")
     if not (path / "model.safetensors").is_file():
@@ -53,9 +58,9 @@ def load_run(path: str | Path, *, device: str | None = None, batch_size: int = 3
     saved = info["detection"].get("threshold", d.threshold)
     return EntailmentDetector(
         model, tokenizer, max_length=recipe.model.max_length,
-        threshold=threshold if threshold is not None else saved, windows=d.windows,
-        window_sentences=d.window_sentences, window_fields=d.window_fields, encoder=d.encoder, device=device,
-        batch_size=batch_size, runtime=runtime,
+        threshold=threshold if threshold is not None else saved, windows=windows or d.windows,
+        window_sentences=window_sentences or d.window_sentences, window_fields=d.window_fields, encoder=d.encoder,
+        device=device, batch_size=batch_size, runtime=runtime,
         run_info={"run_dir": str(path.resolve()), "fingerprint": info.get("fingerprint")})
 
 

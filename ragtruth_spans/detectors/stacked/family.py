@@ -36,7 +36,7 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     members = {}
     for member in recipe.members:
         if member.recipe is None:
-            members[member.name] = load_detector(member.detector)
+            members[member.name] = load_detector(member.detector, **member.options)
         elif member.refit:
             members[member.name] = load_detector(run_dir / member.run_paths()[0])
         else:

@@ -12,6 +12,9 @@ members:                                            # optional: detectors whose 
     refit: true                                     # false: detect with the mean of the fold models
   - name: numbers
     detector: numbers                               # a named detector (nothing to train)
+  - name: nli
+    detector: runs/nli                              # a run directory, loaded with load_detector's options
+    options: {runtime: onnx-int8, windows: 1}
 combiner: {learning_rate: 0.05, num_leaves: 31, ...}  # LightGBM
 decision: {per_task: true, max_word_gap: [0, 1, 2], ...}
 ```
@@ -123,6 +126,8 @@ class MemberSection(Section):
                                           "there (false: no extra training; detection runs every fold model).")
     detector: str | None = Field(None, description="A detector name or run directory used as it is. Its scores "
                                                    "on the training split must not come from training on it.")
+    options: dict[str, Any] = Field(default_factory=dict, description="Options of load_detector for the member "
+                                                                      "named by detector (e.g. runtime, windows).")
 
     def run_paths(self) -> list[str]:
         """The run folders (relative to the stacked run) detection loads for a member trained here:
@@ -135,6 +140,9 @@ class MemberSection(Section):
     def _one_source(self) -> MemberSection:
         if (self.recipe is None) == (self.detector is None):
             raise ValueError("a member names exactly one of recipe (trained here) or detector (used as it is)")
+        if self.options and self.detector is None:
+            raise ValueError("options are load_detector's options of a member named by detector; a member trained "
+                             "here takes overrides")
         return self
 
 

@@ -111,7 +111,7 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
     eval_items = [DetectItem.of(r) for r in eval_records]
     for member in recipe.members:
         if member.detector is not None:
-            detectors[member.name] = load_detector(member.detector)
+            detectors[member.name] = load_detector(member.detector, **member.options)
             on_train[member.name] = character_scores(detectors[member.name], train_items)
         else:
             home = run_dir / MEMBERS_DIR / member.name

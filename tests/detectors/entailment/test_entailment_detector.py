@@ -83,3 +83,17 @@ def test_sentence_columns_and_a_faithful_response(detector):
     assert len(scores[0].windows) == 2  # the best two windows by the encoder were judged
     clean = detector.detect(context=CONTEXT, response="The museum in the old town is red.", task="Summary")
     assert clean.spans == [] and clean.score < 0.1
+
+
+def test_character_scores_are_each_sentences_soft_score_for_a_stacked_member(detector):
+    from ragtruth_spans.detectors.base import DetectItem
+
+    response = "It opened in 1950 beside the river.  The museum is green."
+    item = DetectItem.of({"context": CONTEXT, "response": response, "task": "Summary"})
+    ((scores, judged),) = detector.character_scores([item])
+    (sentences,) = detector.sentence_scores([item])
+    assert judged and scores.dtype.name == "float32" and len(scores) == len(response)
+    assert scores[:35] == pytest.approx([1 - sentences[0].entailment] * 35, abs=1e-6)
+    assert scores[35:37].tolist() == [0.0, 0.0]  # between sentences
+    assert scores[37:] == pytest.approx([1 - sentences[1].entailment] * 20, abs=1e-6)
+    assert scores[0] < 0.1 < 0.9 < scores[-1]  # soft: the entailed sentence scores low, not zero by a threshold

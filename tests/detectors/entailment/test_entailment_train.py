@@ -59,6 +59,11 @@ def test_train_writes_a_hugging_face_folder_with_run_info_and_metrics_and_the_lo
     assert metrics["test"]["sources"]["snli"]["three_way_pairs"] == 9
     detector = load_detector(out, threshold=0.9)
     assert isinstance(detector, EntailmentDetector) and detector.threshold == 0.9
+    assert (detector.top_k, detector.window_sentences) == (3, 1)  # the run's detection settings
+    cheaper = load_detector(out, windows=1, window_sentences=2)
+    assert (cheaper.top_k, cheaper.window_sentences) == (1, 2)
+    with pytest.raises(InputError, match="option windows must be a whole number"):
+        load_detector(out, windows=0)
     detector._encoder = SentenceEncoder(runtime="torch")  # the encoder's ONNX export is tested elsewhere
     response = "The hotel is red. It opened in 1950."
     found = detector.detect(context="The hotel in the old town is red. It opened in 1950.", response=response,

@@ -87,6 +87,15 @@ def test_train_save_load_detect_round_trip(prepared, tmp_path):
     assert [d.to_dict() for d in again] == [d.to_dict() for d in detections]
 
 
+def test_a_named_members_options_reach_its_loader_and_only_named_members_take_them(prepared, tmp_path):
+    member = {"name": "numbers", "detector": "numbers", "options": {"threshold": 0.5}}
+    with pytest.raises(InputError, match="threshold do not apply to a rule-based detector"):
+        train(validate_recipe(stacked_recipe(prepared, tmp_path / "run", [member])))
+    trained_here = {"name": "tok", "recipe": "all-minilm-l6-v2/token-cls", "options": {"threshold": 0.5}}
+    with pytest.raises(InputError, match="a member trained here takes overrides"):
+        validate_recipe(stacked_recipe(prepared, tmp_path / "other", [trained_here]))
+
+
 @pytest.mark.slow
 def test_a_trained_member_is_fitted_out_of_fold_and_reloaded(prepared, tmp_path):
     member_recipe = tmp_path / "tiny-token-cls.yaml"
