@@ -10,8 +10,9 @@ are at cosine >= :data:`INT8_MIN_COSINE` of fp32's (the mean and the minimum are
 
 The cache (:func:`load_onnx`). An export is keyed by the SHA-256 of the folder's ``model.safetensors`` and
 ``config.json``, the torch and transformers versions and the opset (and, for int8, ONNX Runtime's version and the
-quantization settings: :func:`export_key_inputs`); it is written to ``<cache>/onnx/<key>/``
-(:func:`~ragtruth_spans.core.cache.cache_root`) through a temporary folder renamed into place, with a record
+quantization settings; the layers kept, when an encoder runs only its first ones: :func:`export_key_inputs`); it
+is written to ``<cache>/onnx/<key>/`` (:func:`~ragtruth_spans.core.cache.cache_root`) through a temporary folder
+renamed into place, with a record
 (``source.json``: those inputs, the export's SHA-256, its measured differences). **The cache is not trusted**: it
 can be rewritten whole, record included. So each time an export is loaded, its outputs on :data:`PROBE` are
 compared with a reference the cache cannot rewrite — the packaged one for packaged weights
@@ -112,20 +113,25 @@ def _version(package: str) -> str:
         return "absent"
 
 
-def export_key_inputs(folder: str | Path, weights_sha256: str | None = None,
-                      precision: str = "fp32") -> dict[str, str] | None:
+def export_key_inputs(folder: str | Path, weights_sha256: str | None = None, precision: str = "fp32",
+                      layers: int | None = None) -> dict[str, str] | None:
     """What an export of ``folder`` depends on (weights and config hashes, library versions, opset; for ``int8``
-    also ONNX Runtime's version and :data:`QUANTIZATION`); None when the folder holds no ``model.safetensors``,
-    ``config.json`` and ``tokenizer.json`` or is not a BERT-type transformer (such a model stays on torch).
-    ``weights_sha256`` spares hashing weights already verified."""
+    also ONNX Runtime's version and :data:`QUANTIZATION`; ``layers``: only the first that many transformer layers
+    are exported, None: all); None when the folder holds no ``model.safetensors``, ``config.json`` and
+    ``tokenizer.json`` or is not a BERT-type transformer (such a model stays on torch). ``weights_sha256`` spares
+    hashing weights already verified."""
     if precision not in PRECISIONS:
         raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}", field="precision")
+    if layers is not None and (isinstance(layers, bool) or not isinstance(layers, int) or layers < 1):
+        raise InputError(f"layers must be a whole number >= 1, got {layers!r}", field="layers")
     folder = Path(folder)
     weights, config = folder / "model.safetensors", folder / "config.json"
     if not weights.is_file() or not (folder / "tokenizer.json").is_file() or _model_type(config) != "bert":
         return None
     inputs = {"weights_sha256": weights_sha256 or str(file_sha256(weights)), "config_sha256": str(file_sha256(config)),
               "torch": _version("torch"), "transformers": _version("transformers"), "opset": str(OPSET)}
+    if layers is not None:  # absent for the whole model: the keys of exports made before layers could be chosen
+        inputs["layers"] = str(layers)
     if precision == "int8":  # the fp32 export's inputs stay its key: an int8 export is made from it
         inputs |= {"precision": "int8", "onnxruntime": _version("onnxruntime"),
                    "quantization": json.dumps(QUANTIZATION, sort_keys=True)}
@@ -145,6 +151,10 @@ def _key(inputs: dict[str, str]) -> str:
 
 def _precision(inputs: dict[str, str]) -> str:
     return inputs.get("precision", "fp32")
+
+
+def _layers(inputs: dict[str, str]) -> int | None:
+    return int(inputs["layers"]) if "layers" in inputs else None
 
 
 def _fp32_inputs(inputs: dict[str, str]) -> dict[str, str]:
@@ -193,7 +203,8 @@ def exported_model(folder: str | Path, inputs: dict[str, str]) -> Path:
     try:
         started = time.perf_counter()
         if base is None:
-            measured: dict[str, Any] = {"max_abs_difference": _export(Path(folder), tmp / MODEL_FILE)}
+            measured: dict[str, Any] = {"max_abs_difference": _export(Path(folder), tmp / MODEL_FILE,
+                                                                          _layers(inputs))}
         else:
             measured = _quantize(Path(folder), base, tmp / MODEL_FILE)
         record = {**inputs, "folder": str(folder), **measured, "onnx_sha256": file_sha256(tmp / MODEL_FILE)}
@@ -289,7 +300,7 @@ def _set_aside(folder: Path) -> None:
 def _probe_problem(model: OnnxTransformer, folder: str | Path, inputs: dict[str, str]) -> str | None:
     """What is wrong with ``model``'s outputs on :data:`PROBE` against the reference (None: nothing, or no
     reference to check against)."""
-    reference, source = probe_reference(folder, inputs["weights_sha256"])
+    reference, source = probe_reference(folder, inputs["weights_sha256"], _layers(inputs))
     if reference is None:
         logger.debug("the ONNX encoder of %s is checked against its record only (no packaged reference, no torch)",
                      folder)
@@ -302,26 +313,43 @@ def _probe_problem(model: OnnxTransformer, folder: str | Path, inputs: dict[str,
     return f"does not reproduce {source} on the probe texts (cosine {worst:.4f} < {wanted})"
 
 
-def probe_reference(folder: str | Path, weights_sha256: str) -> tuple[np.ndarray | None, str]:
-    """``(reference, what it is)``: the probe embeddings an export of these weights must give — the packaged ones
-    (:mod:`~ragtruth_spans.models.probe_reference`), else torch's when torch and transformers are installed, else
-    ``(None, "")``."""
+def probe_reference(folder: str | Path, weights_sha256: str,
+                    layers: int | None = None) -> tuple[np.ndarray | None, str]:
+    """``(reference, what it is)``: the probe embeddings an export of these weights (its first ``layers``
+    transformer layers; None: all) must give — the packaged ones (:mod:`~ragtruth_spans.models.probe_reference`),
+    else torch's when torch and transformers are installed, else ``(None, "")``."""
     from ragtruth_spans.models.probe_reference import reference
 
-    packaged = reference(weights_sha256)
+    packaged = reference(weights_sha256, layers)
     if packaged is not None:
         return packaged, "the packaged reference"
     if find_spec("torch") is None or find_spec("transformers") is None:
         return None, ""
-    return torch_probe(folder), "torch's outputs"
+    return torch_probe(folder, layers), "torch's outputs"
 
 
-def torch_probe(folder: str | Path) -> np.ndarray:
-    """The mean-pooled, unit-length last hidden states of :data:`PROBE` from the folder's weights on torch."""
-    import torch
+def load_transformer(folder: str | Path, layers: int | None = None) -> Any:
+    """The folder's transformer (transformers' ``AutoModel``, in eval mode), cut to its first ``layers`` layers
+    (None: all of them; the later layers' weights are not loaded)."""
     from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
 
-    model = AutoModel.from_pretrained(folder, local_files_only=True).eval()
+    if layers is None:
+        return AutoModel.from_pretrained(folder, local_files_only=True).eval()
+    previous = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the later layers' weights are left out on purpose: no report of them
+    try:
+        return AutoModel.from_pretrained(folder, local_files_only=True, num_hidden_layers=layers).eval()
+    finally:
+        hf_logging.set_verbosity(previous)
+
+
+def torch_probe(folder: str | Path, layers: int | None = None) -> np.ndarray:
+    """The mean-pooled, unit-length last hidden states of :data:`PROBE` from the folder's weights on torch (the
+    first ``layers`` transformer layers; None: all)."""
+    import torch
+
+    model = load_transformer(folder, layers)
     batch = FastTokenizer(folder, max_length=64)(list(PROBE))
     with torch.no_grad():
         hidden = model(**{name: torch.from_numpy(batch[name]) for name in INPUTS}).last_hidden_state.numpy()
@@ -352,16 +380,16 @@ def with_plain_inputs(model: Any, output: str = "last_hidden_state") -> Any:
     return Plain().eval()
 
 
-def _export(folder: Path, out: Path) -> float:
-    """Export ``folder``'s transformer to ``out``; the largest absolute difference from torch on :data:`PROBE`."""
+def _export(folder: Path, out: Path, layers: int | None = None) -> float:
+    """Export ``folder``'s transformer (its first ``layers`` layers; None: all) to ``out``; the largest absolute
+    difference from torch on :data:`PROBE`."""
     import contextlib
     import sys
     import warnings
 
     import torch
-    from transformers import AutoModel
 
-    wrapped = with_plain_inputs(AutoModel.from_pretrained(folder, local_files_only=True).eval())
+    wrapped = with_plain_inputs(load_transformer(folder, layers))
     batch = FastTokenizer(folder, max_length=64)(list(PROBE))
     tensors = tuple(torch.from_numpy(batch[name]) for name in INPUTS)
     batch_dim, seq_dim = torch.export.Dim("batch"), torch.export.Dim("sequence", max=4096)

@@ -3,7 +3,8 @@ cached ONNX export is checked against each time it is loaded (:func:`~ragtruth_s
 
 They live in the package, not in the cache, so that an export rewritten together with the record beside it is
 still caught: the cache can rewrite itself, not these. Keyed by the SHA-256 of the weights
-(:data:`~ragtruth_spans.models.pretrained.PACKAGED_MODELS`); each value is the probe texts' mean-pooled, unit-length
+(:data:`~ragtruth_spans.models.pretrained.PACKAGED_MODELS`; :func:`reference_key` for an encoder that runs only its
+first layers); each value is the probe texts' mean-pooled, unit-length
 last hidden states from torch (``len(PROBE) x dim``), as little-endian float16, base64 —
 :func:`~ragtruth_spans.models.onnx_encoder.torch_probe` makes them and a test checks them against torch.
 """
@@ -39,12 +40,47 @@ PROBE_REFERENCE: dict[str, tuple[int, str]] = {
         "q7Sq9x+cKIWkeSgOLLimMqZeq4qs0CjjLBAsFKpQlTerFyiNJFctJCJGrpMoryRWrrWpQKm7KzasViB7LLIkEa62rhariigLISut"
         "xas2rLipe6xdqemqMyheHokpxZ2+qbicMK2hMMAskivrq7Gt"
     )),
+    # the same weights, their first four transformer layers (the shipped detector's encoder_layers)
+    "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db/layers=4": (384, (
+        "/KGaKTgsUiZvqR6cLCgYKNMsHKC+KMGQ1J2eK6Yok6UEIkKlPYQEKYyiKS14JuIcc4/cpl4qU6UBLJ6nWiCVKBoqDisvKWqYlqBx"
+        "KLwqCKG8nUyqqZu9ILCa0BkxpAclTKyEJSKvmqjzp6wnOadsIN8lf6j+KfOeLCkYpW6q8i+CLfKZnySMqt+pRizcILelzyPAmSKp"
+        "5610q5womycVH3gksqx3m6Ioaqz/I2ufGaYWpRIeEZ/YrbEc3Bx/J9ao7qvRn8onGDNiJA2ooif3F40ocaoeI8elEiSipFyry6R7"
+        "Jz2mxCiZnnso0yBzpUmkfKZaKUytBCYUr7ymCicWMCQrzaYFGfYqpaNDqcOriaDSoJAlEKhfqQcqaCOBHr+pG6jVKQgoMqeKoQym"
+        "cKMlp0ElbK37JumlIhzKMkGiiKWMqOAjfphVngUozqvBGKIkmaWdJoglRilSo8Ooq58AH/SfPyy2KN4mRie1pH+gBySCqR4oQqgt"
+        "Jz6nOSw4qoSijRt5I9ysVqVeKVSjLbDWJEQk8Jhcp6sYLSwiJX6onaoPqh6oXCffnCGsoagPo+Ktf6VcphSsa6PApO+hgyrqtp0g"
+        "aCiyqf8n3xZZqSmpe5IZqIMjGKfkpoUWuygeKp6WpSl8qs4px51hFoIrIp4+rrIlECjsLimqC7DeJx6M1azfqQApQxybHDctOSCC"
+        "mvAnkioYmBWqlCiqJ02pq6xvpHccDCzzpi0lS6gbo8Cmz6tEq8agsSZbq+gkSCosmk6oHitLo0ipnSNsJ/ce8CqyodUBYqwlqtei"
+        "DSd3q8mnDiJvGQysmxkCJW4sIChGnTMjASgZo1OndClCGjSp7ycWq+kjvKUUpc+nt5rJKBWpO6hTHjiqgSMmnN2t3yoJoDIn2Kcs"
+        "KBC09iJgKfQNWR/HpxenNyH1pMAxwKl1rCOgCy9dpuUkRqDfJuos/SfNKoMlACraGhsrNS+VLO8uXijcoPSoRiWsJnYceCahp9sn"
+        "9Crxnpgn96n7H2EpJytYJUuiTB0TKxggH55rqNCnV51XLEAplCCbI5uozyV1HewikamWoqAmtqd8Hy8iIyowH+wh/iPFmeymKqSi"
+        "JdsmNaW+LdEovCyKLTWsdqwqpXQjAiOtIR2fGCgwm6qlJCWlI9snZKhoDfiZO6jxpdQh/KhqnCSkr6lQJIAcdKlMmJ0c+jGPLHap"
+        "LKV9qpOoGS06GmckWyVMoUClZKhMqwMr8CqHJEaoMB0yqJynfqr7IYegIJ+FJzko7CAGqoEjhpyDLGMgXil5KR6gnyxTHBUnUKCb"
+        "JuQT2iLEJB6qYKhkphak26QXJS4fNCSeopCojBpvJMuhbxxjpiel7inKqKKoQhjjLR8oEh2xIrwtShyNpyWs8yP8q2osCaphpjws"
+        "pyiJqjuptigOKdmrASQlELWrW5n2rPAlJKL+I02mLZ0rNNSrV6YLqrWmGRy1J7opOai1pN0kmJ87KB4tLKV8nJsZCiiRHgyoMik0"
+        "FpUiK6kOqq+nFiDIpAMvfCCpo4YbJymyJkSkqaSUIearZyB5IGUUSaznJvYoLyc0pLCmsCprqEso/Kjvqf6WWiIbIJKo46SuHt+s"
+        "hCdAqfeka6lxpfKq1CgMuKYkayirpugoT5QhqIohOCjcIrmkBaWEp8yoCaNqJEWprakRJmGjEpW9oXwgQyKPJPyhOyStKx2jSK31"
+        "pVkdEatYhwgn96J2p44rWKm0p6UmVyzXJbqZjSzHoeimO6hIJAqlRxrxoPIqQaeyLXuoja3AouclLykupeUoASNGoGysvS1bpFGo"
+        "/SDkpHcpaCi1pbQbLanUrICi2yK8qoUeuaJEpESduKJOonaneiqIJO8sNB3WHsgiqywtKdip+puDqQCh9Ki5qmCck5nTKW6mCqqr"
+        "n9KrPiiXKMWrrwyhFLQkZab5nv2zHSftJFGkLqYOnIWgap7/qDcynqYsrdApMSmBpTic+pXZJ7Mn8Cv6IsSr/yUXq6kgGTMlLbAm"
+        "l6ZwpdYkFp3rKWQePSXerPaobShqoQgmeqkNLCQnJCnaIFIt"
+    )),
 }
 
 
-def reference(weights_sha256: str) -> np.ndarray | None:
-    """The packaged reference (``len(PROBE) x dim`` float32) of the weights with this SHA-256, None for others."""
-    found = PROBE_REFERENCE.get(weights_sha256)
+def reference_key(weights_sha256: str, layers: int | None = None) -> str:
+    """The key of :data:`PROBE_REFERENCE` for these weights, cut to their first ``layers`` transformer layers
+    (None: all of them, keyed by the SHA-256 alone).
+
+    >>> reference_key("ab" * 32, 3)[-9:]
+    '/layers=3'
+    """
+    return weights_sha256 if layers is None else f"{weights_sha256}/layers={layers}"
+
+
+def reference(weights_sha256: str, layers: int | None = None) -> np.ndarray | None:
+    """The packaged reference (``len(PROBE) x dim`` float32) of the weights with this SHA-256 (their first
+    ``layers`` layers; None: all), None for others."""
+    found = PROBE_REFERENCE.get(reference_key(weights_sha256, layers))
     if found is None:
         return None
     dimension, encoded = found

@@ -103,7 +103,7 @@ def test_a_broken_cached_export_is_made_again_or_refused_in_one_line(encoders, c
     monkeypatch.undo()
     monkeypatch.setenv("RAGTRUTH_SPANS_CACHE", str(tmp_path / "cache"))
     remade = []
-    monkeypatch.setattr(onnx_encoder, "_export", lambda _, out: remade.append(out.write_bytes(good)) or 0.0)
+    monkeypatch.setattr(onnx_encoder, "_export", lambda _, out, layers: remade.append(out.write_bytes(good)) or 0.0)
     with caplog.at_level("WARNING", logger="ragtruth_spans.models.onnx_encoder"):
         assert SentenceEncoder(MINILM).runtime == "onnx-fp32"  # with the exporter: set aside and made again
     assert len(remade) == 1 and "set aside and made again" in caplog.text
@@ -150,8 +150,9 @@ def test_the_packaged_reference_is_torchs_probe_output() -> None:
     from ragtruth_spans.models.probe_reference import reference
 
     folder = resolve_model(MINILM)[0]
-    packaged = reference(onnx_encoder.file_sha256(Path(folder) / "model.safetensors"))
-    assert packaged is not None and np.abs(packaged - onnx_encoder.torch_probe(folder)).max() < 1e-3
+    for layers in (None, 4):  # the whole encoder, and the four layers the shipped detector runs
+        packaged = reference(onnx_encoder.file_sha256(Path(folder) / "model.safetensors"), layers)
+        assert packaged is not None and np.abs(packaged - onnx_encoder.torch_probe(folder, layers)).max() < 1e-3
 
 
 def test_the_int8_encoder_is_verified_recorded_and_kept_apart(encoders, cache: Path,
@@ -210,3 +211,40 @@ def test_an_export_that_cannot_be_written_leaves_the_encoder_on_torch(tmp_path: 
         encoder = SentenceEncoder(MINILM)
     assert encoder.runtime == "torch" and "the ONNX export failed" in caplog.text
     assert encoder.encode(["still encodes"]).shape == (1, 384)
+
+
+def test_an_encoder_cut_to_its_first_layers_is_its_own_export_and_agrees_with_torch(
+        encoders, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGTRUTH_SPANS_CACHE", str(tmp_path))
+    cut, cut_torch = SentenceEncoder(MINILM, layers=2), SentenceEncoder(MINILM, runtime="torch", layers=2)
+    assert (cut.runtime, cut.describe()["encoder_layers"]) == ("onnx-fp32", 2)
+    assert np.abs(cut.encode(TEXTS) - cut_torch.encode(TEXTS)).max() < 1e-4
+    whole = encoders[0].encode(TEXTS)
+    assert (cut.encode(TEXTS) * whole).sum(1)[[0, 2, 3, 4]].max() < 0.999  # another encoder, not the whole one
+    folder = resolve_model(MINILM)[0]
+    assert onnx_encoder.export_key_inputs(folder, "0" * 64, layers=2)["layers"] == "2"
+    assert "layers" not in onnx_encoder.export_key_inputs(folder, "0" * 64)  # the whole model's key as before
+    units = ["The bridge opened in 1932."]
+    assert cut.encode_units(units) is not encoders[0].encode_units(units)  # the context caches never mix them
+
+
+@pytest.mark.parametrize("layers", [0, -1, 7, True, 2.5])
+def test_a_cut_that_the_encoder_cannot_make_is_one_error_naming_the_field(layers: object) -> None:
+    with pytest.raises(InputError) as caught:
+        SentenceEncoder(MINILM, runtime="torch", layers=layers)  # type: ignore[arg-type]
+    assert caught.value.field == "layers"
+
+
+def test_int8_passes_side_by_side_give_the_arrays_of_passes_in_turn(cache: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragtruth_spans.detectors.shared import encoder as encoder_module
+
+    monkeypatch.setenv("RAGTRUTH_SPANS_CACHE", str(cache))
+    texts = [*TEXTS, "A second sentence, of another length.", "Three words here."]
+    int8 = SentenceEncoder(MINILM, runtime="onnx-int8")
+    side_by_side = int8.encode_with_tokens(texts)
+    monkeypatch.setattr(encoder_module, "native_workers", lambda: 1)
+    in_turn = int8.encode_with_tokens(texts)
+    assert np.array_equal(side_by_side[0], in_turn[0])
+    for (offsets, tokens), (offsets_1, tokens_1) in zip(side_by_side[1], in_turn[1]):
+        assert np.array_equal(offsets, offsets_1) and np.array_equal(tokens, tokens_1)

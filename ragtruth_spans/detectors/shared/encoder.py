@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.lru import BoundedCache
+from ragtruth_spans.core.threads import native_pool, native_workers
 from ragtruth_spans.detectors.shared.context_cache import DEFAULT_CACHE_BYTES, ContextCache, context_key
 from ragtruth_spans.models.pretrained import MINILM
 
@@ -40,10 +42,13 @@ SENTENCE_CACHE_SIZE = 1024
 
 
 class SentenceEncoder:
-    """L2-normalised sentence embeddings (so a dot product is the cosine similarity)."""
+    """L2-normalised sentence embeddings (so a dot product is the cosine similarity); ``layers``: only the
+    transformer's first that many layers run (None: all; a mean-pooled BERT-type folder only) — a faster,
+    coarser encoder whose features are its own, as int8's are."""
 
     def __init__(self, name_or_path: str = MINILM, *, device: str | None = None, batch_size: int = 64,
-                 runtime: str = "auto", context_cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+                 runtime: str = "auto", context_cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 layers: int | None = None) -> None:
         from ragtruth_spans.models.hf_models import loading
         from ragtruth_spans.models.pretrained import resolve_model
 
@@ -55,11 +60,12 @@ class SentenceEncoder:
         path, self.revision = resolve_model(name_or_path)
         self.batch_size = batch_size
         self._max_length = mean_pooling_layout(path)
+        self.layers = _checked_layers(layers, path, self._max_length)
         self.model: Any = None
         self._transformer: Any = None
         self._onnx: Any = None
         if self._max_length is not None and runtime != "torch" and (device or "cpu") == "cpu":
-            self._onnx = _onnx_transformer(name_or_path, path, self._max_length, PRECISION[runtime])
+            self._onnx = _onnx_transformer(name_or_path, path, self._max_length, PRECISION[runtime], self.layers)
         if self._onnx is None and runtime.startswith("onnx"):
             raise InputError(f"runtime {runtime} needs ONNX Runtime and a BERT-type sentence-transformers folder "
                              "(or the exporter: onnx, onnxscript, torch) for this encoder; runtime torch or auto "
@@ -67,10 +73,9 @@ class SentenceEncoder:
         if self._onnx is None:
             with loading(path, "sentence encoder"):
                 if self._max_length is not None:  # one transformer pass gives sentences and tokens; no import of ST
-                    from transformers import AutoModel
+                    from ragtruth_spans.models.onnx_encoder import load_transformer
 
-                    self._transformer = AutoModel.from_pretrained(path, local_files_only=True).to(
-                        device or "cpu").eval()
+                    self._transformer = load_transformer(path, self.layers).to(device or "cpu")
                 else:
                     self.model = _sentence_transformer(path, device)
                     self._transformer, self._max_length = self.model[0].auto_model, self.model.max_seq_length
@@ -79,7 +84,8 @@ class SentenceEncoder:
         """The features this encoder gives (``fp32`` or ``int8``)."""
         self.context_cache = ContextCache(context_cache_bytes)
         """The context encodings (unit and token embeddings) kept, bounded in bytes."""
-        self._identity = f"{name_or_path}@{self.revision}/{self.runtime}/{self._max_length}"
+        cut = "" if self.layers is None else f"/layers={self.layers}"
+        self._identity = f"{name_or_path}@{self.revision}/{self.runtime}/{self._max_length}{cut}"
         self._texts = BoundedCache(TEXT_CACHE_SIZE)  # text -> sentence embedding (embed)
         self._sentences = BoundedCache(SENTENCE_CACHE_SIZE)  # text -> (sentence, (offsets, tokens))
         self._path = path
@@ -170,23 +176,39 @@ class SentenceEncoder:
         tokenized = self._tokenize(texts)
         lengths = tokenized["attention_mask"].sum(1)
         # int8: each text alone, since dynamic quantization scales a batch's activations by the whole batch's
-        # range (a sentence batched with others moved by up to cosine 0.03): a text's embedding is then its own
-        chunks = [[i] for i in np.argsort(-lengths, kind="stable").tolist()] if self.precision == "int8" else \
+        # range (a sentence batched with others moved by up to cosine 0.03): a text's embedding is then its own.
+        # Those passes run side by side, one core each (longest first), on one-thread sessions (the same
+        # arrays bit for bit as on a session of two threads: measured on 394 pool sentences).
+        alone = self.precision == "int8"
+        chunks = [[i] for i in np.argsort(-lengths, kind="stable").tolist()] if alone else \
             length_batches(lengths.tolist(), self.batch_size)
-        for chunk in chunks:
-            batch = {name: array[chunk, :int(lengths[chunk].max())] for name, array in tokenized.items()}
-            hidden = self._hidden(batch)
-            attention = batch["attention_mask"]
-            keep = (batch["special_tokens_mask"] == 0) & (attention == 1)
-            mask = attention[..., None].astype(np.float32)
-            pooled = _unit((hidden * mask).sum(1) / np.maximum(mask.sum(1), 1e-9))
-            tokens = _unit(hidden) if with_tokens else None
-            offsets = batch["offset_mapping"]
+        run = partial(self._chunk_pass, tokenized, lengths, with_tokens)
+        parallel = alone and self._onnx is not None and len(chunks) > 1 and native_workers() > 1
+        for chunk, (pooled, offsets, tokens) in zip(chunks, native_pool().map(run, chunks) if parallel else
+                                                    map(run, chunks)):
             for row, i in enumerate(chunk):
                 if tokens is None:
                     yield i, pooled[row], None, None
                 else:
-                    yield i, pooled[row], offsets[row][keep[row]].astype(np.int64), tokens[row][keep[row]]
+                    yield i, pooled[row], offsets[row], tokens[row]
+
+    def _chunk_pass(self, tokenized: dict[str, np.ndarray], lengths: np.ndarray, with_tokens: bool,
+                    chunk: list[int]) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray] | None]:
+        """One batch of :meth:`_passes`: the texts ``chunk`` (indices into ``tokenized``) cut to their longest;
+        ``(pooled, offsets, tokens)`` per row — offsets and tokens of the word pieces only (None without
+        ``with_tokens``)."""
+        batch = {name: array[chunk, :int(lengths[chunk].max())] for name, array in tokenized.items()}
+        hidden = self._hidden(batch)
+        attention = batch["attention_mask"]
+        keep = (batch["special_tokens_mask"] == 0) & (attention == 1)
+        mask = attention[..., None].astype(np.float32)
+        pooled = _unit((hidden * mask).sum(1) / np.maximum(mask.sum(1), 1e-9))
+        if not with_tokens:
+            return pooled, [], None
+        tokens = _unit(hidden)
+        offsets = batch["offset_mapping"]
+        return (pooled, [offsets[row][keep[row]].astype(np.int64) for row in range(len(chunk))],
+                [tokens[row][keep[row]] for row in range(len(chunk))])
 
     def token_embeddings(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per text, ``(offsets, embeddings)``: the character interval ``[start, end)`` of each word piece of the
@@ -250,6 +272,8 @@ class SentenceEncoder:
         """The encoder and its revision (not the runtime: ONNX Runtime and torch give the same embeddings to
         ~1e-5), and ``encoder_precision`` when its features are int8."""
         extra = {"encoder_precision": self.precision} if self.precision != "fp32" else {}
+        if self.layers is not None:
+            extra["encoder_layers"] = self.layers
         return {"encoder": self.name_or_path, "encoder_revision": self.revision, **extra}
 
 
@@ -279,7 +303,25 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return (x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)).astype(np.float32, copy=False)
 
 
-def _onnx_transformer(name_or_path: str, path: str, max_length: int, precision: str = "fp32") -> Any:
+def _checked_layers(layers: int | None, path: str, max_length: int | None) -> int | None:
+    """``layers`` when this encoder can run only its first that many (a mean-pooled transformer that has them),
+    else an :class:`InputError` naming the field."""
+    if layers is None:
+        return None
+    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
+        raise InputError(f"layers must be a whole number >= 1, got {layers!r}", field="layers")
+    import json
+
+    total = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get("num_hidden_layers")
+    if max_length is None or not isinstance(total, int):
+        raise InputError("layers needs a mean-pooled transformer folder (all-MiniLM-L6-v2's layout)", field="layers")
+    if layers > total:
+        raise InputError(f"layers must be at most the encoder's {total}, got {layers}", field="layers")
+    return layers
+
+
+def _onnx_transformer(name_or_path: str, path: str, max_length: int, precision: str = "fp32",
+                      layers: int | None = None) -> Any:
     """The folder's transformer on ONNX Runtime at ``precision`` (exported once, cached and checked on every load:
     :func:`~ragtruth_spans.models.onnx_encoder.load_onnx`), or None when ONNX Runtime is not installed, the model
     cannot take that path, or no export is cached and the exporter's packages are missing or the export fails (a
@@ -290,11 +332,13 @@ def _onnx_transformer(name_or_path: str, path: str, max_length: int, precision: 
     if not onnx_encoder.onnx_ready(export=False):
         return None
     verified = PACKAGED_MODELS[name_or_path].sha256 if name_or_path in PACKAGED_MODELS else None
-    inputs = onnx_encoder.export_key_inputs(path, verified, precision)
+    inputs = onnx_encoder.export_key_inputs(path, verified, precision, layers)
     if inputs is None:
         return None
     try:
-        found = onnx_encoder.load_onnx(path, inputs, max_length=max_length)
+        # int8 runs each text alone, several at once (SentenceEncoder._passes): one thread a session
+        found = onnx_encoder.load_onnx(path, inputs, max_length=max_length,
+                                       threads=1 if precision == "int8" and native_workers() > 1 else None)
     except InputError:
         raise
     except Exception as exc:  # an unwritable cache, an exporter that fails on this model: torch still serves
@@ -359,13 +403,14 @@ _SHARED: dict[tuple[str, str | None, int, str], SentenceEncoder] = {}
 
 
 def shared_encoder(name_or_path: str = MINILM, *, device: str | None = None, batch_size: int = 64,
-                   runtime: str = "auto") -> SentenceEncoder:
+                   runtime: str = "auto", layers: int | None = None) -> SentenceEncoder:
     """The process's :class:`SentenceEncoder` for these settings, loaded on first use (a few are kept)."""
-    key = (name_or_path, device, batch_size, runtime)
+    key = (name_or_path, device, batch_size, runtime, layers)
     if key not in _SHARED:
         if len(_SHARED) >= 4:
             _SHARED.pop(next(iter(_SHARED)))
-        _SHARED[key] = SentenceEncoder(name_or_path, device=device, batch_size=batch_size, runtime=runtime)
+        _SHARED[key] = SentenceEncoder(name_or_path, device=device, batch_size=batch_size, runtime=runtime,
+                                       layers=layers)
     return _SHARED[key]
 
 

@@ -34,7 +34,8 @@ INDEX_CACHE_SIZE = 256
 
 
 def build_encoder(name: str | None, **options: Any) -> Any:
-    """The sentence encoder of the similarity column (``options``: ``device``, ``batch_size``), or None."""
+    """The sentence encoder of the similarity column (``options``: ``device``, ``batch_size``, ``runtime``,
+    ``layers``), or None."""
     if name is None:
         return None
     from ragtruth_spans.detectors.shared.encoder import shared_encoder

@@ -18,7 +18,6 @@ pickle, safe to load.
 from __future__ import annotations
 
 import math
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.threads import usable_cores
 from ragtruth_spans.core.types import TASK_TYPES, Record, Span
 from ragtruth_spans.detectors.stacked.features import Interval
 from ragtruth_spans.detectors.stacked.recipe import CombinerSection, DecisionSection
@@ -68,10 +68,7 @@ def import_lightgbm_alone() -> None:
 def training_threads() -> int:
     """The cores this process may run on: the word model's LightGBM threads. ``deterministic`` with row-wise
     histograms makes the booster the same for any number of threads (tested), so this changes speed only."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    return usable_cores()
 
 
 def _params(settings: CombinerSection) -> dict[str, Any]:

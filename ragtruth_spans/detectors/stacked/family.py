@@ -42,8 +42,8 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
         else:
             members[member.name] = FoldMean([load_detector(run_dir / path) for path in member.run_paths()])
     options["runtime"] = runtime_for_build(recipe.features.precision, options.get("runtime"))
-    builder = ColumnBuilder(build_encoder(recipe.features.encoder, **options), members, drop=recipe.features.drop,
-                            token_support=recipe.features.token_support)
+    encoder = build_encoder(recipe.features.encoder, layers=recipe.features.encoder_layers, **options)
+    builder = ColumnBuilder(encoder, members, drop=recipe.features.drop, token_support=recipe.features.token_support)
     saved = info.get("columns")
     if not isinstance(saved, list) or not set(saved) <= set(builder.names) or len(set(saved)) != len(saved):
         raise InputError("run_info.json columns are not columns this version computes for the recipe (edited "

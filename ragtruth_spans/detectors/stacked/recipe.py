@@ -81,6 +81,9 @@ class FeatureSection(Section):
                                                "are computed with: fp32 (torch or ONNX Runtime, equal to ~1e-5) or "
                                                "int8 (ONNX Runtime, dynamically quantized: faster, embeddings at "
                                                "cosine ~0.99 of fp32's). The detector loads on the same by default.")
+    encoder_layers: int | None = Field(None, ge=1, description="Run only the encoder's first N transformer layers "
+                                       "(null: all): a new context costs about N/6 of all-MiniLM-L6-v2's pass; "
+                                       "the features are then the cut encoder's own (docs/lab/NOTEBOOK.md).")
     drop: list[str] = Field(default_factory=list, description="Base feature columns held at 0 (LightGBM "
                             "then never splits on them), e.g. the lengths and positions that encode one data "
                             "set's habits: [word_position, sentence_position, log_response_words, ...].")
@@ -92,11 +95,20 @@ class FeatureSection(Section):
 
     @model_serializer(mode="wrap")
     def _fp32_unsaid(self, handler: Any) -> Any:
-        """fp32 features are left unsaid: the recipes and run files written before int8 ones stay as they were."""
+        """fp32 features of every layer are left unsaid: the recipes and run files written before int8 ones and
+        cut encoders stay as they were."""
         data = handler(self)
         if isinstance(data, dict) and data.get("precision") == "fp32":
             data.pop("precision")
+        if isinstance(data, dict) and data.get("encoder_layers") is None:
+            data.pop("encoder_layers", None)
         return data
+
+    @model_validator(mode="after")
+    def _layers_of_an_encoder(self) -> FeatureSection:
+        if self.encoder_layers is not None and self.encoder is None:
+            raise ValueError("encoder_layers needs an encoder (features.encoder is null)")
+        return self
 
     @field_validator("drop")
     @classmethod

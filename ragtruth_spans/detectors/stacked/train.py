@@ -243,7 +243,8 @@ def build_columns(recipe: StackedRecipe, detectors: dict[str, Detector], train_r
                   ) -> tuple[ColumnBuilder, list[Any], list[Any]]:
     """The column builder of ``recipe.features`` and the columns of every training and eval response."""
     runtime = runtime_for_build(recipe.features.precision, None)
-    builder = ColumnBuilder(build_encoder(recipe.features.encoder, runtime=runtime), detectors,
+    builder = ColumnBuilder(build_encoder(recipe.features.encoder, runtime=runtime,
+                                          layers=recipe.features.encoder_layers), detectors,
                             drop=recipe.features.drop,
                             token_support=recipe.features.token_support)
     train_cols = _columns(builder, train_records, on_train, "columns (training)")

@@ -44,3 +44,14 @@ def test_int8_features_are_in_the_fingerprint_and_fp32_ones_leave_it_as_it_was()
     assert "precision" not in run_fingerprint(plain, [])["recipe"]["features"]
     assert run_fingerprint(int8, [])["recipe"]["features"]["precision"] == "int8"
     assert run_fingerprint(int8, [])["fingerprint"] != run_fingerprint(plain, [])["fingerprint"]
+
+
+def test_a_cut_encoder_is_in_the_fingerprint_and_needs_an_encoder() -> None:
+    plain = load_recipe("recommended-cpu", [])
+    cut = load_recipe("recommended-cpu", ["features.encoder_layers=3"])
+    assert plain.features.encoder_layers is None
+    assert "encoder_layers" not in run_fingerprint(plain, [])["recipe"]["features"]  # runs from before keep theirs
+    assert run_fingerprint(cut, [])["recipe"]["features"]["encoder_layers"] == 3
+    assert run_fingerprint(cut, [])["fingerprint"] != run_fingerprint(plain, [])["fingerprint"]
+    with pytest.raises(InputError, match="encoder_layers needs an encoder"):
+        load_recipe("recommended-cpu", ["features.encoder_layers=3", "features.encoder=null"])
