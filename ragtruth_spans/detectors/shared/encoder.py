@@ -270,7 +270,8 @@ class SentenceEncoder:
 
     def describe(self) -> dict[str, Any]:
         """The encoder and its revision (not the runtime: ONNX Runtime and torch give the same embeddings to
-        ~1e-5), and ``encoder_precision`` when its features are int8."""
+        ~1e-5), ``encoder_precision`` when its features are int8 and ``encoder_layers`` when it runs only its first
+        layers."""
         extra = {"encoder_precision": self.precision} if self.precision != "fp32" else {}
         if self.layers is not None:
             extra["encoder_layers"] = self.layers
