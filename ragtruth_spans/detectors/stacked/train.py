@@ -112,7 +112,7 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
     for member in recipe.members:
         if member.detector is not None:
             detectors[member.name] = load_detector(member.detector, **member.options)
-            on_train[member.name] = character_scores(detectors[member.name], train_items)
+            on_train[member.name] = _scored(detectors[member.name], train_items, f"member {member.name} (training)")
         else:
             home = run_dir / MEMBERS_DIR / member.name
             folds = combiner.source_folds([r.source_id for r in train_records], member.folds, recipe.data.seed)
@@ -125,7 +125,8 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
                 detector = _train_member(member, recipe, data, home / f"fold-{k}")
                 fold_detectors.append(detector)
                 held = [i for i, f in enumerate(folds) if f == k]
-                for i, result in zip(held, character_scores(detector, [train_items[i] for i in held])):
+                for i, result in zip(held, _scored(detector, [train_items[i] for i in held],
+                                                   f"member {member.name}, fold {k + 1} (held out)")):
                     scores[i] = result
             if member.refit:
                 logger.info("member %s: all training responses", member.name)
@@ -134,14 +135,29 @@ def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_recor
             else:
                 detectors[member.name] = FoldMean(fold_detectors)
             on_train[member.name] = scores
-        on_eval[member.name] = character_scores(detectors[member.name], eval_items)
+        on_eval[member.name] = _scored(detectors[member.name], eval_items, f"member {member.name} (eval)")
     return detectors, on_train, on_eval
+
+
+def _scored(detector: Any, items: Sequence[DetectItem], stage: str) -> list[Any]:
+    """A member's :func:`character_scores` of ``items``, in chunks with progress (:func:`_in_chunks`)."""
+    return _in_chunks(items, stage, lambda _, part: character_scores(detector, part))
 
 
 def _columns(builder: ColumnBuilder, records: Sequence[Record], member_scores: dict[str, Scores], stage: str,
              chunk: int = 64) -> list[Any]:
-    """:meth:`ColumnBuilder.build` of ``records`` in chunks, with one progress bar on a terminal (elsewhere, a log
-    line at each tenth, so a log file shows how far a long run is)."""
+    """:meth:`ColumnBuilder.build` of ``records`` in chunks, with progress (:func:`_in_chunks`)."""
+    def build(at: int, part: Sequence[Record]) -> list[Any]:
+        return builder.build([DetectItem.of(r) for r in part],
+                             {k: v[at:at + len(part)] for k, v in member_scores.items()})
+
+    return _in_chunks(records, stage, build, chunk)
+
+
+def _in_chunks(items: Sequence[Any], stage: str, work: Any, chunk: int = 64) -> list[Any]:
+    """``work(at, part)`` of ``items`` in chunks of ``chunk`` (``part = items[at:at + chunk]``), the results joined
+    in order, with one progress bar on a terminal (elsewhere, a log line at each tenth, so a log file shows how far
+    a long run is)."""
     from tqdm.auto import tqdm
 
     from ragtruth_spans.core.logs import progress_enabled
@@ -149,14 +165,14 @@ def _columns(builder: ColumnBuilder, records: Sequence[Record], member_scores: d
     out: list[Any] = []
     bar_shown = progress_enabled()
     tenth = 0
-    with tqdm(total=len(records), unit="response", desc=stage, disable=not bar_shown, leave=False) as bar:
-        for at in range(0, len(records), chunk):
-            part = [DetectItem.of(r) for r in records[at:at + chunk]]
-            out.extend(builder.build(part, {k: v[at:at + chunk] for k, v in member_scores.items()}))
+    with tqdm(total=len(items), unit="response", desc=stage, disable=not bar_shown, leave=False) as bar:
+        for at in range(0, len(items), chunk):
+            part = items[at:at + chunk]
+            out.extend(work(at, part))
             bar.update(len(part))
-            if not bar_shown and len(out) * 10 // len(records) > tenth:
-                tenth = len(out) * 10 // len(records)
-                logger.info("stacked: %s %d / %d responses", stage, len(out), len(records))
+            if not bar_shown and len(out) * 10 // len(items) > tenth:
+                tenth = len(out) * 10 // len(items)
+                logger.info("stacked: %s %d / %d responses", stage, len(out), len(items))
     return out
 
 

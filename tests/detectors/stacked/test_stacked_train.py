@@ -465,3 +465,14 @@ def test_a_family_of_word_labels_only_leaves_unlocated_records_out(prepared, tmp
     plain = select_data(recipe.data, stats)
     assert not any(r.unlocated for r in plain.train) and stats.unlocated_left_out == 8
     assert "less 8 unlocated" in plain.source
+
+
+def test_a_members_scoring_shows_its_progress_in_a_log(prepared, tmp_path, caplog):
+    """Off a terminal, a member's scores of the training and eval responses log how far they are, as the columns
+    do (a member such as an NLI model may take minutes)."""
+    with caplog.at_level("INFO", logger="ragtruth_spans.detectors.stacked.train"):
+        train(validate_recipe(stacked_recipe(prepared, tmp_path / "run", [{"name": "numbers",
+                                                                           "detector": "numbers"}])))
+    lines = [r.getMessage() for r in caplog.records]
+    for stage in ("member numbers (training)", "member numbers (eval)", "columns (training)"):
+        assert any(line.startswith(f"stacked: {stage} ") and line.endswith(" responses") for line in lines), stage
