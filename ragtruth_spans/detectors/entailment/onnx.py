@@ -29,11 +29,11 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.files import atomic_write_json
 from ragtruth_spans.detectors.entailment.pairs import LABELS
 from ragtruth_spans.models.onnx_encoder import quantize_file, with_plain_inputs
+from ragtruth_spans.models.onnx_session import INPUTS
 
 logger = logging.getLogger(__name__)
 
 RUNTIMES = ("torch", "onnx-fp32", "onnx-int8")
-INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 18
 TOLERANCE = 1e-3
 INT8_MAX_DIFFERENCE = 0.25
@@ -167,7 +167,7 @@ class OnnxClassifier:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        from ragtruth_spans.models.onnx_encoder import _pad_token
+        from ragtruth_spans.models.onnx_session import pad_token
 
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3
@@ -179,7 +179,7 @@ class OnnxClassifier:
             raise InputError(f"does not load ({message})", path=model_file) from None
         self._tokenizer = Tokenizer.from_file(str(Path(folder) / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")
-        self._pad = self._tokenizer.token_to_id(_pad_token(Path(folder))) or 0
+        self._pad = self._tokenizer.token_to_id(pad_token(Path(folder))) or 0
         self.alone = alone
 
     def probabilities(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
