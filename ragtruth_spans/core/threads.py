@@ -28,11 +28,15 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def native_workers() -> int:
-    """How many native calls run at once: ``$OMP_NUM_THREADS`` when set above 0 (a user's cap), else
-    :func:`usable_cores`."""
+def omp_threads() -> int | None:
+    """``$OMP_NUM_THREADS`` when it is a whole number above 0 (a user's cap on threads), else None."""
     wanted = os.environ.get("OMP_NUM_THREADS", "").strip()
-    return int(wanted) if wanted.isdigit() and int(wanted) > 0 else usable_cores()
+    return int(wanted) if wanted.isdigit() and int(wanted) > 0 else None
+
+
+def native_workers() -> int:
+    """How many native calls run at once: :func:`omp_threads` when set, else :func:`usable_cores`."""
+    return omp_threads() or usable_cores()
 
 
 def native_pool() -> ThreadPoolExecutor:

@@ -120,8 +120,6 @@ def export_key_inputs(folder: str | Path, weights_sha256: str | None = None, pre
     hashing weights already verified."""
     if precision not in PRECISIONS:
         raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}", field="precision")
-    if layers is not None and (isinstance(layers, bool) or not isinstance(layers, int) or layers < 1):
-        raise InputError(f"layers must be a whole number >= 1, got {layers!r}", field="layers")
     folder = Path(folder)
     weights, config = folder / "model.safetensors", folder / "config.json"
     if not weights.is_file() or not (folder / "tokenizer.json").is_file() or _model_type(config) != "bert":

@@ -5,7 +5,6 @@ to transformers' fast tokenizer) and mean pooling. Exports are made and checked 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ragtruth_spans.core.errors import InputError
+from ragtruth_spans.core.threads import omp_threads
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 """The inputs of every export, in order."""
@@ -79,7 +79,7 @@ def pad_token(folder: Path) -> str:
 
 class OnnxTransformer:
     """An exported transformer in an ONNX Runtime session on the CPU (``threads``: its intra-op threads; None:
-    ``$OMP_NUM_THREADS`` when set, else ONNX Runtime's default), with the folder's tokenizer."""
+    ``$OMP_NUM_THREADS`` when set to a whole number, else ONNX Runtime's default), with the folder's tokenizer."""
 
     def __init__(self, model_file: str | Path, folder: str | Path, *, max_length: int,
                  threads: int | None = None) -> None:
@@ -87,7 +87,7 @@ class OnnxTransformer:
 
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # errors only: ONNX Runtime's notes stay out of the user's output
-        wanted = threads if threads is not None else int(os.environ.get("OMP_NUM_THREADS") or 0)
+        wanted = threads if threads is not None else omp_threads() or 0
         options.intra_op_num_threads = max(wanted, 0)
         try:
             self._session = onnxruntime.InferenceSession(str(model_file), options,

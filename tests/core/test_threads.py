@@ -23,7 +23,7 @@ def test_without_a_cap_every_usable_core_works(value: str | None, monkeypatch: p
         monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     else:
         monkeypatch.setenv("OMP_NUM_THREADS", value)
-    assert threads.native_workers() == threads.usable_cores()
+    assert threads.omp_threads() is None and threads.native_workers() == threads.usable_cores()
 
 
 def test_the_pool_is_made_once_per_process() -> None:

@@ -244,8 +244,8 @@ def test_int8_passes_side_by_side_give_the_arrays_of_passes_in_turn(cache: Path,
     texts = [*TEXTS, "A second sentence, of another length.", "Three words here."]
     int8 = SentenceEncoder(MINILM, runtime="onnx-int8")
     side_by_side = int8.encode_with_tokens(texts)
-    monkeypatch.setattr(encoder_module, "native_workers", lambda: 1)
-    in_turn = int8.encode_with_tokens(texts)
+    monkeypatch.setattr(encoder_module, "native_workers", lambda: 1)  # one core: in turn, on a default session
+    in_turn = SentenceEncoder(MINILM, runtime="onnx-int8").encode_with_tokens(texts)
     assert np.array_equal(side_by_side[0], in_turn[0])
     for (offsets, tokens), (offsets_1, tokens_1) in zip(side_by_side[1], in_turn[1]):
         assert np.array_equal(offsets, offsets_1) and np.array_equal(tokens, tokens_1)

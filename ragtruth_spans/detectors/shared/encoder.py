@@ -43,7 +43,7 @@ SENTENCE_CACHE_SIZE = 1024
 
 class SentenceEncoder:
     """L2-normalised sentence embeddings (so a dot product is the cosine similarity); ``layers``: only the
-    transformer's first that many layers run (None: all; a mean-pooled BERT-type folder only) — a faster,
+    transformer's first that many layers run (None: all; a mean-pooled transformer folder only) — a faster,
     coarser encoder whose features are its own, as int8's are."""
 
     def __init__(self, name_or_path: str = MINILM, *, device: str | None = None, batch_size: int = 64,
@@ -64,8 +64,12 @@ class SentenceEncoder:
         self.model: Any = None
         self._transformer: Any = None
         self._onnx: Any = None
+        # int8 runs each text alone; with more than one core those passes run side by side (:meth:`_passes`)
+        side_by_side = PRECISION[runtime] == "int8" and native_workers() > 1
         if self._max_length is not None and runtime != "torch" and (device or "cpu") == "cpu":
-            self._onnx = _onnx_transformer(name_or_path, path, self._max_length, PRECISION[runtime], self.layers)
+            self._onnx = _onnx_transformer(name_or_path, path, self._max_length, PRECISION[runtime], self.layers,
+                                           threads=1 if side_by_side else None)
+        self._side_by_side = side_by_side and self._onnx is not None
         if self._onnx is None and runtime.startswith("onnx"):
             raise InputError(f"runtime {runtime} needs ONNX Runtime and a BERT-type sentence-transformers folder "
                              "(or the exporter: onnx, onnxscript, torch) for this encoder; runtime torch or auto "
@@ -183,7 +187,7 @@ class SentenceEncoder:
         chunks = [[i] for i in np.argsort(-lengths, kind="stable").tolist()] if alone else \
             length_batches(lengths.tolist(), self.batch_size)
         run = partial(self._chunk_pass, tokenized, lengths, with_tokens)
-        parallel = alone and self._onnx is not None and len(chunks) > 1 and native_workers() > 1
+        parallel = self._side_by_side and len(chunks) > 1
         for chunk, (pooled, offsets, tokens) in zip(chunks, native_pool().map(run, chunks) if parallel else
                                                     map(run, chunks)):
             for row, i in enumerate(chunk):
@@ -322,7 +326,7 @@ def _checked_layers(layers: int | None, path: str, max_length: int | None) -> in
 
 
 def _onnx_transformer(name_or_path: str, path: str, max_length: int, precision: str = "fp32",
-                      layers: int | None = None) -> Any:
+                      layers: int | None = None, *, threads: int | None = None) -> Any:
     """The folder's transformer on ONNX Runtime at ``precision`` (exported once, cached and checked on every load:
     :func:`~ragtruth_spans.models.onnx_encoder.load_onnx`), or None when ONNX Runtime is not installed, the model
     cannot take that path, or no export is cached and the exporter's packages are missing or the export fails (a
@@ -337,9 +341,7 @@ def _onnx_transformer(name_or_path: str, path: str, max_length: int, precision: 
     if inputs is None:
         return None
     try:
-        # int8 runs each text alone, several at once (SentenceEncoder._passes): one thread a session
-        found = onnx_encoder.load_onnx(path, inputs, max_length=max_length,
-                                       threads=1 if precision == "int8" and native_workers() > 1 else None)
+        found = onnx_encoder.load_onnx(path, inputs, max_length=max_length, threads=threads)
     except InputError:
         raise
     except Exception as exc:  # an unwritable cache, an exporter that fails on this model: torch still serves

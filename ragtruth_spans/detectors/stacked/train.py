@@ -23,7 +23,7 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,7 +154,8 @@ def _columns(builder: ColumnBuilder, records: Sequence[Record], member_scores: d
     return _in_chunks(records, stage, build, chunk)
 
 
-def _in_chunks(items: Sequence[Any], stage: str, work: Any, chunk: int = 64) -> list[Any]:
+def _in_chunks(items: Sequence[Any], stage: str, work: Callable[[int, Sequence[Any]], list[Any]],
+               chunk: int = 64) -> list[Any]:
     """``work(at, part)`` of ``items`` in chunks of ``chunk`` (``part = items[at:at + chunk]``), the results joined
     in order, with one progress bar on a terminal (elsewhere, a log line at each tenth, so a log file shows how far
     a long run is)."""
