@@ -28,6 +28,7 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -85,6 +86,27 @@ def progress_enabled(stream: Any = None) -> bool:
     stream = sys.stderr if stream is None else stream
     interactive = bool(getattr(stream, "isatty", lambda: False)()) or "ipykernel" in sys.modules
     return logging.getLogger(PACKAGE_LOGGER).isEnabledFor(logging.INFO) and interactive
+
+
+def in_chunks(items: Sequence[Any], work: Callable[[int, Sequence[Any]], list[Any]], *, desc: str,
+              log: logging.Logger, chunk: int = 64) -> list[Any]:
+    """``work(at, items[at:at + chunk])`` over ``items`` in chunks, the results joined in order, with one progress
+    bar on a terminal (:func:`progress_enabled`); elsewhere a record of ``log`` at each tenth (``"DESC k / n
+    responses"``), so a log file shows how far a long stage is."""
+    from tqdm.auto import tqdm
+
+    out: list[Any] = []
+    bar_shown = progress_enabled()
+    tenth = 0
+    with tqdm(total=len(items), unit="response", desc=desc, disable=not bar_shown, leave=False) as bar:
+        for at in range(0, len(items), chunk):
+            part = items[at:at + chunk]
+            out.extend(work(at, part))
+            bar.update(len(part))
+            if not bar_shown and len(out) * 10 // len(items) > tenth:
+                tenth = len(out) * 10 // len(items)
+                log.info("%s %d / %d responses", desc, len(out), len(items))
+    return out
 
 
 def log_lines(log: logging.Logger, text: object, level: int = logging.INFO) -> None:

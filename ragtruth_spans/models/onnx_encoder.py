@@ -326,18 +326,18 @@ def probe_reference(folder: str | Path, weights_sha256: str,
 
 def load_transformer(folder: str | Path, layers: int | None = None) -> Any:
     """The folder's transformer (transformers' ``AutoModel``, in eval mode), cut to its first ``layers`` layers
-    (None: all of them; the later layers' weights are not loaded)."""
+    (None: all of them); a cut needs a BERT-style ``encoder.layer`` stack (an :class:`InputError` otherwise)."""
     from transformers import AutoModel
-    from transformers.utils import logging as hf_logging
 
+    model = AutoModel.from_pretrained(folder, local_files_only=True).eval()
     if layers is None:
-        return AutoModel.from_pretrained(folder, local_files_only=True).eval()
-    previous = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # the later layers' weights are left out on purpose: no report of them
-    try:
-        return AutoModel.from_pretrained(folder, local_files_only=True, num_hidden_layers=layers).eval()
-    finally:
-        hf_logging.set_verbosity(previous)
+        return model
+    stack = getattr(getattr(model, "encoder", None), "layer", None)
+    if stack is None or layers > len(stack):
+        raise InputError(f"cannot keep the first {layers} layers of this transformer", path=folder, field="layers")
+    model.encoder.layer = stack[:layers]  # the loading report of the later layers would be noise: cut after loading
+    model.config.num_hidden_layers = layers
+    return model
 
 
 def torch_probe(folder: str | Path, layers: int | None = None) -> np.ndarray:

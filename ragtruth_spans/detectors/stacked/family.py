@@ -22,7 +22,7 @@ def load(run_dir: str | Path, **options: Any) -> Detector:
     """The detector a finished stacked run directory describes (combiner, decision, members, encoder)."""
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.detectors.recipes import read_finished_run
-    from ragtruth_spans.detectors.shared.encoder import runtime_for_build
+    from ragtruth_spans.detectors.shared.encoder_runtime import runtime_for_build
     from ragtruth_spans.detectors.stacked import combiner, response
     from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, FoldMean, build_encoder
     from ragtruth_spans.detectors.stacked.detector import StackedDetector

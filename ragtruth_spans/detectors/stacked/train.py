@@ -1,6 +1,6 @@
 """``ragtruth-spans train`` for the stacked family: members, columns, combiner, decision — one run directory.
 
-1. **Members** (:func:`member_scores`) trained here (``members[].recipe``) are trained ``folds`` times on
+1. **Members** (:func:`.members.member_scores`) trained here (``members[].recipe``) are trained ``folds`` times on
    source-disjoint parts of the training split, each scoring the part it did not see (out-of-fold scores for the
    combiner's training rows), then once on the whole split (``members/<name>/full``, the one detection uses; it
    scores the eval split). Members used as they are (``members[].detector``) score both splits directly.
@@ -19,11 +19,10 @@ table, feature importances, counts, seconds and peak RSS per stage: :class:`Stag
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,28 +30,24 @@ from typing import Any
 
 import numpy as np
 
-from ragtruth_spans.core.jsonl import write_records
+from ragtruth_spans.core.logs import in_chunks
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import DetectItem, Detector
-from ragtruth_spans.detectors.shared.encoder import runtime_for_build
+from ragtruth_spans.detectors.shared.encoder_runtime import runtime_for_build
 from ragtruth_spans.detectors.stacked import combiner, response
 from ragtruth_spans.detectors.stacked.columns import (
     ColumnBuilder,
-    FoldMean,
     build_encoder,
-    character_scores,
 )
 from ragtruth_spans.detectors.stacked.features import BASE_FEATURES
-from ragtruth_spans.detectors.stacked.recipe import MEMBERS_DIR, MemberSection, StackedRecipe
+from ragtruth_spans.detectors.stacked.members import Scores, member_scores
+from ragtruth_spans.detectors.stacked.recipe import StackedRecipe
 from ragtruth_spans.runs.run_dir import write_run_files
 from ragtruth_spans.training.data import RecordStats, record_origin, record_weight, unlocated_words
 from ragtruth_spans.training.run import TrainResult
 from ragtruth_spans.training.skeleton import data_record, select_data, trained_on
 
 logger = logging.getLogger(__name__)
-
-Scores = list[tuple[np.ndarray, bool]]
-
 
 def word_labels(record: Record, words: Sequence[tuple[int, int]], matrix: np.ndarray | None = None,
                 unlocated: str = "left_out") -> np.ndarray:
@@ -67,114 +62,15 @@ def word_labels(record: Record, words: Sequence[tuple[int, int]], matrix: np.nda
     return np.array([any(s.start < b and a < s.end for s in record.spans) for a, b in words], dtype=np.int8)
 
 
-def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, output: Path) -> Detector:
-    """The member trained on ``data_dir/train.jsonl`` (eval: ``data_dir/dev.jsonl``) into ``output``; a finished
-    run there with the same fingerprint is reused, an unfinished one resumes (a killed ``train`` goes on)."""
-    from ragtruth_spans.detectors.loader import load_detector
-    from ragtruth_spans.detectors.recipes import load_recipe
-    from ragtruth_spans.detectors.train import train
-    from ragtruth_spans.runs.run_dir import FINGERPRINT_FILE, RUN_INFO_FILE, run_fingerprint
-
-    assert member.recipe is not None
-    settings = [*member.overrides, f"data.prepared_dir={data_dir}", "data.eval_split=dev",
-                f"data.tasks={json.dumps(recipe.data.tasks)}", f"output_dir={output}"]
-    if load_recipe(member.recipe, settings).reads_key("data.split"):  # a similarity member reads no training split
-        settings.append("data.split=train")
-    sub = load_recipe(member.recipe, settings)
-    fingerprint = run_fingerprint(sub, [data_dir / "train.jsonl", data_dir / "dev.jsonl"])["fingerprint"]
-    stored = output / FINGERPRINT_FILE
-    if (output / RUN_INFO_FILE).is_file() and stored.is_file() and \
-            json.loads(stored.read_text(encoding="utf-8")).get("fingerprint") == fingerprint:
-        logger.info("member %s: reusing the finished run %s", member.name, output)
-    else:
-        logger.info("member %s: %s", member.name, train(sub).summary)
-    return load_detector(output)
-
-
-def _member_data(directory: Path, train_records: Sequence[Record], eval_records: Sequence[Record]) -> Path:
-    write_records(directory / "train.jsonl", train_records)
-    write_records(directory / "dev.jsonl", eval_records)
-    return directory
-
-
-def member_scores(recipe: StackedRecipe, train_records: list[Record], eval_records: list[Record], run_dir: Path
-                  ) -> tuple[dict[str, Detector], dict[str, Scores], dict[str, Scores]]:
-    """Every member's detector (as detection will use it) and its scores of the training (out-of-fold for
-    trained members) and eval records. Members trained here live in ``members/<name>/{fold-k,full}`` and their
-    data in ``members/<name>/data/``."""
-    from ragtruth_spans.detectors.loader import load_detector
-
-    detectors: dict[str, Detector] = {}
-    on_train: dict[str, Scores] = {}
-    on_eval: dict[str, Scores] = {}
-    train_items = [DetectItem.of(r) for r in train_records]
-    eval_items = [DetectItem.of(r) for r in eval_records]
-    for member in recipe.members:
-        if member.detector is not None:
-            detectors[member.name] = load_detector(member.detector, **member.options)
-            on_train[member.name] = _scored(detectors[member.name], train_items, f"member {member.name} (training)")
-        else:
-            home = run_dir / MEMBERS_DIR / member.name
-            folds = combiner.source_folds([r.source_id for r in train_records], member.folds, recipe.data.seed)
-            scores: list[Any] = [None] * len(train_records)
-            fold_detectors = []
-            for k in range(member.folds):
-                logger.info("member %s: fold %d/%d", member.name, k + 1, member.folds)
-                data = _member_data(home / "data" / f"fold-{k}",
-                                    [r for r, f in zip(train_records, folds) if f != k], eval_records)
-                detector = _train_member(member, recipe, data, home / f"fold-{k}")
-                fold_detectors.append(detector)
-                held = [i for i, f in enumerate(folds) if f == k]
-                for i, result in zip(held, _scored(detector, [train_items[i] for i in held],
-                                                   f"member {member.name}, fold {k + 1} (held out)")):
-                    scores[i] = result
-            if member.refit:
-                logger.info("member %s: all training responses", member.name)
-                data = _member_data(home / "data" / "full", train_records, eval_records)
-                detectors[member.name] = _train_member(member, recipe, data, home / "full")
-            else:
-                detectors[member.name] = FoldMean(fold_detectors)
-            on_train[member.name] = scores
-        on_eval[member.name] = _scored(detectors[member.name], eval_items, f"member {member.name} (eval)")
-    return detectors, on_train, on_eval
-
-
-def _scored(detector: Any, items: Sequence[DetectItem], stage: str) -> list[Any]:
-    """A member's :func:`character_scores` of ``items``, in chunks with progress (:func:`_in_chunks`)."""
-    return _in_chunks(items, stage, lambda _, part: character_scores(detector, part))
-
-
 def _columns(builder: ColumnBuilder, records: Sequence[Record], member_scores: dict[str, Scores], stage: str,
              chunk: int = 64) -> list[Any]:
-    """:meth:`ColumnBuilder.build` of ``records`` in chunks, with progress (:func:`_in_chunks`)."""
+    """:meth:`ColumnBuilder.build` of ``records`` in chunks, with progress
+    (:func:`~ragtruth_spans.core.logs.in_chunks`)."""
     def build(at: int, part: Sequence[Record]) -> list[Any]:
         return builder.build([DetectItem.of(r) for r in part],
                              {k: v[at:at + len(part)] for k, v in member_scores.items()})
 
-    return _in_chunks(records, stage, build, chunk)
-
-
-def _in_chunks(items: Sequence[Any], stage: str, work: Callable[[int, Sequence[Any]], list[Any]],
-               chunk: int = 64) -> list[Any]:
-    """``work(at, part)`` of ``items`` in chunks of ``chunk`` (``part = items[at:at + chunk]``), the results joined
-    in order, with one progress bar on a terminal (elsewhere, a log line at each tenth, so a log file shows how far
-    a long run is)."""
-    from tqdm.auto import tqdm
-
-    from ragtruth_spans.core.logs import progress_enabled
-
-    out: list[Any] = []
-    bar_shown = progress_enabled()
-    tenth = 0
-    with tqdm(total=len(items), unit="response", desc=stage, disable=not bar_shown, leave=False) as bar:
-        for at in range(0, len(items), chunk):
-            part = items[at:at + chunk]
-            out.extend(work(at, part))
-            bar.update(len(part))
-            if not bar_shown and len(out) * 10 // len(items) > tenth:
-                tenth = len(out) * 10 // len(items)
-                logger.info("stacked: %s %d / %d responses", stage, len(out), len(items))
-    return out
+    return in_chunks(records, build, desc=f"stacked: {stage}", log=logger, chunk=chunk)
 
 
 def origins(records: Sequence[Record]) -> str:

@@ -8,7 +8,7 @@ import pytest
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.recipes import load_recipe
-from ragtruth_spans.detectors.shared.encoder import PRECISION, RUNTIMES, runtime_for_build
+from ragtruth_spans.detectors.shared.encoder_runtime import PRECISION, RUNTIMES, runtime_for_build
 from ragtruth_spans.runs.run_dir import run_fingerprint
 
 
@@ -24,7 +24,7 @@ def test_a_build_runs_on_its_own_features_by_default(caplog: pytest.LogCaptureFi
 @pytest.mark.parametrize(("precision", "runtime"), [("fp32", "onnx-int8"), ("int8", "onnx-fp32"), ("int8", "torch")])
 def test_features_other_than_the_builds_are_explicit_and_logged(precision: str, runtime: str,
                                                                  caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="ragtruth_spans.detectors.shared.encoder"):
+    with caplog.at_level(logging.WARNING, logger="ragtruth_spans.detectors.shared.encoder_runtime"):
         assert runtime_for_build(precision, runtime) == runtime
     assert f"to a detector built on {precision} ones" in caplog.text
 

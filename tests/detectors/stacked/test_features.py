@@ -208,7 +208,8 @@ def test_the_encoder_gives_sentence_transformers_embeddings_without_importing_it
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
-    from ragtruth_spans.detectors.shared.encoder import SentenceEncoder, mean_pooling_layout
+    from ragtruth_spans.detectors.shared.encoder import SentenceEncoder
+    from ragtruth_spans.detectors.shared.encoder_runtime import mean_pooling_layout
     from ragtruth_spans.models.pretrained import MINILM, resolve_model
 
     encoder = SentenceEncoder()

@@ -470,7 +470,7 @@ def test_a_family_of_word_labels_only_leaves_unlocated_records_out(prepared, tmp
 def test_a_members_scoring_shows_its_progress_in_a_log(prepared, tmp_path, caplog):
     """Off a terminal, a member's scores of the training and eval responses log how far they are, as the columns
     do (a member such as an NLI model may take minutes)."""
-    with caplog.at_level("INFO", logger="ragtruth_spans.detectors.stacked.train"):
+    with caplog.at_level("INFO", logger="ragtruth_spans.detectors.stacked"):  # its train and members modules
         train(validate_recipe(stacked_recipe(prepared, tmp_path / "run", [{"name": "numbers",
                                                                            "detector": "numbers"}])))
     lines = [r.getMessage() for r in caplog.records]
