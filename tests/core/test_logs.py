@@ -153,3 +153,20 @@ print("ok")
     env = {k: v for k, v in os.environ.items() if k not in logs.QUIET_ENV}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+
+
+def test_in_chunks_joins_the_chunks_in_order_and_logs_each_tenth_off_a_terminal(caplog) -> None:
+    from ragtruth_spans.core.logs import in_chunks
+
+    seen: list[tuple[int, int]] = []
+
+    def work(at, part):
+        seen.append((at, len(part)))
+        return [x * 2 for x in part]
+
+    log = logging.getLogger("ragtruth_spans.tests.chunks")
+    with caplog.at_level(logging.INFO, logger="ragtruth_spans.tests.chunks"):
+        out = in_chunks(list(range(25)), work, desc="stage", log=log, chunk=10)
+    assert out == [x * 2 for x in range(25)] and seen == [(0, 10), (10, 10), (20, 5)]
+    assert [r.getMessage() for r in caplog.records if r.name == log.name] == \
+        ["stage 10 / 25 responses", "stage 20 / 25 responses", "stage 25 / 25 responses"]
