@@ -207,14 +207,27 @@ def _other_form_columns(tokens: Sequence[str], numbers: Sequence[str | None], co
     return {
         "soft_support": soft,
         "soft_support_3": _window_mean(soft, content, 3),
-        "sentence_soft_support": [soft[(sid == s) & (content > 0)].mean() if ((sid == s) & (content > 0)).any()
-                                  else 0.0 for s in sid],
+        "sentence_soft_support": _sentence_means(soft, content > 0, sid),
         "synonym_in_context": _synonym_support(tokens, numbers, index),
         "contrast_in_context": [t not in index.words and any(o in index.words for o in lexicon.contrasting(t))
                                 for t in tokens],
         "antonym_in_context": [t not in index.words and any(a in index.words for a in lexicon.ANTONYMS.get(t, ()))
                                for t in tokens],
     }
+
+
+def _sentence_means(values: np.ndarray, mask: np.ndarray, sid: np.ndarray) -> np.ndarray:
+    """Per word, the mean of ``values`` over the ``mask``-ed words of its sentence (``sid``: each word's sentence
+    index), 0.0 for a sentence with none; each sentence's mean computed once.
+
+    >>> _sentence_means(np.array([1.0, 3.0, 5.0], dtype=np.float32), np.array([True, True, False]), np.array([0, 0, 1]))
+    array([2., 2., 0.], dtype=float32)
+    """
+    means = {}
+    for s in np.unique(sid):
+        inside = values[(sid == s) & mask]
+        means[s] = inside.mean() if len(inside) else 0.0
+    return np.array([means[s] for s in sid], dtype=np.float32)
 
 
 def _longest_runs(tokens: Sequence[str], grams: frozenset[tuple[str, ...]]) -> np.ndarray:
