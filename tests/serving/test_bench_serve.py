@@ -77,7 +77,7 @@ def test_a_fresh_answer_shares_no_sentence_with_the_original() -> None:
     from conftest import load_script
 
     from ragtruth_spans.detectors.shared.sentences import split_sentences
-    from ragtruth_spans.detectors.stacked.features import sentences
+    from ragtruth_spans.detectors.stacked.context_index import sentences
 
     bench = load_script("bench_serve")
     answer = "The hotel opened in 1999. It has 120 rooms!\nGuests:\n- praise it. Others do not"

@@ -19,15 +19,9 @@ import numpy as np
 from ragtruth_spans.core.lru import BoundedCache
 from ragtruth_spans.detectors.base import DetectItem, Detector
 from ragtruth_spans.detectors.shared.sentences import evidence_units
-from ragtruth_spans.detectors.stacked.features import (
-    BASE_FEATURES,
-    ContextIndex,
-    Interval,
-    member_columns,
-    sentences,
-    word_features,
-    words,
-)
+from ragtruth_spans.detectors.stacked.context_index import ContextIndex, Interval, sentences
+from ragtruth_spans.detectors.stacked.features import BASE_FEATURES, member_columns, word_features
+from ragtruth_spans.detectors.stacked.text import words
 
 INDEX_CACHE_SIZE = 256
 """Context indexes kept (a RAGTruth source has six responses to one context)."""

@@ -29,7 +29,7 @@ import numpy as np
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.threads import usable_cores
 from ragtruth_spans.core.types import TASK_TYPES, Record, Span
-from ragtruth_spans.detectors.stacked.features import Interval
+from ragtruth_spans.detectors.stacked.context_index import Interval
 from ragtruth_spans.detectors.stacked.recipe import CombinerSection, DecisionSection
 
 MODEL_FILE = "combiner.txt"

@@ -1,7 +1,7 @@
 """Conflict signals of the stacked detector: where the context says something *else* than the response, not merely
 nothing (a changed number, name or antonym between copied word pairs, a negation added or dropped, a number one
 digit edit away from a context number). :func:`anchors` and :func:`negated_pairs` build what
-:class:`~.features.ContextIndex` keeps for them; :func:`conflicts` and :func:`near_number` read it. Words are
+:class:`~.context_index.ContextIndex` keeps for them; :func:`conflicts` and :func:`near_number` read it. Words are
 normalised tokens of :mod:`.features` (characters, half-open intervals there)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ragtruth_spans.data import lexicon
 from ragtruth_spans.detectors.stacked import text
 
 ContextIndex = Any
-"""A :class:`~.features.ContextIndex` (not imported: the features module imports this one)."""
+"""A :class:`~.context_index.ContextIndex` (not imported: that module imports this one)."""
 
 MAX_SWAP = 3
 """Longest run of response words that :func:`conflicts` treats as one substitution."""

@@ -7,7 +7,7 @@ holding most of its neighbours' content stems), a closed-class word against anot
 sentence (``a [minority]`` against ``the majority``) and a capitalised name the sentence lacks, next to a word where
 it holds another name, are marked too (``[Laura Brenner] scored`` against ``Tom Reyes scored``). Unlike
 :mod:`.conflicts` nothing needs to be copied word for word around the word: one content word either side, matched
-by stem, anchors it. Words are the normalised tokens of :mod:`.features`; :class:`~.features.ContextIndex` keeps
+by stem, anchors it. Words are the normalised tokens of :mod:`.features`; :class:`~.context_index.ContextIndex` keeps
 what :func:`context_sentences` builds."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ragtruth_spans.data import lexicon
 from ragtruth_spans.detectors.stacked import text
 
 ContextIndex = Any
-"""A :class:`~.features.ContextIndex` (not imported: the features module imports this one)."""
+"""A :class:`~.context_index.ContextIndex` (not imported: that module imports this one)."""
 
 NEGATORS = text.NEGATORS | {"nothing", "none"}
 NOT_NEGATING_NEXT = frozenset({"only", "just", "merely", "necessarily", "least", "later", "less", "more", "sooner",

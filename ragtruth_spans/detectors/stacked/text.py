@@ -87,7 +87,8 @@ def _spelled(word: str) -> str | None:
 
 
 def scaled_value(tokens: Sequence[str], i: int) -> str | None:
-    """The value of ``tokens[i]`` times the scale word after it (``1.5`` ``million`` → ``1500000``), else None.
+    """The value of ``tokens[i]`` times the scale word after it (``1.5`` ``million`` → ``1.5e+06``, written as
+    :func:`number_value` writes ``1,500,000``), else None.
 
     >>> scaled_value(["nine", "thousand", "journeys"], 0)
     '9000'

@@ -7,7 +7,8 @@ import pytest
 from ragtruth_spans.detectors.base import DetectItem
 from ragtruth_spans.detectors.stacked.columns import ColumnBuilder
 from ragtruth_spans.detectors.stacked.comparisons import reversed_by_numbers
-from ragtruth_spans.detectors.stacked.features import normalise, sentence_ids, sentences, words
+from ragtruth_spans.detectors.stacked.context_index import sentence_ids, sentences
+from ragtruth_spans.detectors.stacked.text import normalise, words
 
 
 def marked(response: str) -> list[str]:

@@ -6,17 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragtruth_spans.detectors.stacked.features import (
-    BASE_FEATURES,
-    ContextIndex,
-    member_columns,
-    normalise,
-    number_value,
-    stem,
-    word_features,
-    words,
-)
-from ragtruth_spans.detectors.stacked.features import sentences as split_sentences
+from ragtruth_spans.detectors.stacked.context_index import ContextIndex
+from ragtruth_spans.detectors.stacked.context_index import sentences as split_sentences
+from ragtruth_spans.detectors.stacked.features import BASE_FEATURES, member_columns, word_features
+from ragtruth_spans.detectors.stacked.text import normalise, number_value, stem, words
 
 
 def features_of(context: str, response: str, task: str = "Summary", question: str | None = None) -> dict:

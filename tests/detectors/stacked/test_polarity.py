@@ -7,8 +7,9 @@ import importlib
 
 import pytest
 
-from ragtruth_spans.detectors.stacked.features import ContextIndex, normalise, sentence_ids, sentences, stem, words
+from ragtruth_spans.detectors.stacked.context_index import ContextIndex, sentence_ids, sentences
 from ragtruth_spans.detectors.stacked.polarity import is_negator, negated, restated
+from ragtruth_spans.detectors.stacked.text import normalise, stem, words
 
 
 def test_a_negation_reaches_the_next_two_words_but_not_after_not_only():
@@ -34,6 +35,7 @@ def test_each_word_is_matched_to_the_context_sentence_sharing_most_of_its_neighb
                                     "ragtruth_spans.detectors.stacked.structured",
                                     "ragtruth_spans.detectors.stacked.text",
                                     "ragtruth_spans.detectors.stacked.features",
+                                    "ragtruth_spans.detectors.stacked.context_index",
                                     "ragtruth_spans.data.lexicon"])
 def test_the_examples_in_the_word_signal_modules_run(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)

@@ -181,7 +181,7 @@ def test_recipe_needs_an_eval_split_and_one_member_source(prepared, tmp_path):
 
 def test_the_tuning_figures_are_the_evaluators():
     from ragtruth_spans.detectors.stacked.combiner import Decision, TuningInputs
-    from ragtruth_spans.detectors.stacked.features import words
+    from ragtruth_spans.detectors.stacked.text import words
     from ragtruth_spans.evaluation import evaluate
 
     records = synthetic_records(5, 7, "dev")
@@ -207,8 +207,8 @@ def test_the_tuning_figures_are_the_evaluators():
 
 def test_the_gate_is_the_best_response_f1_within_the_span_f1_tolerance():
     from ragtruth_spans.detectors.stacked.combiner import TuningInputs, tune, tune_gate
-    from ragtruth_spans.detectors.stacked.features import words
     from ragtruth_spans.detectors.stacked.recipe import DecisionSection
+    from ragtruth_spans.detectors.stacked.text import words
 
     records = synthetic_records(8, 3, "dev")
     spans = [words(r.response) for r in records]
@@ -231,8 +231,8 @@ def test_the_gate_is_the_best_response_f1_within_the_span_f1_tolerance():
 
 def test_each_gate_row_is_what_the_gated_decision_scores_directly():
     from ragtruth_spans.detectors.stacked.combiner import Decision, TuningInputs, tune_gate
-    from ragtruth_spans.detectors.stacked.features import words
     from ragtruth_spans.detectors.stacked.recipe import DecisionSection
+    from ragtruth_spans.detectors.stacked.text import words
     from ragtruth_spans.training.tuning import tuning_figures
 
     records = synthetic_records(10, 4, "dev")
@@ -258,8 +258,8 @@ def test_each_gate_row_is_what_the_gated_decision_scores_directly():
 @pytest.mark.parametrize("per_task", [True, False])
 def test_tune_chooses_what_scoring_every_candidate_directly_chooses(per_task: bool):
     from ragtruth_spans.detectors.stacked.combiner import Decision, TuningInputs, tune
-    from ragtruth_spans.detectors.stacked.features import words
     from ragtruth_spans.detectors.stacked.recipe import DecisionSection
+    from ragtruth_spans.detectors.stacked.text import words
     from ragtruth_spans.training.tuning import choose_best
 
     records = [dataclasses.replace(r, task_type=("QA", "Summary", "Data2txt")[k % 3])
