@@ -23,7 +23,8 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import write_records
 from ragtruth_spans.detectors.base import Detection, Detector
 from ragtruth_spans.pipeline.predict import predict_file
-from ragtruth_spans.pipeline.ray_engine import RaySettings, RaySummary, _Writer, check_reachable, predict_ray
+from ragtruth_spans.pipeline.ray_cluster import check_reachable
+from ragtruth_spans.pipeline.ray_engine import RaySettings, RaySummary, _Writer, predict_ray
 
 pytestmark = pytest.mark.slow  # a local Ray cluster per module: minutes on 2 cores
 

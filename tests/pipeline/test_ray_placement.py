@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ragtruth_spans.core.errors import InputError
-from ragtruth_spans.pipeline.ray_engine import check_placement, placement_capacity
+from ragtruth_spans.pipeline.ray_cluster import check_placement, placement_capacity
 
 LAPTOP = [{"CPU": 2.0, "memory": 8e9, "object_store_memory": 1e9}]
 GPU_CLUSTER = [{"CPU": 16.0, "GPU": 2.0}, {"CPU": 8.0, "GPU": 1.0}, {"CPU": 4.0}]
