@@ -233,7 +233,7 @@ def train_run(work: Path, overrides: Sequence[str]) -> dict[str, Any]:
     """Train the recipe on ``work/data`` into ``work/default``; returns its run_info."""
     from ragtruth_spans.detectors.recipes import load_recipe
     from ragtruth_spans.detectors.train import train
-    from ragtruth_spans.runs.run_dir import read_run_info
+    from ragtruth_spans.runs.run_info import read_run_info
 
     settings = [f"data.prepared_dir={WORK_DATA}", "data.split=train", "data.eval_split=dev",
                 f"output_dir={WORK_RUN}", *overrides]
@@ -247,7 +247,9 @@ def seal(run_dir: Path, info: dict[str, Any], build: dict[str, Any]) -> dict[str
     start time), write ``build.json`` and seal the manifest and fingerprint again (it covers build.json)."""
     from ragtruth_spans.core.jsonl import read_json_file, write_json
     from ragtruth_spans.detectors.shipped import BUILD_FILE
-    from ragtruth_spans.runs.run_dir import FINGERPRINT_FILE, seal_run_info, verify_run
+    from ragtruth_spans.runs.manifest import verify_run
+    from ragtruth_spans.runs.run_dir import seal_run_info
+    from ragtruth_spans.runs.run_info import FINGERPRINT_FILE
 
     started = read_json_file(run_dir / FINGERPRINT_FILE)
     started["started"] = None

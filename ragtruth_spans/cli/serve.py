@@ -44,7 +44,7 @@ def _configure_server_logging(log_level: str) -> None:
 def _load(model: str | None, load: LoadFlags) -> tuple[str, object, dict | None]:
     """``(label, detector, run_info)`` of ``--model``."""
     from ragtruth_spans.detectors.loader import load_detector
-    from ragtruth_spans.runs.run_dir import read_run_info
+    from ragtruth_spans.runs.run_info import read_run_info
 
     with user_errors():
         label, path = model_label(model), resolve_model(model)

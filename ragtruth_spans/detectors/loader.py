@@ -1,7 +1,7 @@
 """The one loader: ``load_detector(path_or_name, **options)`` → a :class:`~ragtruth_spans.detectors.base.Detector`.
 
 - A **run directory** (what ``ragtruth-spans train`` wrote): first verified against its manifest
-  (:func:`~ragtruth_spans.runs.run_dir.verify_run`: a changed or missing file, or an edited ``run_info.json``,
+  (:func:`~ragtruth_spans.runs.manifest.verify_run`: a changed or missing file, or an edited ``run_info.json``,
   is an error naming the file), then its ``kind`` is read from ``run_info.json`` (runs written before kinds existed
   are generative) and the family of that kind loads it. All of it under the run's shared lock
   (:func:`~ragtruth_spans.core.locks.shared_reading`), the lock ``train`` holds while it writes the run: a run
@@ -31,7 +31,8 @@ from ragtruth_spans.core.locks import shared_reading
 from ragtruth_spans.detectors.base import Detector
 from ragtruth_spans.detectors.family import get_family, named_detectors
 from ragtruth_spans.detectors.shipped import DEFAULT_DIR, DEFAULT_NAME, is_default, resolve_detector
-from ragtruth_spans.runs.run_dir import run_kind, verify_run
+from ragtruth_spans.runs.manifest import verify_run
+from ragtruth_spans.runs.run_dir import run_kind
 
 
 def load_detector(path_or_name: str | Path | None = None, **options: Any) -> Detector:

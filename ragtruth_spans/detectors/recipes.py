@@ -19,7 +19,8 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from ragtruth_spans.core.errors import InputError, check_choice
 from ragtruth_spans.detectors.family import all_families
-from ragtruth_spans.runs.run_dir import DEFAULT_KIND, RECIPE_FILE
+from ragtruth_spans.runs.run_dir import DEFAULT_KIND
+from ragtruth_spans.runs.run_info import RECIPE_FILE
 from ragtruth_spans.training.recipe import SAVED_RUN, Recipe
 from ragtruth_spans.training.recipe_files import load_yaml, parse_override, read_recipe_data, resolve_recipe_path
 
@@ -151,7 +152,7 @@ def read_finished_run(run_dir: str | Path, recipe_class: type[Recipe], key: str,
                       ) -> tuple[Recipe, dict[str, Any]]:
     """``(recipe, run_info)`` of a finished run of ``recipe_class``: its ``run_info.json`` must hold ``key`` of
     ``types`` (what the family's ``train`` writes last); anything else is an :class:`InputError`."""
-    from ragtruth_spans.runs.run_dir import read_run_info
+    from ragtruth_spans.runs.run_info import read_run_info
 
     recipe = read_run_recipe(run_dir)
     info = read_run_info(run_dir)

@@ -27,7 +27,8 @@ from ragtruth_spans.evaluation.overlap import Overlap, TrainedOn, TrainingData, 
 def run_training_data(run_dir: str | Path, *, fingerprint: str | None = None) -> TrainingData:
     """What the run in ``run_dir`` trained on; with ``fingerprint`` (the one a predictions file recorded), a run
     directory holding another run is ``unknown``."""
-    from ragtruth_spans.runs.run_dir import read_run_info, read_trained_on
+    from ragtruth_spans.runs.run_dir import read_trained_on
+    from ragtruth_spans.runs.run_info import read_run_info
 
     root, name = Path(run_dir), str(run_dir)
     if not (root / "run_info.json").is_file():

@@ -21,40 +21,22 @@ and of the training and dev files. :func:`claim_output_dir` enforces the rules:
 A new run that fails before it saved anything worth resuming (a checkpoint, a finished member run) is released
 by :func:`release_failed_run`, so fixing the data or the recipe and running ``train`` again just works.
 
-A finished run is what it claims to be. :func:`write_run_files` (the writer every family ends with) records in
-``run_info.json`` the SHA-256 of every file of the run directory (``files_sha256``: weights, adapters,
-``combiner.txt``, tokenizer files, ``recipe.yaml``, whatever a family writes now or later), except the metadata
-files themselves (``run_info.json``, ``fingerprint.json``), the trainer's ``checkpoint-*`` folders (training state,
-never loaded) and lock or temporary files; a nested run directory (a stacked run's members) is covered by its own
-``run_info.json``, which covers its files. ``run_info.json``'s ``fingerprint`` is the SHA-256 of everything else in
-``run_info.json`` (the training fingerprint, now ``training_fingerprint``, the manifest, the tuned decision, ...),
-so it changes with any file of the run or any value read from it; it is the fingerprint ``predict``'s
-``.meta.json`` and ``serve``'s ``/v1/model`` report. :func:`verify_run` checks it all when a run is loaded
-(:func:`ragtruth_spans.load_detector`): a changed or missing file, or an edited ``run_info.json``, is one
-:class:`InputError` naming the file. A run written before manifests existed has none: it is loaded with a warning
-(its files cannot be checked; re-train it with ``--overwrite`` to get one) rather than refused, so trained runs
-keep working.
+A finished run is what it claims to be: :mod:`~ragtruth_spans.runs.manifest` records the SHA-256 of its files
+and checks them when it is loaded.
 
 What a run trained on is recorded too: ``trained_on.json`` holds the SHA-256 of every normalised source and
 response it trained or tuned on (never the text; :mod:`ragtruth_spans.evaluation.overlap`), in the manifest like
 any file, so the evaluation commands can count the gold responses it has seen (:func:`read_trained_on`; None for
 a run written before this file existed: its overlap is "unknown").
-
-Every value a family reads from ``run_info.json`` that decides spans is validated by :func:`read_run_info`:
-thresholds finite numbers in [0, 1], ``max_word_gap`` an integer >= 0.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
-import os
 import shutil
 import time
-import warnings
 from collections.abc import Mapping, Sequence
-from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -62,20 +44,13 @@ import yaml
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.evaluation.overlap import TRAINED_ON_FILE, TrainedOn
+from ragtruth_spans.runs.manifest import MANIFEST_KEY, content_fingerprint, file_digest, files_manifest
+from ragtruth_spans.runs.run_info import FINGERPRINT_FILE, RECIPE_FILE, RUN_INFO_FILE, read_run_info
 
 DEFAULT_KIND = "generative"
 """The ``kind`` of a run or recipe that does not name one (written before there were several families)."""
-RUN_INFO_FILE = "run_info.json"
-RECIPE_FILE = "recipe.yaml"
-FINGERPRINT_FILE = "fingerprint.json"
 NOT_FINGERPRINTED = ("output_dir", "logging")
 """Recipe keys that say where and how a run reports, not what it trains."""
-MANIFEST_KEY = "files_sha256"
-METADATA_FILES = (RUN_INFO_FILE, FINGERPRINT_FILE)
-"""Files of a run directory that describe it and so are not in its manifest (run_info.json is covered by the
-fingerprint it holds)."""
-NOT_IN_MANIFEST_DIRS = ("checkpoint-",)
-"""Folders (by prefix) of training state that no detector loads."""
 LIBRARIES = ("torch", "transformers", "peft", "trl", "bitsandbytes", "accelerate", "datasets", "tokenizers",
              "sentence-transformers", "ragtruth-spans")
 
@@ -90,153 +65,6 @@ class SavedRecipe(Protocol):
     def model_dump(self, *, mode: str) -> dict[str, Any]: ...
 
     def to_yaml(self) -> str: ...
-
-
-def read_run_info(run_dir: str | Path) -> dict[str, Any]:
-    """``run_info.json`` of a run directory (``{}`` when the file does not exist); bad JSON is an
-    :class:`InputError` naming the file."""
-    path = Path(run_dir) / RUN_INFO_FILE
-    if not path.is_file():
-        return {}
-    from ragtruth_spans.core.jsonl import read_json_file
-
-    info = read_json_file(path)
-    if not isinstance(info, dict):
-        raise InputError("expected a JSON object", path=path)
-    check_run_values(info, path)
-    return info
-
-
-PROBABILITY_KEYS = ("threshold", "response_threshold")
-"""Keys whose value (a number) is a probability threshold; ``thresholds`` holds a mapping of them."""
-SKIPPED_SECTIONS = ("tuning", "libraries", "data_stats", "words", "feature_gain", "seconds", "peak_rss_mb",
-                    "paper_thresholds")
-"""Sections of ``run_info.json`` that only report (tuning grids, timings; ``data_stats``: the data counts of stacked
-runs written before ``data.counts``): not read to decide spans."""
-
-
-def _check_probability(value: Any, path: Path, field: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0.0 <= value <= 1.0:
-        raise InputError(f"must be a finite number in [0, 1], got {json.dumps(value)[:40]}", path=path, field=field)
-
-
-def check_run_values(info: Mapping[str, Any], path: Path, prefix: str = "") -> None:
-    """Validate the values of ``run_info.json`` that decide spans, wherever a family keeps them: every
-    ``threshold``/``response_threshold``/``fill`` (None allowed) and every value of a ``thresholds`` mapping a
-    finite number in [0, 1],
-    every ``max_word_gap`` an integer >= 0. One :class:`InputError` naming the file and the field."""
-    for key, value in info.items():
-        field = f"{prefix}{key}"
-        if key in SKIPPED_SECTIONS:
-            continue
-        if key in PROBABILITY_KEYS or (key == "fill" and value is not None):  # fill: None means no fill
-            _check_probability(value, path, field)
-        elif key == "thresholds":
-            if not isinstance(value, Mapping):
-                raise InputError(f"must map names to thresholds, got {type(value).__name__}", path=path, field=field)
-            for name, threshold in value.items():
-                _check_probability(threshold, path, f"{field}.{name}")
-        elif key == "max_word_gap" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise InputError(f"must be an integer >= 0, got {json.dumps(value)[:40]}", path=path, field=field)
-        elif isinstance(value, Mapping):
-            check_run_values(value, path, f"{field}.")
-
-
-def _manifest_skips(relative: Path) -> bool:
-    name = relative.name
-    return name.endswith(".lock") or (name.startswith(".") and name.endswith(".tmp"))
-
-
-def run_files(run_dir: str | Path) -> list[str]:
-    """The files of a run directory its manifest covers (paths relative to it, ``/``-separated, sorted): every
-    file except :data:`METADATA_FILES`, ``checkpoint-*`` folders, lock and temporary files; of a nested run
-    directory (a folder holding its own ``run_info.json``) only that ``run_info.json``, whose fingerprint covers
-    the rest."""
-    root = Path(run_dir)
-    found: list[str] = []
-    for folder, dirs, files in os.walk(root):
-        here = Path(folder)
-        dirs[:] = sorted(d for d in dirs if not d.startswith(NOT_IN_MANIFEST_DIRS))
-        nested = here != root and RUN_INFO_FILE in files
-        for name in sorted(files):
-            relative = (here / name).relative_to(root)
-            if nested and name != RUN_INFO_FILE:
-                continue
-            if (here == root and name in METADATA_FILES) or _manifest_skips(relative):
-                continue
-            found.append(relative.as_posix())
-        if nested:
-            dirs[:] = []
-    return sorted(found)
-
-
-@cache
-def _memoised_sha256(path: str, size: int, mtime_ns: int, inode: int) -> str | None:
-    from ragtruth_spans.core.jsonl import file_sha256
-
-    return file_sha256(path)
-
-
-def _sha256(path: Path) -> str | None:
-    """SHA-256 of a file, memoised per process by its path, size, modification time and inode (a run loaded
-    twice, e.g. as a member, is hashed once)."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return _memoised_sha256(str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
-
-
-def files_manifest(run_dir: str | Path) -> dict[str, str]:
-    """``{relative path: sha256}`` of :func:`run_files`."""
-    root = Path(run_dir)
-    return {name: digest for name in run_files(root) if (digest := _sha256(root / name)) is not None}
-
-
-def content_fingerprint(info: Mapping[str, Any]) -> str:
-    """The fingerprint of a finished run: SHA-256 of its ``run_info.json`` content other than ``fingerprint``
-    (canonical JSON), which holds the training fingerprint and the files' manifest."""
-    canonical = json.dumps({k: v for k, v in info.items() if k != "fingerprint"}, sort_keys=True,
-                           ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def verify_run(run_dir: str | Path) -> dict[str, Any]:
-    """Check that a finished run directory is what its ``run_info.json`` says (module docstring) and return that
-    run info (``{}`` for a directory without one: the family says what is missing). A file listed in the manifest
-    that is missing or changed, or a ``run_info.json`` edited after training, is one :class:`InputError` naming
-    the file; a run without a manifest (written before manifests existed) gets a warning."""
-    root = Path(run_dir)
-    info = read_run_info(root)
-    if not info:
-        return info
-    info_path = root / RUN_INFO_FILE
-    manifest = info.get(MANIFEST_KEY)
-    if manifest is None:
-        warnings.warn(f"{root}: this run was written before runs recorded the SHA-256 of their files, so they are "
-                      "not verified; re-train it (ragtruth-spans train RECIPE --overwrite) to get a manifest",
-                      UserWarning, stacklevel=2)
-        return info
-    if not isinstance(manifest, Mapping) or not all(isinstance(v, str) for v in manifest.values()):
-        raise InputError("must map file names to SHA-256 digests", path=info_path, field=MANIFEST_KEY)
-    for name, digest in sorted(manifest.items()):
-        target = (root / name)
-        if Path(name).is_absolute() or ".." in Path(name).parts:
-            raise InputError(f"lists {name!r}, which is not inside the run directory", path=info_path,
-                             field=MANIFEST_KEY)
-        actual = _sha256(target) if target.is_file() else None
-        if actual is None:
-            raise InputError("missing: the run's manifest (run_info.json) lists this file; restore it or re-train "
-                             "the run", path=target)
-        if actual != digest:
-            raise InputError("changed since the run was written (its SHA-256 differs from the one in run_info.json): "
-                             "the run is no longer what its fingerprint says; restore the file or re-train the run",
-                             path=target)
-    if info.get("fingerprint") != content_fingerprint(info):
-        raise InputError("edited after the run was written (its content no longer matches its fingerprint); "
-                         "restore it or re-train the run", path=info_path)
-    return info
 
 
 def run_kind(run_dir: str | Path) -> str:
@@ -402,7 +230,7 @@ def read_trained_on(run_dir: str | Path) -> TrainedOn | None:
     if not path.is_file():
         return None
     listed = (read_run_info(root).get(MANIFEST_KEY) or {}).get(TRAINED_ON_FILE)
-    if listed is not None and listed != _sha256(path):
+    if listed is not None and listed != file_digest(path):
         raise InputError("changed since the run was written (its SHA-256 differs from the one in run_info.json)",
                          path=path)
     return TrainedOn.read(path)

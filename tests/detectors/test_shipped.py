@@ -15,15 +15,9 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import file_sha256
 from ragtruth_spans.detectors.recipes import validate_recipe
 from ragtruth_spans.detectors.shipped import BUILD_FILE, DEFAULT_DIR, DEFAULT_NAME, is_default, resolve_detector
-from ragtruth_spans.runs.run_dir import (
-    FINGERPRINT_FILE,
-    METADATA_FILES,
-    RUN_INFO_FILE,
-    read_run_info,
-    run_files,
-    run_fingerprint,
-    verify_run,
-)
+from ragtruth_spans.runs.manifest import METADATA_FILES, run_files, verify_run
+from ragtruth_spans.runs.run_dir import run_fingerprint
+from ragtruth_spans.runs.run_info import FINGERPRINT_FILE, RUN_INFO_FILE, read_run_info
 
 REPO = Path(__file__).resolve().parents[2]
 CONTEXT = "Passage 1: The Grand Hotel opened in 1999 and has 120 rooms."

@@ -10,7 +10,9 @@ import pytest
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.detectors.recipes import validate_recipe
-from ragtruth_spans.runs.run_dir import read_run_info, run_files, verify_run, write_run_files
+from ragtruth_spans.runs.manifest import run_files, verify_run
+from ragtruth_spans.runs.run_dir import write_run_files
+from ragtruth_spans.runs.run_info import read_run_info
 
 
 def _run(tmp_path: Path, **extra) -> Path:

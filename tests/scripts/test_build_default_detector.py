@@ -66,7 +66,7 @@ def test_the_recorded_command_holds_no_absolute_path_of_the_machine(tmp_path: Pa
 @pytest.mark.slow
 def test_two_builds_give_identical_files_that_load_and_detect(tmp_path: Path) -> None:
     from ragtruth_spans.detectors.loader import load_detector
-    from ragtruth_spans.runs.run_dir import verify_run
+    from ragtruth_spans.runs.manifest import verify_run
 
     data = write_inputs(tmp_path / "data")
     outs = [tmp_path / "first", tmp_path / "second"]

@@ -18,7 +18,7 @@ import pytest
 from server_thread import EchoDetector, ServerThread, free_port
 
 from ragtruth_spans.detectors.loader import load_detector
-from ragtruth_spans.runs.run_dir import read_run_info
+from ragtruth_spans.runs.run_info import read_run_info
 from ragtruth_spans.serving.app import ServeSettings, create_app
 
 ITEM = {"context": "Passage 1: The hotel opened in 1999 and has 120 rooms.", "question": "When did it open?",

@@ -18,7 +18,7 @@ from ragtruth_spans.detectors.entailment.pairs import LABELS
 from ragtruth_spans.detectors.entailment.recipe import EntailmentRecipe
 from ragtruth_spans.detectors.recipes import read_finished_run
 from ragtruth_spans.models.hf_models import check_model_folder, check_tokenizer_folder
-from ragtruth_spans.runs.run_dir import MANIFEST_KEY
+from ragtruth_spans.runs.manifest import MANIFEST_KEY
 
 
 def load_run(path: str | Path, *, device: str | None = None, batch_size: int = 32,

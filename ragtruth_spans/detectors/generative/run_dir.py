@@ -16,7 +16,7 @@ from ragtruth_spans.models.hf_models import (
     run_base_model,
 )
 from ragtruth_spans.models.tiny import BASE_MODEL_DIR
-from ragtruth_spans.runs.run_dir import read_run_info
+from ragtruth_spans.runs.run_info import read_run_info
 
 
 @dataclass(frozen=True)

@@ -229,7 +229,7 @@ class Decision:
     def from_dict(cls, data: Mapping[str, Any]) -> Decision:
         """The decision saved in ``run_info.json``; thresholds and ``fill`` must be finite numbers in [0, 1] and
         the gap an integer >= 0 (:class:`InputError` otherwise)."""
-        from ragtruth_spans.runs.run_dir import check_run_values
+        from ragtruth_spans.runs.run_info import check_run_values
 
         if not isinstance(data, Mapping):
             raise InputError("run_info.json: decision must be an object")

@@ -33,7 +33,8 @@ def _train_member(member: MemberSection, recipe: StackedRecipe, data_dir: Path, 
     from ragtruth_spans.detectors.loader import load_detector
     from ragtruth_spans.detectors.recipes import load_recipe
     from ragtruth_spans.detectors.train import train
-    from ragtruth_spans.runs.run_dir import FINGERPRINT_FILE, RUN_INFO_FILE, run_fingerprint
+    from ragtruth_spans.runs.run_dir import run_fingerprint
+    from ragtruth_spans.runs.run_info import FINGERPRINT_FILE, RUN_INFO_FILE
 
     assert member.recipe is not None
     settings = [*member.overrides, f"data.prepared_dir={data_dir}", "data.eval_split=dev",

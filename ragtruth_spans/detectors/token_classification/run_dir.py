@@ -22,7 +22,7 @@ from ragtruth_spans.models.hf_models import (
     run_base_model,
 )
 from ragtruth_spans.models.tiny import BASE_MODEL_DIR
-from ragtruth_spans.runs.run_dir import FINGERPRINT_FILE, read_run_info
+from ragtruth_spans.runs.run_info import FINGERPRINT_FILE, read_run_info
 
 
 def window_settings(recipe: TokenClassificationRecipe) -> WindowSettings:

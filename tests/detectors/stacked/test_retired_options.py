@@ -17,7 +17,8 @@ from ragtruth_spans.core.jsonl import file_sha256
 from ragtruth_spans.detectors.recipes import read_finished_run, validate_recipe
 from ragtruth_spans.detectors.shipped import DEFAULT_DIR
 from ragtruth_spans.detectors.stacked.recipe import RETIRED, StackedRecipe
-from ragtruth_spans.runs.run_dir import content_fingerprint, run_fingerprint
+from ragtruth_spans.runs.manifest import content_fingerprint
+from ragtruth_spans.runs.run_dir import run_fingerprint
 
 OTHER = {"lm": {"model": "smollm2-135m-instruct"}, "monotone": True, "supported_positive_weight": 0.25,
          "additive_priors": True, "balanced": True}

@@ -16,7 +16,7 @@ from ragtruth_spans.detectors.recipes import validate_recipe
 from ragtruth_spans.detectors.stacked.recipe import ResponseSection
 from ragtruth_spans.detectors.stacked.response import RESPONSE_FEATURES, HeadNotFitted, fit_head
 from ragtruth_spans.detectors.train import train
-from ragtruth_spans.runs.run_dir import MANIFEST_KEY
+from ragtruth_spans.runs.manifest import MANIFEST_KEY
 
 
 @pytest.mark.parametrize(("groups", "reason"), [

@@ -20,7 +20,7 @@ from ragtruth_spans.detectors.loader import load_detector
 from ragtruth_spans.detectors.recipes import validate_recipe
 from ragtruth_spans.detectors.stacked import combiner
 from ragtruth_spans.detectors.train import train
-from ragtruth_spans.runs.run_dir import content_fingerprint
+from ragtruth_spans.runs.manifest import content_fingerprint
 
 
 @pytest.fixture(scope="module")
