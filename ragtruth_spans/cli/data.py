@@ -32,7 +32,7 @@ def prepare_command(
     from ragtruth_spans.data.prepare import prepare
     from ragtruth_spans.data.ragtruth import sample_data_dir
     from ragtruth_spans.data.splits import parse_split_spec
-    from ragtruth_spans.reporting.console import prepare_summary
+    from ragtruth_spans.reporting.data_tables import prepare_summary
 
     if sample == (ragtruth_dir is not None):
         fail(InputError("give exactly one of --ragtruth-dir DIR or --sample"))

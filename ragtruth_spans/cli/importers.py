@@ -29,7 +29,7 @@ def _run(read: Callable[[], tuple[list[Any], Any]], in_path: Path, out_dir: Path
     from ragtruth_spans.data.imported import write_splits
     from ragtruth_spans.data.prepare import prepared_output
     from ragtruth_spans.data.splits import parse_split_spec
-    from ragtruth_spans.reporting.console import import_summary
+    from ragtruth_spans.reporting.data_tables import import_summary
 
     with user_errors():
         spec = parse_split_spec(split_by_source) if split_by_source is not None else None
@@ -133,7 +133,7 @@ def import_nli_sets(
     """Labelled NLI sets (each under its own licence, NOTICE) → premise–hypothesis pairs: three-way or binary
     labels, the sets' own dev and test splits kept, duplicates across sets removed (counted)."""
     from ragtruth_spans.data.nli import import_nli, parse_only
-    from ragtruth_spans.reporting.console import nli_import_summary
+    from ragtruth_spans.reporting.data_tables import nli_import_summary
 
     with user_errors():
         stats = import_nli(nli_dir, out_dir, parse_only(only))
@@ -179,7 +179,7 @@ def import_nli_sentences(
     from ragtruth_spans.detectors.entailment.recipe import EntailmentRecipe
     from ragtruth_spans.detectors.entailment.task_pairs import import_task_pairs, pair_detector
     from ragtruth_spans.detectors.recipes import load_recipe
-    from ragtruth_spans.reporting.console import nli_import_summary
+    from ragtruth_spans.reporting.data_tables import nli_import_summary
 
     with user_errors():
         read = load_recipe(recipe)

@@ -61,7 +61,7 @@ class SplitStats:
 @dataclass
 class PrepareStats:
     """Everything ``prepare`` did; ``to_dict()`` is what ``stats.json`` holds (and what the console summary,
-    :func:`ragtruth_spans.reporting.console.prepare_summary`, shows)."""
+    :func:`ragtruth_spans.reporting.data_tables.prepare_summary`, shows)."""
 
     ragtruth_dir: str
     out_dir: str
