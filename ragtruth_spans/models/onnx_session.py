@@ -87,8 +87,7 @@ class OnnxTransformer:
 
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # errors only: ONNX Runtime's notes stay out of the user's output
-        wanted = threads if threads is not None else omp_threads() or 0
-        options.intra_op_num_threads = max(wanted, 0)
+        options.intra_op_num_threads = threads if threads is not None else omp_threads() or 0  # 0: ORT's default
         try:
             self._session = onnxruntime.InferenceSession(str(model_file), options,
                                                          providers=["CPUExecutionProvider"])

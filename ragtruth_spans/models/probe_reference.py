@@ -40,7 +40,7 @@ PROBE_REFERENCE: dict[str, tuple[int, str]] = {
         "q7Sq9x+cKIWkeSgOLLimMqZeq4qs0CjjLBAsFKpQlTerFyiNJFctJCJGrpMoryRWrrWpQKm7KzasViB7LLIkEa62rhariigLISut"
         "xas2rLipe6xdqemqMyheHokpxZ2+qbicMK2hMMAskivrq7Gt"
     )),
-    # the same weights, their first four transformer layers (the shipped detector's encoder_layers)
+    # the same weights, their first four transformer layers (a build with features.encoder_layers: 4)
     "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db/layers=4": (384, (
         "/KGaKTgsUiZvqR6cLCgYKNMsHKC+KMGQ1J2eK6Yok6UEIkKlPYQEKYyiKS14JuIcc4/cpl4qU6UBLJ6nWiCVKBoqDisvKWqYlqBx"
         "KLwqCKG8nUyqqZu9ILCa0BkxpAclTKyEJSKvmqjzp6wnOadsIN8lf6j+KfOeLCkYpW6q8i+CLfKZnySMqt+pRizcILelzyPAmSKp"

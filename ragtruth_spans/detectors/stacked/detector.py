@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from ragtruth_spans.core.threads import one_native_thread
 from ragtruth_spans.core.types import Record
 from ragtruth_spans.detectors.base import Detection, DetectItem, Detector
 from ragtruth_spans.detectors.shared.context_cache import ContextCache
-from ragtruth_spans.detectors.shared.threads import one_native_thread
 from ragtruth_spans.detectors.stacked.columns import ColumnBuilder, ItemColumns
 from ragtruth_spans.detectors.stacked.combiner import Decision
 from ragtruth_spans.detectors.stacked.response import Calibration, head_columns, head_matrix
