@@ -27,7 +27,7 @@ from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.jsonl import read_records
 from ragtruth_spans.core.text import normal_record
 from ragtruth_spans.core.types import Record
-from ragtruth_spans.training.recipe import SAMPLE, DataSection
+from ragtruth_spans.training.data_recipe import SAMPLE, DataSection
 
 
 @dataclass

@@ -40,7 +40,8 @@ from ragtruth_spans.training.data import (
     selected_training_records,
     synth_records,
 )
-from ragtruth_spans.training.recipe import DataSection, ModelSection
+from ragtruth_spans.training.data_recipe import DataSection
+from ragtruth_spans.training.recipe import ModelSection
 
 
 @dataclass

@@ -22,7 +22,7 @@ from pydantic import Field, model_validator
 
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.core.types import Record
-from ragtruth_spans.training.recipe import Section
+from ragtruth_spans.training.sections import Section
 
 Criterion = Literal["span_f1", "response_macro_f1", "response_f1"]
 CRITERIA: dict[str, tuple[str, str]] = {"span_f1": ("span", "f1"), "response_macro_f1": ("response_macro", "f1"),

@@ -22,7 +22,7 @@ from ragtruth_spans.training.data import (
     record_weight,
     selected_training_records,
 )
-from ragtruth_spans.training.recipe import DataSection
+from ragtruth_spans.training.data_recipe import DataSection
 
 
 def _record(i: int, task: str = "Summary", split: str = "train", spans: bool = True) -> Record:

@@ -16,7 +16,7 @@ from ragtruth_spans.training.data import (
     select_records,
     selected_training_records,
 )
-from ragtruth_spans.training.recipe import DataSection
+from ragtruth_spans.training.data_recipe import DataSection
 from ragtruth_spans.training.skeleton import data_record, eval_records, select_data
 
 

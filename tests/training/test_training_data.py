@@ -10,7 +10,7 @@ import pytest
 from ragtruth_spans.core.errors import InputError
 from ragtruth_spans.models.hf_models import check_report_to, is_local_reference, resolve_base_model
 from ragtruth_spans.training.data import load_eval_records, load_split
-from ragtruth_spans.training.recipe import DataSection
+from ragtruth_spans.training.data_recipe import DataSection
 
 
 def test_the_embedded_sample_honours_the_split():

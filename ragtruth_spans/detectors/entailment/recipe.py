@@ -16,7 +16,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from ragtruth_spans.models.pretrained import MINILM
-from ragtruth_spans.training.recipe import Recipe, Section, TinyModel
+from ragtruth_spans.training.recipe import Recipe, TinyModel
+from ragtruth_spans.training.sections import Section
 
 NLI_FILES = ("train.jsonl", "dev.jsonl")
 """The files of a prepared NLI directory a run trains and early-measures on (fingerprinted)."""

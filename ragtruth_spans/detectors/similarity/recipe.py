@@ -7,7 +7,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from ragtruth_spans.training.recipe import Recipe, Section, check_eval_split
+from ragtruth_spans.training.recipe import Recipe, check_eval_split
+from ragtruth_spans.training.sections import Section
 from ragtruth_spans.training.tuning import TuningSection
 
 

@@ -29,7 +29,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_serializer, model_validator
 
 from ragtruth_spans.models.pretrained import MINILM
-from ragtruth_spans.training.recipe import DataSection, Recipe, Section, check_eval_split
+from ragtruth_spans.training.data_recipe import DataSection
+from ragtruth_spans.training.recipe import Recipe, check_eval_split
+from ragtruth_spans.training.sections import Section
 
 logger = logging.getLogger(__name__)
 

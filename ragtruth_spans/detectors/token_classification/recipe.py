@@ -18,12 +18,12 @@ from ragtruth_spans.training.recipe import (
     ModelSection,
     QuantizationSection,
     Recipe,
-    Section,
     TinyModel,
     TrainingSection,
     check_eval_checkpoints,
     check_no_packing,
 )
+from ragtruth_spans.training.sections import Section
 
 LabelScheme = Literal["binary", "typed"]
 Aggregation = Literal["mean", "max", "min", "best", "by-type"]

@@ -12,11 +12,11 @@ from ragtruth_spans.models.pretrained import MINILM
 from ragtruth_spans.training.recipe import (
     ModelSection,
     Recipe,
-    Section,
     TrainingSection,
     check_eval_checkpoints,
     check_no_packing,
 )
+from ragtruth_spans.training.sections import Section
 from ragtruth_spans.training.tuning import TuningSection
 
 

@@ -17,7 +17,7 @@ from ragtruth_spans.detectors.train import train
 from ragtruth_spans.models.tiny import train_tokenizer
 from ragtruth_spans.reporting.console import training_data_summary
 from ragtruth_spans.training.data import select_records
-from ragtruth_spans.training.recipe import DataSection
+from ragtruth_spans.training.data_recipe import DataSection
 
 
 def _records(n_spans: int, n_clean: int):
